@@ -1,0 +1,114 @@
+//! The command line: clap definitions and the glue that runs each
+//! subcommand. One file per subcommand group; JSON on stdout, logs on
+//! stderr. Exit codes: 0 success; 1 failure (refused, invalid, partial);
+//! 2 usage error (clap); 4 a request that could not run at all.
+
+mod check;
+mod context;
+mod keys;
+mod request;
+mod trust;
+mod verbs;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::config::Overrides;
+
+/// verbgate: signed WebAssembly verbs for AI agents, behind one MCP tool.
+#[derive(Debug, Parser)]
+#[command(name = "verbgate", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every subcommand accepts.
+#[derive(Debug, clap::Args, Clone)]
+pub struct GlobalArgs {
+    /// verbgate's home (trust/, plugins/, state/, cache/, keys/).
+    /// Default: $VERBGATE_HOME, else $XDG_DATA_HOME/verbgate, else ~/.local/share/verbgate.
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// Config file. Default: $VERBGATE_HOME/verbgate.toml when present.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Directory programs run in. Default: the current directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Extra plugin directory to load signed components from (repeatable).
+    #[arg(long = "plugins", global = true, value_name = "DIR")]
+    plugins: Vec<PathBuf>,
+}
+
+impl GlobalArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides { home: self.home.clone(), config: self.config.clone(), root: self.root.clone(), plugin_dirs: self.plugins.clone() }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one request ({"ops": [...]} or {"help": ...}) and print the JSON result.
+    Request(request::RequestArgs),
+    /// Print the verb catalog as JSON, with unavailable verbs and reasons.
+    Verbs(verbs::VerbsArgs),
+    /// Check a component for its author: contract, schemas, names, lint. Needs no trust, runs nothing.
+    Check(check::CheckArgs),
+    /// Generate an ed25519 signing key pair.
+    Keygen(keys::KeygenArgs),
+    /// Sign a component with your secret key.
+    Sign(keys::SignArgs),
+    /// Verify a component's signature against the trust store (or one key).
+    Verify(keys::VerifyArgs),
+    /// Manage the operator's trusted keys (terminal only, never a verb).
+    #[command(subcommand)]
+    Trust(trust::TrustCommand),
+}
+
+/// Entry point for the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("verbgate: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            print_json(&serde_json::json!({ "ok": false, "error": { "code": "internal", "message": format!("{e:#}") } }));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let g = &cli.global;
+    match cli.command {
+        Command::Request(a) => request::run(g, a).await,
+        Command::Verbs(a) => verbs::run(g, a).await,
+        Command::Check(a) => check::run(g, a).await,
+        Command::Keygen(a) => keys::keygen(g, a),
+        Command::Sign(a) => keys::sign(g, a),
+        Command::Verify(a) => keys::verify(g, a),
+        Command::Trust(c) => trust::run(g, c),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("VERBGATE_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+}
+
+/// Print JSON (compact, one line) on stdout.
+pub(crate) fn print_json(v: &serde_json::Value) {
+    println!("{v}");
+}

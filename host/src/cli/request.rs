@@ -1,0 +1,45 @@
+//! `verbgate request '<json>'`: one request through the same dispatch the
+//! MCP tool uses.
+
+use anyhow::{Context as _, Result};
+use std::io::Read;
+use std::process::ExitCode;
+
+use super::context::Context;
+use super::{print_json, GlobalArgs};
+
+/// Arguments of `request`.
+#[derive(Debug, clap::Args)]
+pub struct RequestArgs {
+    /// The request JSON, or `-` to read it from stdin.
+    #[arg(value_name = "JSON")]
+    json: String,
+}
+
+/// Run it. Exit 0 when every op succeeded, 1 when some failed, 4 when the
+/// request could not run at all.
+pub async fn run(g: &GlobalArgs, a: RequestArgs) -> Result<ExitCode> {
+    let text = if a.json == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).context("cannot read the request from stdin")?;
+        s
+    } else {
+        a.json
+    };
+    let ctx = Context::load(g).await?;
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            let err = crate::OpError::new(crate::ErrorCode::InvalidRequest, format!("the request is not valid JSON: {e}"));
+            print_json(&serde_json::json!({ "status": "error", "error": err.to_json() }));
+            return Ok(ExitCode::from(4));
+        }
+    };
+    let response = ctx.dispatcher().handle(&value).await;
+    print_json(&response.body);
+    Ok(match (response.is_error, response.body["status"].as_str()) {
+        (true, _) => ExitCode::from(4),
+        (false, Some("success")) => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    })
+}

@@ -1,0 +1,255 @@
+//! Configuration: where verbgate keeps its files, which directory commands
+//! run in, which verbs are reachable, and the limits. Every default is
+//! documented here and in README.md.
+//!
+//! Precedence: command-line flags, then `verbgate.toml` (`--config FILE`, or
+//! `$VERBGATE_HOME/verbgate.toml` when present), then the defaults below.
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Limits applied to plugins and programs.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Wall-clock deadline for one plugin call (`plan`, `map-result`), ms.
+    /// Default 2000.
+    pub plugin_timeout_ms: u64,
+    /// Linear memory cap per plugin instance, MiB. Default 64.
+    pub plugin_memory_mib: u64,
+    /// Largest JSON text a plugin may return, bytes. Default 4 MiB.
+    pub plugin_output_bytes: usize,
+    /// Default timeout for an exec plan that sets none, ms. Default 60000.
+    pub exec_timeout_ms: u64,
+    /// Upper bound on any exec timeout a plan asks for, ms. Default 600000.
+    pub exec_timeout_max_ms: u64,
+    /// Capture bound for each of stdout and stderr, bytes. Default 1 MiB.
+    pub capture_bytes: usize,
+    /// Most ops in one request. Default 8.
+    pub batch_cap: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            plugin_timeout_ms: 2_000,
+            plugin_memory_mib: 64,
+            plugin_output_bytes: 4 << 20,
+            exec_timeout_ms: 60_000,
+            exec_timeout_max_ms: 600_000,
+            capture_bytes: 1 << 20,
+            batch_cap: 8,
+        }
+    }
+}
+
+/// Environment variables passed to programs by default (everything else is
+/// cleared). `env_allow` in the config replaces this list.
+pub const DEFAULT_ENV_ALLOW: &[&str] = &[
+    "PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "CARGO_HOME",
+    "RUSTUP_HOME", "RUSTUP_TOOLCHAIN",
+];
+
+/// `verbgate.toml` as written by an operator.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    root: Option<PathBuf>,
+    allow: Option<Vec<String>>,
+    plugin_dirs: Option<Vec<PathBuf>>,
+    env_allow: Option<Vec<String>>,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    programs: BTreeMap<String, PathBuf>,
+}
+
+/// Settings given on the command line; `None` means "not given".
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--home`.
+    pub home: Option<PathBuf>,
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--root`.
+    pub root: Option<PathBuf>,
+    /// `--plugins` (repeatable), added to the configured directories.
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `VERBGATE_HOME`: holds `trust/`, `plugins/`, `state/`, `cache/`, `keys/`.
+    pub home: PathBuf,
+    /// The directory programs run in (canonical). Default: the directory
+    /// verbgate was started in.
+    pub root: PathBuf,
+    /// Verb patterns (`git.*`, `job.status`) that may be reached; `None`
+    /// means every loaded verb.
+    pub allow: Option<Vec<String>>,
+    /// Directories scanned for `*.wasm` components, in order:
+    /// `$VERBGATE_HOME/plugins`, then `plugin_dirs`, then `--plugins`.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Environment variables programs inherit.
+    pub env_allow: Vec<String>,
+    /// Limits.
+    pub limits: Limits,
+    /// Program name → absolute path, overriding the `PATH` lookup.
+    pub programs: BTreeMap<String, PathBuf>,
+}
+
+impl Config {
+    /// Resolve the configuration from flags, environment and file.
+    pub fn load(over: &Overrides) -> Result<Config> {
+        let home = match &over.home {
+            Some(h) => h.clone(),
+            None => default_home()?,
+        };
+        let file_path = over.config.clone().or_else(|| {
+            let p = home.join("verbgate.toml");
+            p.exists().then_some(p)
+        });
+        let file = match &file_path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read config file {}", p.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .with_context(|| format!("invalid config file {}", p.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let root = match over.root.clone().or(file.root) {
+            Some(r) => r,
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("root directory {} does not exist", root.display()))?;
+        if !root.is_dir() {
+            bail!("root {} is not a directory", root.display());
+        }
+        let mut plugin_dirs = vec![home.join("plugins")];
+        plugin_dirs.extend(file.plugin_dirs.unwrap_or_default());
+        plugin_dirs.extend(over.plugin_dirs.iter().cloned());
+        if file.limits.batch_cap == 0 {
+            bail!("limits.batch_cap must be at least 1");
+        }
+        for (name, path) in &file.programs {
+            if !path.is_absolute() {
+                bail!("programs.{name} must be an absolute path, got {}", path.display());
+            }
+        }
+        Ok(Config {
+            home,
+            root,
+            allow: file.allow,
+            plugin_dirs,
+            env_allow: file
+                .env_allow
+                .unwrap_or_else(|| DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect()),
+            limits: file.limits,
+            programs: file.programs,
+        })
+    }
+
+    /// `$VERBGATE_HOME/trust`: the operator's trusted public keys.
+    pub fn trust_dir(&self) -> PathBuf {
+        self.home.join("trust")
+    }
+    /// `$VERBGATE_HOME/cache`: compiled components.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.home.join("cache")
+    }
+    /// `$VERBGATE_HOME/keys`: this user's signing keys.
+    pub fn keys_dir(&self) -> PathBuf {
+        self.home.join("keys")
+    }
+    /// `$VERBGATE_HOME/state`: the job store.
+    pub fn state_dir(&self) -> PathBuf {
+        self.home.join("state")
+    }
+}
+
+/// `VERBGATE_HOME`, else `$XDG_DATA_HOME/verbgate`, else
+/// `~/.local/share/verbgate`.
+pub fn default_home() -> Result<PathBuf> {
+    if let Some(h) = std::env::var_os("VERBGATE_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(h));
+    }
+    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(x).join("verbgate"));
+    }
+    match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".local/share/verbgate")),
+        None => bail!("cannot find a home for verbgate: set VERBGATE_HOME or HOME"),
+    }
+}
+
+/// Create a private directory (0700) and its parents.
+pub fn ensure_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let meta = std::fs::metadata(dir)?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Write a file readable only by its owner (0600), atomically: a temporary
+/// file in the same directory, then a rename, so a reader never sees half.
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().context("file has no parent directory")?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_config_is_closed_and_limits_default() {
+        let err = toml::from_str::<FileConfig>("alow = [\"git.*\"]").unwrap_err();
+        assert!(err.to_string().contains("alow"), "{err}");
+        let f: FileConfig = toml::from_str("[limits]\nbatch_cap = 3").unwrap();
+        assert_eq!(f.limits.batch_cap, 3);
+        assert_eq!(f.limits.capture_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn private_files_are_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("secret");
+        write_private_file(&p, b"x").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}

@@ -1,0 +1,77 @@
+//! `help`: the catalog (one compact line per verb) and one verb's full
+//! contract. Discovery is a call, never part of the advertised tool.
+
+use serde_json::{json, Value};
+
+use crate::error::{ErrorCode, OpError};
+use crate::json::{near_matches, sha256_hex};
+use crate::registry::{Registry, Source, Verb};
+use crate::runtime::model::VerbKind;
+
+/// A version of the whole surface: changes whenever any reachable verb's
+/// name, schema or providing component changes.
+pub fn surface_version(registry: &Registry) -> String {
+    let mut text = String::new();
+    for v in registry.verbs() {
+        text.push_str(&format!("{}\n{}\n{}\n", v.name, v.fingerprint, v.plugin.digest));
+    }
+    format!("sha256:{}", &sha256_hex(text.as_bytes())[..16])
+}
+
+/// `help: true`.
+pub fn catalog(registry: &Registry, batch_cap: usize) -> Value {
+    let verbs: Vec<Value> = registry
+        .verbs()
+        .map(|v| {
+            let mut entry = json!({ "sig": v.signature, "kind": v.kind.as_str() });
+            if v.kind == VerbKind::Spawn {
+                entry["fingerprint"] = json!(true);
+            }
+            entry
+        })
+        .collect();
+    json!({
+        "surface_version": surface_version(registry),
+        "batch_cap": batch_cap,
+        "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"} gives its schema; spawn verbs need schema_fingerprint from it",
+        "verbs": verbs,
+    })
+}
+
+/// `help: "<verb>"`.
+pub fn verb_help(registry: &Registry, name: &str) -> Result<Value, OpError> {
+    let verb = registry.resolve(name).ok_or_else(|| {
+        let hints = near_matches(name, registry.verb_names());
+        let msg = match hints.first() {
+            Some(h) => format!("no verb named `{name}`; did you mean `{h}`?"),
+            None => format!("no verb named `{name}`; ask {{\"help\": true}} for the catalog"),
+        };
+        OpError::new(ErrorCode::UnknownVerb, msg).with("verb", name).with("did_you_mean", hints)
+    })?;
+    Ok(verb_contract(verb))
+}
+
+/// A verb's full contract.
+pub fn verb_contract(v: &Verb) -> Value {
+    let source = match &v.plugin.source {
+        Source::Bundled => "bundled".to_string(),
+        Source::File { path } => path.display().to_string(),
+    };
+    json!({
+        "verb": v.name,
+        "kind": v.kind.as_str(),
+        "summary": v.summary,
+        "signature": v.signature,
+        "params_schema": v.params_schema,
+        "result_schema": v.result_schema,
+        "schema_fingerprint": v.fingerprint,
+        "fingerprint_required": v.kind == VerbKind::Spawn,
+        "plugin": {
+            "name": v.plugin.name,
+            "version": v.plugin.version,
+            "digest": format!("sha256:{}", v.plugin.digest),
+            "signer": v.plugin.signer,
+            "source": source,
+        },
+    })
+}

@@ -1,0 +1,151 @@
+//! Dispatch: one request in, one JSON envelope out. Shared by every
+//! transport (the CLI's `verbgate request` and the MCP `request` tool), so
+//! both give byte-identical answers for the same request and state.
+//!
+//! Envelope:
+//! - ops → `{"status": "success"|"partial", "results": [...]}`, one entry
+//!   per op **in input order** (`{"ok": true, "op", "result"}` or
+//!   `{"ok": false, "op", "error"}`); ops run concurrently;
+//! - help → `{"status": "success", "help": {...}}`;
+//! - a request that cannot be run at all → `{"status": "error", "error"}`.
+//!
+//! An argument or fingerprint error carries the verb's schema by reference:
+//! the error has `schema_fingerprint` (and the help call to make), and the
+//! schema itself appears once in the envelope's `schemas` map, however many
+//! ops failed against it.
+
+pub mod help;
+pub mod op;
+pub mod request;
+
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::error::{ErrorCode, OpError};
+use crate::exec::RunLimits;
+use crate::registry::Registry;
+use op::OpOutcome;
+use request::Request;
+
+/// Codes whose error carries the verb's schema.
+const SCHEMA_BEARING: &[ErrorCode] =
+    &[ErrorCode::UnknownParam, ErrorCode::InvalidArgs, ErrorCode::FingerprintRequired, ErrorCode::FingerprintStale];
+
+/// A response: the JSON and whether it is a request-level error (which the
+/// MCP transport reports with `isError: true`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The envelope.
+    pub body: Value,
+    /// True when the request as a whole failed.
+    pub is_error: bool,
+}
+
+/// The dispatcher: registry plus the settings ops run with.
+pub struct Dispatcher {
+    registry: Arc<Registry>,
+    config: Arc<Config>,
+    run_limits: RunLimits,
+}
+
+impl Dispatcher {
+    /// A dispatcher over a loaded registry.
+    pub fn new(registry: Arc<Registry>, config: Arc<Config>) -> Arc<Self> {
+        let l = &config.limits;
+        let run_limits = RunLimits {
+            default_timeout: Duration::from_millis(l.exec_timeout_ms),
+            max_timeout: Duration::from_millis(l.exec_timeout_max_ms),
+            capture_bytes: l.capture_bytes,
+        };
+        Arc::new(Dispatcher { registry, config, run_limits })
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The batch cap.
+    pub fn batch_cap(&self) -> usize {
+        self.config.limits.batch_cap
+    }
+
+    /// Handle one request.
+    pub async fn handle(self: &Arc<Self>, request: &Value) -> Response {
+        let decoded = match request::decode(request, self.batch_cap()) {
+            Ok(r) => r,
+            Err(e) => return request_error(e),
+        };
+        match decoded {
+            Request::Catalog => success_help(help::catalog(&self.registry, self.batch_cap())),
+            Request::HelpVerb(name) => match help::verb_help(&self.registry, &name) {
+                Ok(h) => success_help(h),
+                Err(e) => request_error(e),
+            },
+            Request::Ops(ops) => {
+                let mut set = tokio::task::JoinSet::new();
+                let count = ops.len();
+                for (index, op) in ops.into_iter().enumerate() {
+                    let me = Arc::clone(self);
+                    set.spawn(async move { (index, me.run_op(op).await) });
+                }
+                let mut outcomes: Vec<Option<OpOutcome>> = (0..count).map(|_| None).collect();
+                while let Some(joined) = set.join_next().await {
+                    match joined {
+                        Ok((index, outcome)) => outcomes[index] = Some(outcome),
+                        Err(e) => tracing::error!(error = %e, "an op task failed"),
+                    }
+                }
+                let outcomes = outcomes
+                    .into_iter()
+                    .map(|o| {
+                        o.unwrap_or_else(|| OpOutcome {
+                            op: String::new(),
+                            verb: None,
+                            result: Err(OpError::new(ErrorCode::Internal, "the op crashed inside verbgate; please report it")),
+                        })
+                    })
+                    .collect();
+                Response { body: envelope(outcomes), is_error: false }
+            }
+        }
+    }
+}
+
+fn success_help(help: Value) -> Response {
+    Response { body: json!({ "status": "success", "help": help }), is_error: false }
+}
+
+fn request_error(e: OpError) -> Response {
+    Response { body: json!({ "status": "error", "error": e.to_json() }), is_error: true }
+}
+
+/// Assemble the per-op envelope, carrying each failing schema once.
+fn envelope(outcomes: Vec<OpOutcome>) -> Value {
+    let mut all_ok = true;
+    let mut schemas = Map::new();
+    let results: Vec<Value> = outcomes
+        .into_iter()
+        .map(|o| match o.result {
+            Ok(result) => json!({ "ok": true, "op": o.op, "result": result }),
+            Err(err) => {
+                all_ok = false;
+                let mut e = err.to_json();
+                if let (Some(verb), true) = (&o.verb, SCHEMA_BEARING.contains(&err.code)) {
+                    e["verb"] = json!(verb.name);
+                    e["schema_fingerprint"] = json!(verb.fingerprint);
+                    e["help"] = json!({ "help": verb.name });
+                    schemas.entry(verb.fingerprint.clone()).or_insert_with(|| verb.params_schema.clone());
+                }
+                json!({ "ok": false, "op": o.op, "error": e })
+            }
+        })
+        .collect();
+    let mut body = json!({ "status": if all_ok { "success" } else { "partial" }, "results": results });
+    if !schemas.is_empty() {
+        body["schemas"] = Value::Object(schemas);
+    }
+    body
+}

@@ -1,0 +1,151 @@
+//! Running one op through the flow: resolve the verb, validate args against
+//! its closed schema, check the fingerprint (spawn verbs), ask the plugin for
+//! a plan, check and render the plan, run it natively, and map the outcome
+//! through the plugin, checking the result against the declared schema.
+
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+use super::request::OpRequest;
+use super::Dispatcher;
+use crate::error::{ErrorCode, OpError};
+use crate::exec::{run_command, Prepared};
+use crate::json::near_matches;
+use crate::registry::Verb;
+use crate::runtime::model::{Outcome, Plan, PluginOpError};
+use crate::runtime::model::VerbKind;
+
+/// The result of one op, before it is put in the envelope.
+pub struct OpOutcome {
+    /// The op name as the caller wrote it.
+    pub op: String,
+    /// The verb it resolved to, if any (errors then carry its schema).
+    pub verb: Option<Arc<Verb>>,
+    /// The result or the error.
+    pub result: Result<Value, OpError>,
+}
+
+/// Codes a plugin may report as they are; anything else becomes
+/// `plugin_error` with the plugin's code kept in `plugin_code`.
+const PLUGIN_CODES: &[ErrorCode] = &[
+    ErrorCode::InvalidArgs,
+    ErrorCode::ExitNonzero,
+    ErrorCode::InvalidOutput,
+    ErrorCode::NotFound,
+    ErrorCode::AmbiguousId,
+    ErrorCode::Unavailable,
+    ErrorCode::Timeout,
+    ErrorCode::UnknownVerb,
+];
+
+impl Dispatcher {
+    /// Run one op to its outcome. Never panics on caller input.
+    pub(crate) async fn run_op(&self, req: OpRequest) -> OpOutcome {
+        let Some(verb) = self.registry.resolve(&req.op).cloned() else {
+            let hints = near_matches(&req.op, self.registry.verb_names());
+            let mut msg = format!("no verb named `{}`", req.op);
+            match hints.first() {
+                Some(h) => msg.push_str(&format!("; did you mean `{h}`?")),
+                None => msg.push_str("; ask {\"help\": true} for the catalog"),
+            }
+            let err = OpError::new(ErrorCode::UnknownVerb, msg).with("verb", req.op.as_str()).with("did_you_mean", hints);
+            return OpOutcome { op: req.op, verb: None, result: Err(err) };
+        };
+        let result = self.run_verb(&verb, &req).await;
+        OpOutcome { op: req.op, verb: Some(verb), result }
+    }
+
+    async fn run_verb(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<Value, OpError> {
+        verb.validate_args(&req.args)?;
+        if verb.kind == VerbKind::Spawn {
+            check_fingerprint(verb, req.fingerprint.as_deref())?;
+        }
+        let args_text = req.args.to_string();
+        let runtime = self.registry.runtime();
+        let component = &verb.plugin.component;
+        let plan = runtime
+            .plan(component, &verb.name, &args_text)
+            .await
+            .map_err(|e| e.to_op_error(&verb.plugin.name))?
+            .map_err(|e| plugin_error(&verb.plugin.name, e))?;
+        let outcome = match plan {
+            Plan::Exec(cmd) => {
+                let prepared = Prepared::from_command(&cmd, &verb.programs, &self.config.root, &self.config.env_allow, &self.run_limits)?;
+                if req.dry_run {
+                    return Ok(json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
+                }
+                run_command(&prepared, self.run_limits.capture_bytes).await?
+            }
+            Plan::Spawn(cmd) => {
+                let prepared = Prepared::from_command(&cmd, &verb.programs, &self.config.root, &self.config.env_allow, &self.run_limits)?;
+                if req.dry_run {
+                    return Ok(json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
+                }
+                return Err(OpError::new(ErrorCode::Unavailable, format!("`{}` starts a background job, and this build has no job supervisor yet", verb.name)));
+            }
+            Plan::Host(call) => {
+                if req.dry_run {
+                    return Ok(json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null) } }));
+                }
+                return Err(OpError::new(ErrorCode::Unavailable, format!("host operation `{}` is not provided by this build", call.name)));
+            }
+        };
+        self.map_outcome(verb, &args_text, &outcome).await
+    }
+
+    async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome) -> Result<Value, OpError> {
+        let text = self
+            .registry
+            .runtime()
+            .map_result(&verb.plugin.component, &verb.name, args_text, outcome)
+            .await
+            .map_err(|e| e.to_op_error(&verb.plugin.name))?
+            .map_err(|e| plugin_error(&verb.plugin.name, e))?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            OpError::new(ErrorCode::InvalidOutput, format!("plugin `{}` returned a result that is not JSON: {e}", verb.plugin.name)).with("plugin", verb.plugin.name.as_str())
+        })?;
+        let problems = verb.result_problems(&value);
+        if !problems.is_empty() {
+            return Err(OpError::new(
+                ErrorCode::InvalidOutput,
+                format!("plugin `{}` returned a result that does not match `{}`'s declared result schema: {}", verb.plugin.name, verb.name, problems[0]),
+            )
+            .with("plugin", verb.plugin.name.as_str())
+            .with("problems", problems));
+        }
+        Ok(value)
+    }
+}
+
+/// Spawn verbs must carry the fingerprint of the schema the caller read.
+fn check_fingerprint(verb: &Verb, given: Option<&str>) -> Result<(), OpError> {
+    match given {
+        Some(fp) if fp == verb.fingerprint => Ok(()),
+        Some(fp) => Err(OpError::new(
+            ErrorCode::FingerprintStale,
+            format!("`{}`'s schema changed since it was read (you sent {fp}); re-read it with {{\"help\": \"{}\"}} or use the schema and fingerprint included here", verb.name, verb.name),
+        )
+        .with("given", fp)),
+        None => Err(OpError::new(
+            ErrorCode::FingerprintRequired,
+            format!("`{}` starts a job, so the op must carry `schema_fingerprint` (from {{\"help\": \"{}\"}}, also included here)", verb.name, verb.name),
+        )),
+    }
+}
+
+/// Map a plugin's error into the closed vocabulary, keeping its details.
+fn plugin_error(plugin: &str, e: PluginOpError) -> OpError {
+    let known = ErrorCode::from_wire(&e.code).filter(|c| PLUGIN_CODES.contains(c));
+    let mut err = OpError::new(known.unwrap_or(ErrorCode::PluginError), e.message.clone());
+    if let Some(Value::Object(details)) = e.details.as_deref().and_then(|d| serde_json::from_str(d).ok()) {
+        for (k, v) in details {
+            if k != "code" && k != "message" {
+                err.details.insert(k, v);
+            }
+        }
+    }
+    if known.is_none() {
+        err = err.with("plugin_code", e.code.as_str());
+    }
+    err.with("plugin", plugin)
+}

@@ -1,0 +1,129 @@
+//! Rendering typed argv, and the guard that makes option injection
+//! impossible *by construction of the host*, whatever a plugin does:
+//!
+//! - a caller value (`value`) that starts with `-` is refused unless it
+//!   comes after the `--` marker — so `--upload-pack=evil` or `-c` can never
+//!   be read by the program as an option;
+//! - a caller option (`option`) is rendered as one word, `--name=value`, so
+//!   its value can never become a separate argument; its name must be a
+//!   plain option name;
+//! - NUL is refused anywhere (it would truncate the argument in `execve`);
+//! - there is no shell: the rendered words go to `execve` as they are.
+
+use crate::error::{ErrorCode, OpError};
+use crate::runtime::model::Arg;
+
+/// Render typed argv into the words passed to the program.
+pub fn render_argv(args: &[Arg]) -> Result<Vec<String>, OpError> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut after_marker = false;
+    for (index, arg) in args.iter().enumerate() {
+        match arg {
+            Arg::Literal(text) => {
+                refuse_nul(text, index)?;
+                out.push(text.clone());
+            }
+            Arg::Value(value) => {
+                refuse_nul(value, index)?;
+                if !after_marker && value.starts_with('-') {
+                    return Err(OpError::new(
+                        ErrorCode::UnsafeArgv,
+                        format!(
+                            "the value {value:?} starts with `-`, so the program would read it as an option; values that start with `-` are refused here"
+                        ),
+                    )
+                    .with("value", value.as_str())
+                    .with("position", index));
+                }
+                out.push(value.clone());
+            }
+            Arg::Option { name, value } => {
+                if after_marker {
+                    return Err(plugin_bug(format!("option `--{name}` comes after `--`, where the program would read it as a value")));
+                }
+                if !is_option_name(name) {
+                    return Err(plugin_bug(format!("{name:?} is not a valid option name (letters, digits and `-`, not starting with `-`)")));
+                }
+                refuse_nul(value, index)?;
+                out.push(format!("--{name}={value}"));
+            }
+            Arg::EndOfOptions => {
+                if after_marker {
+                    return Err(plugin_bug("the plan has `--` twice".to_string()));
+                }
+                after_marker = true;
+                out.push("--".to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn is_option_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn refuse_nul(text: &str, index: usize) -> Result<(), OpError> {
+    if text.contains('\0') {
+        return Err(OpError::new(ErrorCode::UnsafeArgv, "an argument contains a NUL byte, which cannot be passed to a program")
+            .with("position", index));
+    }
+    Ok(())
+}
+
+fn plugin_bug(message: String) -> OpError {
+    OpError::new(ErrorCode::UnsafeArgv, format!("the plugin's plan is unsafe: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Arg {
+        Arg::Value(s.into())
+    }
+    fn lit(s: &str) -> Arg {
+        Arg::Literal(s.into())
+    }
+
+    #[test]
+    fn option_like_values_are_refused_before_the_marker() {
+        for evil in ["--upload-pack=evil", "-c", "-", "--"] {
+            let err = render_argv(&[lit("log"), v(evil)]).unwrap_err();
+            assert_eq!(err.code, ErrorCode::UnsafeArgv, "{evil}");
+            assert_eq!(err.details["value"], evil);
+        }
+    }
+
+    #[test]
+    fn option_like_values_are_fine_after_the_marker() {
+        let words = render_argv(&[lit("log"), Arg::EndOfOptions, v("-c"), v("--x=y")]).unwrap();
+        assert_eq!(words, ["log", "--", "-c", "--x=y"]);
+    }
+
+    #[test]
+    fn options_render_as_one_word_whatever_the_value() {
+        let words = render_argv(&[Arg::Option { name: "format".into(), value: "x --exec=rm -c".into() }]).unwrap();
+        assert_eq!(words, ["--format=x --exec=rm -c"]);
+        let bad = render_argv(&[Arg::Option { name: "-x".into(), value: "1".into() }]).unwrap_err();
+        assert_eq!(bad.code, ErrorCode::UnsafeArgv);
+        let bad = render_argv(&[Arg::Option { name: "a b".into(), value: "1".into() }]).unwrap_err();
+        assert_eq!(bad.code, ErrorCode::UnsafeArgv);
+        let after = render_argv(&[Arg::EndOfOptions, Arg::Option { name: "a".into(), value: "1".into() }]).unwrap_err();
+        assert_eq!(after.code, ErrorCode::UnsafeArgv);
+    }
+
+    #[test]
+    fn nul_is_refused_everywhere() {
+        assert!(render_argv(&[lit("a\0b")]).is_err());
+        assert!(render_argv(&[Arg::EndOfOptions, v("a\0")]).is_err());
+        assert!(render_argv(&[Arg::Option { name: "n".into(), value: "\0".into() }]).is_err());
+    }
+
+    #[test]
+    fn a_second_marker_is_refused() {
+        assert!(render_argv(&[Arg::EndOfOptions, Arg::EndOfOptions]).is_err());
+    }
+}

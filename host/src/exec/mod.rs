@@ -1,0 +1,17 @@
+//! Native execution of plans: the only place verbgate starts a program.
+//!
+//! - [`argv`]: renders a plugin's typed argv and enforces the injection
+//!   guard (no caller value in an option position, no NUL, no shell).
+//! - [`programs`]: program names resolved to absolute paths once, at start.
+//! - [`confine`]: working directories kept inside the configured root.
+//! - [`run`]: a cleared environment, bounded capture, a timeout that kills
+//!   the whole process group.
+
+pub mod argv;
+pub mod confine;
+pub mod programs;
+pub mod run;
+
+pub use argv::render_argv;
+pub use programs::Programs;
+pub use run::{run_command, Prepared, RunLimits};

@@ -1,0 +1,263 @@
+//! Running a prepared command: environment cleared to an allow list,
+//! working directory confined to the root, its own process group, stdout and
+//! stderr captured up to a bound (overflow is an error, never silent
+//! truncation), and a timeout that kills the whole group.
+
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use super::argv::render_argv;
+use super::confine::confine_dir;
+use crate::error::{ErrorCode, OpError};
+use crate::runtime::model::{Command, Outcome};
+
+/// Bounds for one run.
+#[derive(Debug, Clone, Copy)]
+pub struct RunLimits {
+    /// Timeout when the plan sets none.
+    pub default_timeout: Duration,
+    /// The most a plan may ask for.
+    pub max_timeout: Duration,
+    /// Capture bound per stream, bytes.
+    pub capture_bytes: usize,
+}
+
+/// A command checked and resolved, ready to run (also what `dry_run` shows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    /// The program's declared name.
+    pub name: String,
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    /// Rendered arguments (without argv[0]).
+    pub argv: Vec<String>,
+    /// Working directory (absolute, inside the root).
+    pub cwd: PathBuf,
+    /// The complete environment the program gets.
+    pub env: BTreeMap<String, String>,
+    /// Stdin bytes.
+    pub stdin: Option<Vec<u8>>,
+    /// Timeout.
+    pub timeout: Duration,
+}
+
+/// Environment names a plugin may never set: they change how programs
+/// load code or how shells start.
+fn forbidden_env(name: &str) -> bool {
+    name.starts_with("LD_") || name.starts_with("DYLD_") || matches!(name, "BASH_ENV" | "ENV" | "IFS" | "PATH" | "SHELLOPTS" | "PS4")
+}
+
+impl Prepared {
+    /// Check a plugin's command against what its verb declared and resolve
+    /// it. `programs` maps the verb's declared names to resolved paths.
+    pub fn from_command(
+        cmd: &Command,
+        programs: &BTreeMap<String, PathBuf>,
+        root: &Path,
+        env_allow: &[String],
+        limits: &RunLimits,
+    ) -> Result<Prepared, OpError> {
+        let program = programs.get(&cmd.program).cloned().ok_or_else(|| {
+            OpError::new(
+                ErrorCode::PlanRefused,
+                format!("the plan runs `{}`, which the verb did not declare (declared: {})", cmd.program, programs.keys().cloned().collect::<Vec<_>>().join(", ")),
+            )
+            .with("program", cmd.program.as_str())
+        })?;
+        let argv = render_argv(&cmd.args)?;
+        let cwd = confine_dir(root, cmd.cwd.as_deref())?;
+        let mut env = BTreeMap::new();
+        for name in env_allow {
+            if let Ok(v) = std::env::var(name) {
+                env.insert(name.clone(), v);
+            }
+        }
+        for (name, value) in &cmd.env {
+            let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            if !valid || forbidden_env(name) || value.contains('\0') {
+                return Err(OpError::new(ErrorCode::PlanRefused, format!("the plan sets environment variable {name:?}, which plugins may not set"))
+                    .with("env", name.as_str()));
+            }
+            env.insert(name.clone(), value.clone());
+        }
+        let timeout = cmd
+            .timeout_ms
+            .map(|ms| Duration::from_millis(ms.into()).min(limits.max_timeout))
+            .unwrap_or(limits.default_timeout);
+        Ok(Prepared { name: cmd.program.clone(), program, argv, cwd, env, stdin: cmd.stdin.clone(), timeout })
+    }
+
+    /// The plan as `dry_run` shows it.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "program": self.program.display().to_string(),
+            "argv": self.argv,
+            "cwd": self.cwd.display().to_string(),
+            "timeout_ms": self.timeout.as_millis() as u64,
+            "stdin_bytes": self.stdin.as_ref().map(Vec::len),
+        })
+    }
+}
+
+/// Kills a process group when dropped, unless disarmed: a cancelled or
+/// failed run never leaves its processes behind.
+struct GroupGuard(Option<i32>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // SAFETY: killpg only sends a signal; pgid is the group our
+            // child leads (process_group(0)), never 0 or 1.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Run a prepared command to completion.
+pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, OpError> {
+    let mut cmd = tokio::process::Command::new(&p.program);
+    cmd.args(&p.argv)
+        .env_clear()
+        .envs(&p.env)
+        .current_dir(&p.cwd)
+        .process_group(0)
+        .stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| {
+        OpError::new(ErrorCode::LaunchFailed, format!("cannot start {}: {e}", p.program.display()))
+            .with("program", p.program.display().to_string())
+    })?;
+    let mut guard = GroupGuard(child.id().map(|id| id as i32).filter(|id| *id > 1));
+
+    if let (Some(bytes), Some(mut stdin)) = (p.stdin.clone(), child.stdin.take()) {
+        tokio::spawn(async move {
+            // A program that exits without reading its input is not an error.
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+
+    let work = async {
+        let (out, err) = tokio::join!(read_bounded(stdout, capture_bytes), read_bounded(stderr, capture_bytes));
+        (out, err, child.wait().await)
+    };
+    let (out, err, status) = match tokio::time::timeout(p.timeout, work).await {
+        Ok(r) => r,
+        Err(_) => {
+            guard.kill();
+            return Err(OpError::new(
+                ErrorCode::Timeout,
+                format!("`{}` ran longer than {} ms and was killed (with its process group)", p.name, p.timeout.as_millis()),
+            )
+            .with("timeout_ms", p.timeout.as_millis() as u64));
+        }
+    };
+    for (stream, r) in [("stdout", &out), ("stderr", &err)] {
+        if let Err(Overflow) = r {
+            guard.kill();
+            return Err(OpError::new(
+                ErrorCode::OutputOverflow,
+                format!("`{}` wrote more than {capture_bytes} bytes to {stream}; narrow the request (fewer items, a path) so the output fits", p.name),
+            )
+            .with("stream", stream)
+            .with("limit_bytes", capture_bytes));
+        }
+    }
+    let status = status.map_err(|e| OpError::new(ErrorCode::Internal, format!("cannot wait for `{}`: {e}", p.name)))?;
+    // The program ended normally; whatever it left running in its group is
+    // its own business (it may be a legitimate daemon), so disarm.
+    guard.0 = None;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(Outcome {
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout: out.unwrap_or_default(),
+        stderr: err.unwrap_or_default(),
+        host_result: None,
+    })
+}
+
+/// The stream produced more than the bound.
+#[derive(Debug)]
+struct Overflow;
+
+async fn read_bounded(mut r: impl AsyncRead + Unpin, cap: usize) -> Result<Vec<u8>, Overflow> {
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return Ok(buf),
+            Ok(n) => {
+                if buf.len() + n > cap {
+                    return Err(Overflow);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(program: &str, argv: &[&str], timeout_ms: u64) -> Prepared {
+        Prepared {
+            name: program.rsplit('/').next().unwrap().into(),
+            program: program.into(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            cwd: std::env::temp_dir(),
+            env: BTreeMap::new(),
+            stdin: None,
+            timeout: Duration::from_millis(timeout_ms),
+        }
+    }
+
+    #[tokio::test]
+    async fn captures_exit_code_and_output() {
+        let o = run_command(&prepared("/bin/sh", &["-c", "echo hi; echo err >&2; exit 3"], 5000), 1024).await.unwrap();
+        assert_eq!(o.exit_code, Some(3));
+        assert_eq!(o.stdout, b"hi\n");
+        assert_eq!(o.stderr, b"err\n");
+    }
+
+    #[tokio::test]
+    async fn overflow_is_an_error_not_truncation() {
+        let e = run_command(&prepared("/bin/sh", &["-c", "head -c 5000 /dev/zero"], 5000), 1000).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::OutputOverflow);
+        assert_eq!(e.details["stream"], "stdout");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        // The grandchild would write the marker after 1 s if it survived.
+        let script = format!("(sleep 1; touch {}) & sleep 30", marker.display());
+        let e = run_command(&prepared("/bin/sh", &["-c", &script], 200), 1024).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::Timeout);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!marker.exists(), "a process of the group outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn launch_failure_is_explicit() {
+        let e = run_command(&prepared("/nonexistent/prog", &[], 1000), 1024).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::LaunchFailed);
+    }
+}

@@ -1,0 +1,153 @@
+//! Checks on a plugin's declared verbs, shared by loading (errors make a
+//! verb unavailable) and by `verbgate check` (everything is reported to the
+//! author). Each finding has a stable code, a location (verb + JSON pointer
+//! into its schema) and a one-line fix.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::fence;
+use super::schema::{compile, open_objects};
+use crate::runtime::model::{PluginInfo, VerbKind, VerbSpec};
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// The verb cannot be loaded.
+    Error,
+    /// Loads, but callers will have a worse time.
+    Warning,
+}
+
+/// One problem with a plugin or verb.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Stable code (`open_schema`, `reserved_namespace`, …).
+    pub code: &'static str,
+    /// Error or warning.
+    pub severity: Severity,
+    /// The verb, if the finding is about one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verb: Option<String>,
+    /// JSON pointer into the verb's params schema, if relevant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it, in one line.
+    pub fix: &'static str,
+}
+
+fn finding(code: &'static str, severity: Severity, verb: Option<&str>, pointer: Option<String>, message: String, fix: &'static str) -> Finding {
+    Finding { code, severity, verb: verb.map(str::to_string), pointer, message, fix }
+}
+
+/// Whether a plugin name is acceptable (lower case, digits, `-`).
+pub fn plugin_name_problem(name: &str) -> Option<Finding> {
+    let mut c = name.chars();
+    let ok = matches!(c.next(), Some(f) if f.is_ascii_lowercase()) && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    (!ok).then(|| {
+        finding("invalid_plugin_name", Severity::Error, None, None, format!("plugin name {name:?} must be lower-case letters, digits and `-`"), "rename the plugin in describe()")
+    })
+}
+
+/// Every finding for a plugin's verbs. `is_bundled_core` opens the `job.`
+/// namespace.
+pub fn lint_plugin(info: &PluginInfo, is_bundled_core: bool) -> Vec<Finding> {
+    let mut out: Vec<Finding> = plugin_name_problem(&info.name).into_iter().collect();
+    let mut seen: Vec<&str> = Vec::new();
+    for spec in &info.verbs {
+        if seen.contains(&spec.name.as_str()) {
+            out.push(finding("duplicate_verb", Severity::Error, Some(&spec.name), None, format!("`{}` is declared twice", spec.name), "declare each verb once"));
+        }
+        seen.push(&spec.name);
+        out.extend(lint_verb(spec, is_bundled_core));
+    }
+    for spec in &info.verbs {
+        for alias in &spec.aliases {
+            if info.verbs.iter().any(|v| &v.name == alias) {
+                out.push(finding("alias_shadows_verb", Severity::Error, Some(&spec.name), None, format!("alias `{alias}` is also the name of a verb"), "drop the alias or rename it"));
+            }
+        }
+    }
+    out
+}
+
+/// Findings for one verb.
+pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool) -> Vec<Finding> {
+    let v = Some(spec.name.as_str());
+    let mut out = Vec::new();
+    if let Some(p) = fence::name_problem(&spec.name) {
+        out.push(finding("invalid_name", Severity::Error, v, None, p, "name verbs `namespace.verb` in lower case"));
+    }
+    if let Some(p) = fence::namespace_problem(&spec.name, is_bundled_core) {
+        out.push(finding("reserved_namespace", Severity::Error, v, None, p, "choose your own namespace (e.g. your plugin's name)"));
+    }
+    for alias in &spec.aliases {
+        if let Some(p) = fence::name_problem(alias).or_else(|| fence::namespace_problem(alias, is_bundled_core)) {
+            out.push(finding("invalid_alias", Severity::Error, v, None, p, "aliases follow the same naming rules as verbs"));
+        }
+    }
+    let summary = spec.summary.trim();
+    if summary.is_empty() {
+        out.push(finding("missing_summary", Severity::Error, v, None, "the verb has no summary".into(), "say in one line what the verb does"));
+    } else if summary.contains('\n') {
+        out.push(finding("summary_multiline", Severity::Warning, v, None, "the summary is more than one line".into(), "keep the summary to one line; put detail in parameter descriptions"));
+    }
+    match serde_json::from_str::<Value>(&spec.params_schema) {
+        Err(e) => out.push(finding("invalid_schema", Severity::Error, v, None, format!("params schema is not JSON: {e}"), "emit the schema with the SDK's Schema builder")),
+        Ok(schema) => out.extend(lint_params(spec, &schema)),
+    }
+    if let Some(text) = &spec.result_schema {
+        match serde_json::from_str::<Value>(text).map_err(|e| e.to_string()).and_then(|s| compile(&s).map(|_| ())) {
+            Ok(()) => {}
+            Err(e) => out.push(finding("invalid_result_schema", Severity::Error, v, None, format!("result schema is invalid: {e}"), "fix the result schema (JSON Schema 2020-12)")),
+        }
+    } else if spec.kind == VerbKind::Spawn {
+        out.push(finding("missing_result_schema", Severity::Warning, v, None, "a spawn verb without a result schema gives job.result callers nothing to rely on".into(), "declare a result schema"));
+    }
+    if matches!(spec.kind, VerbKind::Exec | VerbKind::Spawn) && spec.programs.is_empty() {
+        out.push(finding("no_programs", Severity::Warning, v, None, "an exec/spawn verb that declares no program cannot run anything".into(), "declare the programs the verb runs"));
+    }
+    for p in &spec.programs {
+        if p.is_empty() || p.contains('/') || p.contains('\0') {
+            out.push(finding("invalid_program", Severity::Error, v, None, format!("{p:?} is not a program name"), "declare bare program names; operators configure paths"));
+        }
+    }
+    out
+}
+
+fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
+    let v = Some(spec.name.as_str());
+    let mut out = Vec::new();
+    if schema.get("type") != Some(&Value::String("object".into())) {
+        out.push(finding("schema_not_object", Severity::Error, v, Some("/type".into()), "the params schema must be `\"type\": \"object\"`".into(), "describe args as an object"));
+    }
+    for pointer in open_objects(schema) {
+        out.push(finding(
+            "open_schema",
+            Severity::Error,
+            v,
+            Some(pointer.clone()),
+            format!("the object at {pointer} accepts unknown properties, so typos would be silently ignored"),
+            "add \"additionalProperties\": false (the SDK's Schema builder always does)",
+        ));
+    }
+    if let Err(e) = compile(schema) {
+        out.push(finding("invalid_schema", Severity::Error, v, None, format!("params schema is invalid: {e}"), "fix the schema (JSON Schema 2020-12)"));
+    }
+    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, p) in props {
+            let pointer = Some(format!("/properties/{name}"));
+            if p.get("description").and_then(Value::as_str).is_none_or(|d| d.trim().is_empty()) {
+                out.push(finding("param_without_description", Severity::Warning, v, pointer.clone(), format!("parameter `{name}` has no description"), "describe every parameter; callers read it in help"));
+            }
+            if required.contains(&name.as_str()) && p.get("default").is_some() {
+                out.push(finding("required_with_default", Severity::Warning, v, pointer, format!("parameter `{name}` is required but has a default"), "make it optional or drop the default"));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,375 @@
+//! The registry: which verbs exist, who provides them, and which are
+//! reachable.
+//!
+//! Loading order is fixed and documented: bundled components first (pinned
+//! by digest), then `*.wasm` files from each plugin directory in order, files
+//! sorted by name. A component from disk is loaded **only** if its signature
+//! verifies against the trust store, every time (cache hits included).
+//! Whatever cannot be made available — an untrusted file, a bad schema, a
+//! reserved namespace, a name already taken, a missing program, a verb
+//! outside the allow list — is recorded in [`Registry::unavailable`] with a
+//! reason, never silently dropped. On a name collision the verb loaded first
+//! keeps the name (bundled before disk, then file order).
+
+pub mod bundled;
+pub mod fence;
+pub mod lint;
+pub mod schema;
+
+use jsonschema::Validator;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::exec::Programs;
+use crate::json::{fingerprint, sha256_hex};
+use crate::runtime::model::{VerbKind, VerbSpec};
+use crate::runtime::{CacheStatus, LoadedComponent, Runtime};
+use crate::trust::{verify_component, TrustStore};
+use lint::Severity;
+
+/// Where a component came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Source {
+    /// Compiled into the binary.
+    Bundled,
+    /// A file on disk.
+    File {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl Source {
+    fn describe(&self) -> String {
+        match self {
+            Source::Bundled => "bundled".into(),
+            Source::File { path } => path.display().to_string(),
+        }
+    }
+}
+
+/// A loaded plugin component.
+pub struct Plugin {
+    /// Name from `describe`.
+    pub name: String,
+    /// Version from `describe`.
+    pub version: String,
+    /// SHA-256 of the component bytes, hex.
+    pub digest: String,
+    /// Signer key id (`None` for bundled components, pinned by digest).
+    pub signer: Option<String>,
+    /// Where it came from.
+    pub source: Source,
+    /// The compiled component.
+    pub component: LoadedComponent,
+}
+
+/// One reachable verb.
+pub struct Verb {
+    /// Canonical name.
+    pub name: String,
+    /// One-line summary.
+    pub summary: String,
+    /// Kind.
+    pub kind: VerbKind,
+    /// Params schema.
+    pub params_schema: Value,
+    /// Result schema, if declared.
+    pub result_schema: Option<Value>,
+    /// `sha256:` fingerprint of the params schema.
+    pub fingerprint: String,
+    /// Catalog signature line.
+    pub signature: String,
+    /// Declared aliases.
+    pub aliases: Vec<String>,
+    /// Declared program names → resolved absolute paths.
+    pub programs: BTreeMap<String, PathBuf>,
+    /// The providing plugin.
+    pub plugin: Arc<Plugin>,
+    validator: Validator,
+    result_validator: Option<Validator>,
+}
+
+impl Verb {
+    /// Validate args against the closed params schema.
+    pub fn validate_args(&self, args: &Value) -> Result<(), crate::OpError> {
+        schema::validate_args(&self.validator, &self.params_schema, &self.name, args)
+    }
+
+    /// Problems with a result against the declared result schema.
+    pub fn result_problems(&self, result: &Value) -> Vec<String> {
+        match &self.result_validator {
+            None => Vec::new(),
+            Some(v) => v.iter_errors(result).take(5).map(|e| format!("{}: {e}", e.instance_path().as_str())).collect(),
+        }
+    }
+}
+
+/// Something that could not be made available, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unavailable {
+    /// The verb, when one verb is affected (else the whole component).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verb: Option<String>,
+    /// Plugin name, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    /// Where it came from (`bundled` or a file path).
+    pub source: String,
+    /// Stable reason code (`untrusted`, `open_schema`, `collision`, …).
+    pub code: String,
+    /// What went wrong and what to do.
+    pub reason: String,
+}
+
+/// A plugin as reported by `verbgate verbs`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginReport {
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// SHA-256 hex.
+    pub digest: String,
+    /// Signer key id.
+    pub signer: Option<String>,
+    /// Source.
+    pub source: Source,
+    /// Contract version.
+    pub wit_version: String,
+    /// Whether compiled code came from the cache on this start.
+    pub cache: CacheStatus,
+}
+
+/// The loaded verb surface.
+pub struct Registry {
+    verbs: BTreeMap<String, Arc<Verb>>,
+    aliases: BTreeMap<String, String>,
+    plugins: Vec<PluginReport>,
+    unavailable: Vec<Unavailable>,
+    runtime: Arc<Runtime>,
+}
+
+/// A component's bytes before loading.
+struct Candidate {
+    bytes: Vec<u8>,
+    source: Source,
+    bundled: bool,
+}
+
+impl Registry {
+    /// Load bundled components and every component in the configured plugin
+    /// directories.
+    pub async fn load(config: &Config, runtime: Arc<Runtime>) -> anyhow::Result<Registry> {
+        let trust = TrustStore::load(&config.trust_dir())?;
+        let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
+        let mut reg = Registry { verbs: BTreeMap::new(), aliases: BTreeMap::new(), plugins: Vec::new(), unavailable: Vec::new(), runtime };
+        for b in bundled::BUNDLED {
+            // The pin is re-checked against the embedded bytes so a build
+            // that embedded the wrong file cannot go unnoticed.
+            let digest = sha256_hex(b.bytes);
+            if digest != b.sha256 {
+                reg.refuse(None, None, &Source::Bundled, "digest_mismatch", format!("bundled component `{}` does not match its pinned digest", b.name));
+                continue;
+            }
+            let c = Candidate { bytes: b.bytes.to_vec(), source: Source::Bundled, bundled: true };
+            reg.admit(c, digest, None, config, &programs).await;
+        }
+        for dir in &config.plugin_dirs {
+            for path in component_files(dir, &mut reg.unavailable) {
+                let bytes = match std::fs::read(&path) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        reg.refuse(None, None, &Source::File { path: path.clone() }, "unreadable", format!("cannot read {}: {e}", path.display()));
+                        continue;
+                    }
+                };
+                let source = Source::File { path: path.clone() };
+                // Verify the very bytes that will be compiled.
+                let signer = match verify_component(&bytes, &trust) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        reg.refuse(None, None, &source, e.kind(), format!("{} refused: {e}", path.display()));
+                        continue;
+                    }
+                };
+                let digest = sha256_hex(&bytes);
+                reg.admit(Candidate { bytes, source, bundled: false }, digest, Some(signer.key_id), config, &programs).await;
+            }
+        }
+        Ok(reg)
+    }
+
+    fn refuse(&mut self, verb: Option<&str>, plugin: Option<&str>, source: &Source, code: &str, reason: String) {
+        tracing::warn!(verb, plugin, source = %source.describe(), code, "{reason}");
+        self.unavailable.push(Unavailable {
+            verb: verb.map(str::to_string),
+            plugin: plugin.map(str::to_string),
+            source: source.describe(),
+            code: code.to_string(),
+            reason,
+        });
+    }
+
+    async fn admit(&mut self, c: Candidate, digest: String, signer: Option<String>, config: &Config, programs: &Programs) {
+        let component = match self.runtime.load(&c.bytes, &digest) {
+            Ok(l) => l,
+            Err(e) => return self.refuse(None, None, &c.source, "load_failed", format!("{}: {e}", c.source.describe())),
+        };
+        let info = match self.runtime.describe(&component).await {
+            Ok(i) => i,
+            Err(e) => return self.refuse(None, None, &c.source, "describe_failed", format!("{}: describe() failed: {e}", c.source.describe())),
+        };
+        if self.plugins.iter().any(|p| p.name == info.name) {
+            let msg = format!("a plugin named `{}` is already loaded; {} is ignored", info.name, c.source.describe());
+            return self.refuse(None, Some(&info.name), &c.source, "duplicate_plugin", msg);
+        }
+        let is_core = c.bundled && info.name == "core";
+        let findings = lint::lint_plugin(&info, is_core);
+        if let Some(f) = findings.iter().find(|f| f.severity == Severity::Error && f.verb.is_none()) {
+            return self.refuse(None, Some(&info.name), &c.source, f.code, f.message.clone());
+        }
+        let plugin = Arc::new(Plugin {
+            name: info.name.clone(),
+            version: info.version.clone(),
+            digest,
+            signer,
+            source: c.source.clone(),
+            component,
+        });
+        self.plugins.push(PluginReport {
+            name: plugin.name.clone(),
+            version: plugin.version.clone(),
+            digest: plugin.digest.clone(),
+            signer: plugin.signer.clone(),
+            source: plugin.source.clone(),
+            wit_version: plugin.component.wit_version.clone(),
+            cache: plugin.component.cache,
+        });
+        for spec in &info.verbs {
+            let errors: Vec<_> = findings.iter().filter(|f| f.severity == Severity::Error && f.verb.as_deref() == Some(&spec.name)).collect();
+            if let Some(f) = errors.first() {
+                let reason = match &f.pointer {
+                    Some(p) => format!("{} (at {p}); fix: {}", f.message, f.fix),
+                    None => format!("{}; fix: {}", f.message, f.fix),
+                };
+                self.refuse(Some(&spec.name), Some(&plugin.name), &c.source, f.code, reason);
+                continue;
+            }
+            if let Err((code, reason)) = self.add_verb(spec, &plugin, config, programs) {
+                self.refuse(Some(&spec.name), Some(&plugin.name), &c.source, code, reason);
+            }
+        }
+    }
+
+    fn add_verb(&mut self, spec: &VerbSpec, plugin: &Arc<Plugin>, config: &Config, programs: &Programs) -> Result<(), (&'static str, String)> {
+        if !fence::allowed(&spec.name, config.allow.as_deref()) {
+            return Err(("not_allowed", format!("`{}` is not in the allow list of verbgate.toml", spec.name)));
+        }
+        for name in std::iter::once(&spec.name).chain(&spec.aliases) {
+            if let Some(owner) = self.owner_of(name) {
+                return Err(("collision", format!("`{name}` is already provided by plugin `{owner}`; the first loaded keeps it (bundled first, then plugin files in name order)")));
+            }
+        }
+        let mut resolved = BTreeMap::new();
+        for p in &spec.programs {
+            let path = programs.resolve(p).map_err(|r| ("missing_program", r))?;
+            resolved.insert(p.clone(), path);
+        }
+        // Lint already proved both schemas parse and compile.
+        let params_schema: Value = serde_json::from_str(&spec.params_schema).map_err(|e| ("invalid_schema", e.to_string()))?;
+        let validator = schema::compile(&params_schema).map_err(|e| ("invalid_schema", e))?;
+        let (result_schema, result_validator) = match &spec.result_schema {
+            None => (None, None),
+            Some(t) => {
+                let s: Value = serde_json::from_str(t).map_err(|e| ("invalid_result_schema", e.to_string()))?;
+                let v = schema::compile(&s).map_err(|e| ("invalid_result_schema", e))?;
+                (Some(s), Some(v))
+            }
+        };
+        let verb = Verb {
+            name: spec.name.clone(),
+            summary: spec.summary.trim().to_string(),
+            kind: spec.kind,
+            fingerprint: fingerprint(&params_schema),
+            signature: schema::signature(&spec.name, &params_schema, spec.kind == VerbKind::Spawn, spec.summary.trim()),
+            params_schema,
+            result_schema,
+            aliases: spec.aliases.clone(),
+            programs: resolved,
+            plugin: plugin.clone(),
+            validator,
+            result_validator,
+        };
+        for alias in &spec.aliases {
+            self.aliases.insert(alias.clone(), spec.name.clone());
+        }
+        self.verbs.insert(spec.name.clone(), Arc::new(verb));
+        Ok(())
+    }
+
+    fn owner_of(&self, name: &str) -> Option<String> {
+        let canonical = self.aliases.get(name).map(String::as_str).unwrap_or(name);
+        self.verbs.get(canonical).map(|v| v.plugin.name.clone())
+    }
+
+    /// The verb named `name` or aliased by it.
+    pub fn resolve(&self, name: &str) -> Option<&Arc<Verb>> {
+        let canonical = self.aliases.get(name).map(String::as_str).unwrap_or(name);
+        self.verbs.get(canonical)
+    }
+
+    /// Reachable verbs, by name.
+    pub fn verbs(&self) -> impl Iterator<Item = &Arc<Verb>> {
+        self.verbs.values()
+    }
+
+    /// Reachable verb names (never aliases).
+    pub fn verb_names(&self) -> impl Iterator<Item = &str> {
+        self.verbs.keys().map(String::as_str)
+    }
+
+    /// Loaded plugins.
+    pub fn plugins(&self) -> &[PluginReport] {
+        &self.plugins
+    }
+
+    /// What could not be made available.
+    pub fn unavailable(&self) -> &[Unavailable] {
+        &self.unavailable
+    }
+
+    /// The runtime components run in.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+}
+
+/// `*.wasm` files in `dir`, sorted; a missing directory has none.
+fn component_files(dir: &Path, unavailable: &mut Vec<Unavailable>) -> Vec<PathBuf> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            unavailable.push(Unavailable {
+                verb: None,
+                plugin: None,
+                source: dir.display().to_string(),
+                code: "unreadable".into(),
+                reason: format!("cannot read plugin directory {}: {e}", dir.display()),
+            });
+            return Vec::new();
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
+    files.sort();
+    files
+}

@@ -1,0 +1,305 @@
+//! The sandbox runtime: wasmtime with the component model.
+//!
+//! - One [`Engine`] per process, with epoch interruption; a ticker thread
+//!   advances the epoch every [`EPOCH_TICK`], so each call's wall-clock
+//!   deadline is enforced even against a guest that never yields.
+//! - Components are compiled once (or loaded from [`cache`]) and pre-linked
+//!   into an `InstancePre`; **every call gets a fresh store and instance**,
+//!   so nothing leaks between ops or callers.
+//! - A trap, a deadline or a limit hit becomes a [`SandboxError`] for that
+//!   one op; the runtime itself keeps serving.
+
+pub mod cache;
+pub mod inspect;
+pub mod model;
+pub mod sandbox;
+pub mod since_v0_1_0;
+pub mod wit;
+
+use std::path::PathBuf;
+use std::time::Duration;
+use thiserror::Error;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store};
+
+use crate::config::Limits;
+use crate::error::{ErrorCode, OpError};
+pub use cache::CacheStatus;
+use model::{Command, Outcome, Plan, PluginInfo, PluginOpError};
+use sandbox::SandboxState;
+use wit::{PluginInstance, PluginPre};
+
+/// How often the epoch advances: the resolution of plugin deadlines.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Limits applied to every plugin call.
+#[derive(Debug, Clone, Copy)]
+pub struct SandboxLimits {
+    /// Wall-clock deadline per call (instantiate + one export).
+    pub timeout: Duration,
+    /// Linear memory cap per instance, bytes.
+    pub memory_bytes: usize,
+    /// Largest JSON text a plugin may return, bytes.
+    pub output_bytes: usize,
+}
+
+impl From<&Limits> for SandboxLimits {
+    fn from(l: &Limits) -> Self {
+        SandboxLimits {
+            timeout: Duration::from_millis(l.plugin_timeout_ms),
+            memory_bytes: (l.plugin_memory_mib as usize) << 20,
+            output_bytes: l.plugin_output_bytes,
+        }
+    }
+}
+
+/// Why a plugin call produced no answer.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum SandboxError {
+    /// The guest trapped.
+    #[error("the plugin trapped: {0}")]
+    Trap(String),
+    /// The guest ran past its deadline.
+    #[error("the plugin ran past its {0} ms deadline and was stopped")]
+    Timeout(u128),
+    /// The guest hit a resource limit.
+    #[error("the plugin hit its {limit} limit ({detail})")]
+    Limit {
+        /// Which limit (`memory`, `table`, `output_bytes`).
+        limit: &'static str,
+        /// What was exceeded.
+        detail: String,
+    },
+}
+
+impl SandboxError {
+    /// The per-op error, naming the plugin.
+    pub fn to_op_error(&self, plugin: &str) -> OpError {
+        let (code, extra) = match self {
+            SandboxError::Trap(_) => (ErrorCode::PluginTrap, None),
+            SandboxError::Timeout(_) => (ErrorCode::PluginTimeout, None),
+            SandboxError::Limit { limit, .. } => (ErrorCode::PluginLimit, Some(*limit)),
+        };
+        let mut e = OpError::new(code, format!("plugin `{plugin}`: {self}")).with("plugin", plugin);
+        if let Some(limit) = extra {
+            e = e.with("limit", limit);
+        }
+        e
+    }
+}
+
+/// Why a component could not be loaded.
+#[derive(Debug, Error)]
+pub enum LoadError {
+    /// Its shape (version, exports, imports) is unacceptable.
+    #[error(transparent)]
+    Shape(#[from] inspect::ShapeError),
+    /// It targets a contract version this host does not support.
+    #[error("targets verbgate:verbs@{found}, which this verbgate does not support (supported: {supported}); rebuild it against a supported version or upgrade verbgate", supported = wit::SUPPORTED_VERSIONS.join(", "))]
+    UnsupportedVersion {
+        /// The version found.
+        found: String,
+    },
+    /// wasmtime refused it.
+    #[error("cannot compile or link: {0}")]
+    Compile(String),
+}
+
+/// A compiled, pre-linked component ready to instantiate per call.
+pub struct LoadedComponent {
+    pre: PluginPre,
+    /// The contract version it targets.
+    pub wit_version: String,
+    /// Whether compiled code came from the cache.
+    pub cache: CacheStatus,
+}
+
+/// The engine, linker and compile cache shared by all components.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<SandboxState>,
+    cache: cache::CompileCache,
+    limits: SandboxLimits,
+}
+
+impl Runtime {
+    /// A runtime; `cache_dir` `None` disables the compile cache.
+    pub fn new(limits: SandboxLimits, cache_dir: Option<PathBuf>) -> anyhow::Result<Runtime> {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        // Every standard WASI p2 interface is linked, but each call's context
+        // grants nothing (see `sandbox`); imports outside WASI are refused by
+        // `inspect` before linking.
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        spawn_epoch_ticker(&engine);
+        let cache = cache::CompileCache::new(&engine, cache_dir);
+        Ok(Runtime { engine, linker, cache, limits })
+    }
+
+    /// The limits every call runs under.
+    pub fn limits(&self) -> SandboxLimits {
+        self.limits
+    }
+
+    /// Check, compile (or load from cache) and pre-link **already verified**
+    /// component bytes whose SHA-256 hex is `digest`.
+    pub fn load(&self, bytes: &[u8], digest: &str) -> Result<LoadedComponent, LoadError> {
+        let shape = inspect::inspect(bytes)?;
+        shape.check_imports()?;
+        if !wit::SUPPORTED_VERSIONS.contains(&shape.wit_version.as_str()) {
+            return Err(LoadError::UnsupportedVersion { found: shape.wit_version });
+        }
+        let (component, cache) = self.cache.load(&self.engine, bytes, digest).map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        self.prelink(component, &shape.wit_version, cache)
+    }
+
+    /// Compile without the cache and without trust: for `verbgate check`.
+    pub fn load_uncached(&self, bytes: &[u8]) -> Result<LoadedComponent, LoadError> {
+        let shape = inspect::inspect(bytes)?;
+        shape.check_imports()?;
+        if !wit::SUPPORTED_VERSIONS.contains(&shape.wit_version.as_str()) {
+            return Err(LoadError::UnsupportedVersion { found: shape.wit_version });
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        self.prelink(component, &shape.wit_version, CacheStatus::Compiled)
+    }
+
+    fn prelink(&self, component: Component, version: &str, cache: CacheStatus) -> Result<LoadedComponent, LoadError> {
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        let pre = PluginPre::new(version, instance_pre)
+            .map_err(|e| LoadError::Compile(format!("{e:#}")))?
+            .ok_or_else(|| LoadError::UnsupportedVersion { found: version.to_string() })?;
+        Ok(LoadedComponent { pre, wit_version: version.to_string(), cache })
+    }
+
+    fn new_store(&self) -> Store<SandboxState> {
+        let mut store = Store::new(&self.engine, SandboxState::new(self.limits.memory_bytes));
+        store.limiter(|s| &mut s.limiter);
+        let ticks = self.limits.timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1) as u64;
+        store.set_epoch_deadline(ticks);
+        store.epoch_deadline_trap();
+        store
+    }
+
+    async fn instantiate(
+        &self,
+        c: &LoadedComponent,
+    ) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
+        let mut store = self.new_store();
+        match c.pre.instantiate(&mut store).await {
+            Ok(i) => Ok((store, i)),
+            Err(e) => Err(self.classify(&store, e)),
+        }
+    }
+
+    /// Turn a wasmtime error into the op-level reason.
+    fn classify(&self, store: &Store<SandboxState>, err: wasmtime::Error) -> SandboxError {
+        let data = store.data();
+        log_guest_stdio(data);
+        if let Some(limit) = data.limiter.hit {
+            return SandboxError::Limit { limit, detail: format!("{:#}", err).lines().next().unwrap_or("").to_string() };
+        }
+        match err.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::Interrupt) => SandboxError::Timeout(self.limits.timeout.as_millis()),
+            Some(trap) => SandboxError::Trap(trap.to_string()),
+            None => SandboxError::Trap(format!("{err:#}").lines().next().unwrap_or("unknown failure").to_string()),
+        }
+    }
+
+    fn finish<T>(&self, store: Store<SandboxState>, r: wasmtime::Result<T>) -> Result<T, SandboxError> {
+        match r {
+            Ok(v) => {
+                log_guest_stdio(store.data());
+                Ok(v)
+            }
+            Err(e) => Err(self.classify(&store, e)),
+        }
+    }
+
+    fn bounded(&self, text: String) -> Result<String, SandboxError> {
+        if text.len() > self.limits.output_bytes {
+            return Err(SandboxError::Limit {
+                limit: "output_bytes",
+                detail: format!("returned {} bytes of JSON, more than the {}-byte bound", text.len(), self.limits.output_bytes),
+            });
+        }
+        Ok(text)
+    }
+
+    /// Call `describe`.
+    pub async fn describe(&self, c: &LoadedComponent) -> Result<PluginInfo, SandboxError> {
+        let (mut store, inst) = self.instantiate(c).await?;
+        let r = inst.describe(&mut store).await;
+        let info = self.finish(store, r)?;
+        let size: usize = info
+            .verbs
+            .iter()
+            .map(|v| v.params_schema.len() + v.result_schema.as_ref().map_or(0, String::len))
+            .sum();
+        if size > self.limits.output_bytes {
+            return Err(SandboxError::Limit {
+                limit: "output_bytes",
+                detail: format!("describe returned {size} bytes of schemas, more than the {}-byte bound", self.limits.output_bytes),
+            });
+        }
+        Ok(info)
+    }
+
+    /// Call `plan`.
+    pub async fn plan(&self, c: &LoadedComponent, verb: &str, args: &str) -> Result<Result<Plan, PluginOpError>, SandboxError> {
+        let (mut store, inst) = self.instantiate(c).await?;
+        let r = inst.plan(&mut store, verb, args).await;
+        self.finish(store, r)
+    }
+
+    /// Call `map-result`; the JSON text is size-bounded here (parsing and
+    /// schema checks are the caller's).
+    pub async fn map_result(
+        &self,
+        c: &LoadedComponent,
+        verb: &str,
+        args: &str,
+        outcome: &Outcome,
+    ) -> Result<Result<String, PluginOpError>, SandboxError> {
+        let (mut store, inst) = self.instantiate(c).await?;
+        let r = inst.map_result(&mut store, verb, args, outcome).await;
+        match self.finish(store, r)? {
+            Ok(text) => self.bounded(text).map(Ok),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    /// Call `kill-plan`.
+    pub async fn kill_plan(&self, c: &LoadedComponent, verb: &str, entity: &str) -> Result<Option<Command>, SandboxError> {
+        let (mut store, inst) = self.instantiate(c).await?;
+        let r = inst.kill_plan(&mut store, verb, entity).await;
+        self.finish(store, r)
+    }
+}
+
+fn log_guest_stdio(state: &SandboxState) {
+    for (stream, pipe) in [("stdout", &state.stdout), ("stderr", &state.stderr)] {
+        let bytes = pipe.contents();
+        if !bytes.is_empty() {
+            tracing::debug!(stream, output = %String::from_utf8_lossy(&bytes), "guest output");
+        }
+    }
+}
+
+/// Advance the engine's epoch every [`EPOCH_TICK`] until the engine is gone.
+fn spawn_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("verbgate-epoch".into())
+        .spawn(move || loop {
+            std::thread::sleep(EPOCH_TICK);
+            match weak.upgrade() {
+                Some(engine) => engine.increment_epoch(),
+                None => return,
+            }
+        })
+        .expect("cannot start the epoch ticker thread");
+}

@@ -1,0 +1,81 @@
+//! The per-call store: a fresh WASI context that denies everything (no
+//! preopened directories, no environment, no arguments, no network), bounded
+//! guest stdout/stderr, and a resource limiter that records *which* limit a
+//! guest hit so the error can say so.
+
+use wasmtime::component::ResourceTable;
+use wasmtime::ResourceLimiter;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Bytes of guest stdout/stderr kept for the log, per call.
+pub const GUEST_STDIO_BYTES: usize = 64 * 1024;
+
+/// The data of one sandboxed call's store.
+pub struct SandboxState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    /// The limiter (also records limit hits).
+    pub limiter: Limiter,
+    /// Guest stdout, bounded.
+    pub stdout: MemoryOutputPipe,
+    /// Guest stderr, bounded.
+    pub stderr: MemoryOutputPipe,
+}
+
+impl SandboxState {
+    /// A deny-by-default state with a memory cap in bytes.
+    pub fn new(memory_bytes: usize) -> Self {
+        let stdout = MemoryOutputPipe::new(GUEST_STDIO_BYTES);
+        let stderr = MemoryOutputPipe::new(GUEST_STDIO_BYTES);
+        // WasiCtxBuilder::new() starts with no preopens, no env, no args and
+        // no network access; we only route the guest's stdio into bounded
+        // in-memory pipes so a chatty guest cannot flood our stdout (which is
+        // the MCP channel in stdio mode).
+        let wasi = WasiCtx::builder().stdout(stdout.clone()).stderr(stderr.clone()).build();
+        SandboxState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: Limiter { memory_bytes, hit: None },
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl WasiView for SandboxState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Caps a guest's memory and tables and remembers which cap it hit.
+pub struct Limiter {
+    memory_bytes: usize,
+    /// The limit that stopped the guest, if any (`memory`, `table`).
+    pub hit: Option<&'static str>,
+}
+
+/// Table elements a guest may grow to; generous for real guests, small
+/// enough that a table bomb stops quickly.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.hit = Some("memory");
+            // An error (rather than `Ok(false)`) traps the guest right here,
+            // instead of handing a runaway allocator a -1 to retry with.
+            wasmtime::bail!("memory limit of {} bytes reached", self.memory_bytes);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > MAX_TABLE_ELEMENTS {
+            self.hit = Some("table");
+            wasmtime::bail!("table limit of {MAX_TABLE_ELEMENTS} elements reached");
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,99 @@
+//! Bindings for `verbgate:verbs@0.1.0`, frozen. When the contract changes, a
+//! new `since_v*` module is added beside this one over its own frozen WIT
+//! directory; this one keeps loading components built against 0.1.0.
+
+use super::model;
+
+wasmtime::component::bindgen!({
+    path: "../verbs-wit/0.1.0",
+    world: "verb-plugin",
+    exports: { default: async },
+});
+
+pub use self::exports::verbgate::verbs::plugin::Guest;
+pub use self::VerbPlugin as Instance;
+pub use self::VerbPluginPre as Pre;
+use self::verbgate::verbs::types as wit;
+
+impl From<wit::VerbKind> for model::VerbKind {
+    fn from(k: wit::VerbKind) -> Self {
+        match k {
+            wit::VerbKind::Read => model::VerbKind::Read,
+            wit::VerbKind::Exec => model::VerbKind::Exec,
+            wit::VerbKind::Spawn => model::VerbKind::Spawn,
+            wit::VerbKind::Control => model::VerbKind::Control,
+        }
+    }
+}
+
+impl From<wit::PluginInfo> for model::PluginInfo {
+    fn from(p: wit::PluginInfo) -> Self {
+        model::PluginInfo {
+            name: p.name,
+            version: p.version,
+            verbs: p
+                .verbs
+                .into_iter()
+                .map(|v| model::VerbSpec {
+                    name: v.name,
+                    summary: v.summary,
+                    kind: v.kind.into(),
+                    params_schema: v.params_schema,
+                    result_schema: v.result_schema,
+                    aliases: v.aliases,
+                    programs: v.programs,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<wit::Command> for model::Command {
+    fn from(c: wit::Command) -> Self {
+        model::Command {
+            program: c.program,
+            args: c
+                .args
+                .into_iter()
+                .map(|a| match a {
+                    wit::Arg::Literal(s) => model::Arg::Literal(s),
+                    wit::Arg::Value(s) => model::Arg::Value(s),
+                    wit::Arg::Option(o) => model::Arg::Option { name: o.name, value: o.value },
+                    wit::Arg::EndOfOptions => model::Arg::EndOfOptions,
+                })
+                .collect(),
+            cwd: c.cwd,
+            env: c.env,
+            stdin: c.stdin,
+            timeout_ms: c.timeout_ms,
+        }
+    }
+}
+
+impl From<wit::VerbPlan> for model::Plan {
+    fn from(p: wit::VerbPlan) -> Self {
+        match p {
+            wit::VerbPlan::Exec(c) => model::Plan::Exec(c.into()),
+            wit::VerbPlan::Spawn(c) => model::Plan::Spawn(c.into()),
+            wit::VerbPlan::Host(h) => model::Plan::Host(model::HostCall { name: h.name, args: h.args }),
+        }
+    }
+}
+
+impl From<wit::OpError> for model::PluginOpError {
+    fn from(e: wit::OpError) -> Self {
+        model::PluginOpError { code: e.code, message: e.message, details: e.details }
+    }
+}
+
+impl From<&model::Outcome> for wit::Outcome {
+    fn from(o: &model::Outcome) -> Self {
+        wit::Outcome {
+            exit_code: o.exit_code,
+            signal: o.signal,
+            stdout: o.stdout.clone(),
+            stderr: o.stderr.clone(),
+            host_result: o.host_result.clone(),
+        }
+    }
+}

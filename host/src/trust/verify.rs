@@ -1,0 +1,179 @@
+//! Signing and verifying components.
+//!
+//! The signature is embedded in the tool-conventions format: a `signature`
+//! custom section placed first, holding ed25519 signatures over the SHA-256
+//! of every byte after it. `wasmsign2` implements the format; this module adds
+//! what it leaves to the caller:
+//!
+//! - the 8-byte preamble is outside the signed hash, so we require it to be
+//!   exactly the component preamble (otherwise flipping a preamble byte would
+//!   go unnoticed by the signature);
+//! - a refusal says *why*: unsigned, changed after signing, or signed by a
+//!   key the operator does not trust.
+//!
+//! Callers must verify the very bytes they then compile — never re-read the
+//! file in between.
+
+use std::io::Cursor;
+use thiserror::Error;
+use wasmsign2::{Module, PublicKey, PublicKeySet, Section, SecretKey, WSError};
+
+use super::keys::key_id;
+use super::store::TrustStore;
+
+/// The 8-byte preamble of a component (magic + layer 1, version 0x0d).
+pub const COMPONENT_PREAMBLE: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+
+/// Who signed a verified component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signer {
+    /// `ed25519:<hex16>`.
+    pub key_id: String,
+    /// The operator's label for the key, if any.
+    pub name: Option<String>,
+}
+
+/// Why a component was refused.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum TrustError {
+    /// The bytes are not a WebAssembly component at all.
+    #[error("not a WebAssembly component (bad preamble); was it changed after signing?")]
+    NotAComponent,
+    /// No signature section (never signed, or the signature was stripped).
+    #[error("unsigned: no signature section (sign it with `verbgate sign`, or the signature was stripped)")]
+    Unsigned,
+    /// The signature section cannot be parsed.
+    #[error("the signature section is malformed: {0}")]
+    Malformed(String),
+    /// The signed hash does not match the bytes: something changed after
+    /// signing (a byte flipped, a section added or removed).
+    #[error("tampered: the component's content changed after it was signed")]
+    Tampered,
+    /// The content matches what was signed, but no signature is from a key
+    /// in the trust store.
+    #[error("signed by a key that is not trusted (signature key ids: {0}); an operator can trust it with `verbgate trust add`")]
+    UntrustedKey(String),
+    /// The trust store is empty, so nothing can verify.
+    #[error("no trusted keys: the trust store is empty (add one with `verbgate trust add <key.pub.pem>`)")]
+    NoTrustedKeys,
+}
+
+impl TrustError {
+    /// A stable short name for the failure (`unsigned`, `tampered`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TrustError::NotAComponent => "not_a_component",
+            TrustError::Unsigned => "unsigned",
+            TrustError::Malformed(_) => "malformed_signature",
+            TrustError::Tampered => "tampered",
+            TrustError::UntrustedKey(_) => "untrusted_key",
+            TrustError::NoTrustedKeys => "no_trusted_keys",
+        }
+    }
+}
+
+/// Sign component bytes with a secret key (replacing any signature).
+pub fn sign_component(bytes: &[u8], sk: &SecretKey, pk: &PublicKey) -> anyhow::Result<Vec<u8>> {
+    if bytes.len() < 8 || bytes[..8] != COMPONENT_PREAMBLE {
+        anyhow::bail!("not a WebAssembly component (a core module or another file?)");
+    }
+    let module = Module::deserialize(&mut Cursor::new(bytes)).map_err(|e| anyhow::anyhow!("cannot parse the component: {e}"))?;
+    let key_id_bytes = key_id(pk).into_bytes();
+    let signed = sk
+        .sign(module, Some(&key_id_bytes))
+        .map_err(|e| anyhow::anyhow!("signing failed: {e}"))?;
+    let mut out = Vec::with_capacity(bytes.len() + 256);
+    signed.serialize(&mut out).map_err(|e| anyhow::anyhow!("cannot write the signed component: {e}"))?;
+    Ok(out)
+}
+
+/// Verify component bytes against a trust store.
+pub fn verify_component(bytes: &[u8], store: &TrustStore) -> Result<Signer, TrustError> {
+    verify_with(bytes, &store.key_set(), |pk| {
+        let id = key_id(pk);
+        let name = store.find(pk).and_then(|k| k.name.clone());
+        Signer { key_id: id, name }
+    })
+}
+
+/// Verify component bytes against one public key (`verbgate verify --key`).
+pub fn verify_with_key(bytes: &[u8], pk: &PublicKey) -> Result<Signer, TrustError> {
+    let set = PublicKeySet::new([pk.clone()].into_iter().collect());
+    verify_with(bytes, &set, |pk| Signer { key_id: key_id(pk), name: None })
+}
+
+fn verify_with(
+    bytes: &[u8],
+    keys: &PublicKeySet,
+    signer: impl Fn(&PublicKey) -> Signer,
+) -> Result<Signer, TrustError> {
+    if bytes.len() < 8 || bytes[..8] != COMPONENT_PREAMBLE {
+        return Err(TrustError::NotAComponent);
+    }
+    let header = read_signature_header(bytes)?;
+    if keys.is_empty() {
+        return Err(TrustError::NoTrustedKeys);
+    }
+    match keys.verify(&mut Cursor::new(bytes), None) {
+        Ok(valid) => {
+            // Several trusted keys may have signed; report a stable one.
+            let mut ids: Vec<&PublicKey> = valid.into_iter().collect();
+            ids.sort_by_key(|pk| key_id(pk));
+            ids.first().map(|pk| signer(pk)).ok_or(TrustError::Tampered)
+        }
+        Err(WSError::NoSignatures) => Err(TrustError::Unsigned),
+        Err(WSError::VerificationFailed) => Err(explain_failure(bytes, &header)),
+        Err(e) => Err(TrustError::Malformed(e.to_string())),
+    }
+}
+
+/// The parsed signature header and where the signed content starts.
+struct Header {
+    signed_hashes: Vec<Vec<u8>>,
+    key_ids: Vec<String>,
+    content_start: usize,
+}
+
+fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
+    let mut cursor = Cursor::new(bytes);
+    let stream = Module::init_from_reader(&mut cursor).map_err(|e| TrustError::Malformed(e.to_string()))?;
+    let mut sections = Module::iterate(stream).map_err(|e| TrustError::Malformed(e.to_string()))?;
+    let first = match sections.next() {
+        None => return Err(TrustError::Unsigned),
+        Some(Err(e)) => return Err(TrustError::Malformed(e.to_string())),
+        Some(Ok(s)) => s,
+    };
+    let custom = match first {
+        Section::Custom(c) if c.is_signature_header() => c,
+        _ => return Err(TrustError::Unsigned),
+    };
+    drop(sections);
+    let content_start = cursor.position() as usize;
+    let data = custom.signature_data().map_err(|e| TrustError::Malformed(e.to_string()))?;
+    let mut signed_hashes = Vec::new();
+    let mut key_ids = Vec::new();
+    for set in data.signed_hashes_set {
+        signed_hashes.extend(set.hashes);
+        for sig in set.signatures {
+            if let Some(id) = sig.key_id {
+                key_ids.push(String::from_utf8_lossy(&id).into_owned());
+            }
+        }
+    }
+    Ok(Header { signed_hashes, key_ids, content_start })
+}
+
+/// Tell "changed after signing" from "signed by someone we don't trust":
+/// if the content's hash is among the signed hashes, the bytes are intact
+/// and only the key is wrong.
+fn explain_failure(bytes: &[u8], header: &Header) -> TrustError {
+    use sha2::{Digest, Sha256};
+    let content = bytes.get(header.content_start..).unwrap_or_default();
+    let hash = Sha256::digest(content).to_vec();
+    if header.signed_hashes.iter().any(|h| *h == hash) {
+        let ids = if header.key_ids.is_empty() { "none recorded".to_string() } else { header.key_ids.join(", ") };
+        TrustError::UntrustedKey(ids)
+    } else {
+        TrustError::Tampered
+    }
+}

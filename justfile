@@ -1,0 +1,33 @@
+# verbgate: every routine command. `just demo` and `just test` do all set-up.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+components := "target/components"
+
+# List the recipes.
+default:
+    @just --list
+
+# Install what a fresh machine lacks (the wasm target).
+setup:
+    @rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+
+# Build every plugin component into target/components/<plugin-name>.wasm.
+plugins: setup
+    cd plugins && CARGO_TARGET_DIR=../target/plugins cargo build --release --target wasm32-wasip2 --quiet
+    mkdir -p {{components}}
+    for f in target/plugins/wasm32-wasip2/release/*.wasm; do \
+        name=$(basename "$f" .wasm); cp "$f" "{{components}}/${name//_/-}.wasm"; \
+    done
+
+# Build the host (it embeds the bundled components, so plugins come first).
+build: plugins
+    cargo build --workspace --bins
+
+# Run the whole test suite.
+test: build
+    cargo test --workspace -- --test-threads 2
+
+# Build, sign, serve, and show a real session.
+demo: build
+    ./scripts/demo.sh
