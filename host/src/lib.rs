@@ -29,6 +29,7 @@ pub mod dispatch;
 pub mod error;
 pub mod exec;
 pub mod json;
+pub mod mcp;
 pub mod registry;
 pub mod runtime;
 pub mod trust;

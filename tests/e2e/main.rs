@@ -1,1 +1,9 @@
+//! End-to-end tests: the real `verbgate` binary, real signed components
+//! built from `plugins/`, real subprocesses. One test binary (fast to link),
+//! one module per area.
 
+mod argv;
+mod cache;
+mod check;
+mod hostile;
+mod trust;

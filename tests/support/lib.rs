@@ -1,1 +1,182 @@
+//! Support for the end-to-end tests: a private verbgate home per test, the
+//! real `verbgate` binary, real signed components from `target/components`,
+//! and the fixture CLI as the program verbs run.
+//!
+//! Every test drives the binary as a user would (`verbgate request …`), so
+//! what is tested is what ships.
 
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace's `target/` directory.
+pub fn target_dir() -> PathBuf {
+    // Test binaries live in target/<profile>/deps/.
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent().and_then(Path::parent).and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+/// The profile directory holding the built binaries (target/debug).
+pub fn bin_dir() -> PathBuf {
+    std::env::current_exe().unwrap().parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+/// The `verbgate` binary under test.
+pub fn verbgate_bin() -> PathBuf {
+    let p = bin_dir().join("verbgate");
+    assert!(p.exists(), "{} is missing: run `just build` (or `cargo build --workspace --bins`) first", p.display());
+    p
+}
+
+/// The fixture CLI binary.
+pub fn fixture_cli() -> PathBuf {
+    let p = bin_dir().join("verbgate-fixture-cli");
+    assert!(p.exists(), "{} is missing: run `just build` first", p.display());
+    p
+}
+
+/// A built component, by plugin name.
+pub fn component(name: &str) -> PathBuf {
+    let p = target_dir().join("components").join(format!("{name}.wasm"));
+    assert!(p.exists(), "{} is missing: run `just plugins` first", p.display());
+    p
+}
+
+/// A private verbgate home, root directory and signing key for one test.
+pub struct Env {
+    /// Holds the temporary directories alive.
+    pub tmp: tempfile::TempDir,
+    /// `VERBGATE_HOME`.
+    pub home: PathBuf,
+    /// The root programs run in.
+    pub root: PathBuf,
+    /// Where signed test components are installed (`--plugins`).
+    pub plugins: PathBuf,
+    /// Extra config lines for verbgate.toml.
+    config: String,
+}
+
+impl Env {
+    /// A fresh environment with a trusted signing key named `test` and the
+    /// fixture CLI configured as a program.
+    pub fn new() -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let root = tmp.path().join("root");
+        let plugins = tmp.path().join("plugins");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&plugins).unwrap();
+        let mut env = Env { tmp, home, root, plugins, config: String::new() };
+        env.write_config();
+        let out = env.run_ok(&["keygen", "--name", "test"]);
+        let public = out["public_key"].as_str().unwrap().to_string();
+        env.run_ok(&["trust", "add", &public, "--name", "test key"]);
+        env
+    }
+
+    /// Add lines to verbgate.toml (top-level keys must come before tables).
+    pub fn with_config(mut self, extra: &str) -> Env {
+        self.config = extra.to_string();
+        self.write_config();
+        self
+    }
+
+    fn write_config(&self) {
+        std::fs::create_dir_all(&self.home).unwrap();
+        let text = format!(
+            "{}\n[programs]\nverbgate-fixture-cli = {:?}\n",
+            self.config,
+            fixture_cli().display().to_string()
+        );
+        std::fs::write(self.home.join("verbgate.toml"), text).unwrap();
+    }
+
+    /// The test's secret key.
+    pub fn secret_key(&self) -> PathBuf {
+        self.home.join("keys/test.sk.pem")
+    }
+
+    /// A `verbgate` command in this environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(verbgate_bin());
+        c.env("VERBGATE_HOME", &self.home)
+            .env_remove("VERBGATE_LOG")
+            .arg("--root")
+            .arg(&self.root)
+            .arg("--plugins")
+            .arg(&self.plugins)
+            .args(args);
+        c
+    }
+
+    /// Run verbgate and return (exit code, stdout JSON, stderr).
+    pub fn run(&self, args: &[&str]) -> (i32, Value, String) {
+        let out: Output = self.cmd(args).output().expect("run verbgate");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!("verbgate {args:?} printed non-JSON ({e}):\nstdout: {stdout}\nstderr: {stderr}")
+        });
+        (out.status.code().unwrap_or(-1), json, stderr)
+    }
+
+    /// Run verbgate and require exit 0.
+    pub fn run_ok(&self, args: &[&str]) -> Value {
+        let (code, json, stderr) = self.run(args);
+        assert_eq!(code, 0, "verbgate {args:?} failed: {json}\n{stderr}");
+        json
+    }
+
+    /// Run one request and return the envelope.
+    pub fn request(&self, request: &Value) -> Value {
+        self.run(&["request", &request.to_string()]).1
+    }
+
+    /// Run one op and return its result entry (`{ok, op, result|error}`).
+    pub fn op(&self, op: &str, args: Value) -> Value {
+        let env = self.request(&serde_json::json!({ "ops": [{ "op": op, "args": args }] }));
+        env["results"][0].clone()
+    }
+
+    /// Sign component `name` with the test key and install it.
+    pub fn install(&self, name: &str) -> PathBuf {
+        let dest = self.plugins.join(format!("{name}.wasm"));
+        self.run_ok(&["sign", component(name).to_str().unwrap(), "--key", self.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+        dest
+    }
+
+    /// Install raw bytes as a component file (for tampering tests).
+    pub fn install_bytes(&self, file: &str, bytes: &[u8]) -> PathBuf {
+        let dest = self.plugins.join(file);
+        std::fs::write(&dest, bytes).unwrap();
+        dest
+    }
+
+    /// `verbgate verbs` output.
+    pub fn verbs(&self) -> Value {
+        self.run_ok(&["verbs"])
+    }
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env::new()
+    }
+}
+
+/// Run git in `dir`, panicking on failure; returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Charles Babbage")
+        .env("GIT_COMMITTER_EMAIL", "charles@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).to_string()
+}

@@ -7,6 +7,7 @@ mod check;
 mod context;
 mod keys;
 mod request;
+mod serve;
 mod trust;
 mod verbs;
 
@@ -52,6 +53,8 @@ impl GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve MCP over stdio: one tool, `request`.
+    Serve(serve::ServeArgs),
     /// Run one request ({"ops": [...]} or {"help": ...}) and print the JSON result.
     Request(request::RequestArgs),
     /// Print the verb catalog as JSON, with unavailable verbs and reasons.
@@ -93,6 +96,7 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let g = &cli.global;
     match cli.command {
+        Command::Serve(a) => serve::run(g, a).await,
         Command::Request(a) => request::run(g, a).await,
         Command::Verbs(a) => verbs::run(g, a).await,
         Command::Check(a) => check::run(g, a).await,

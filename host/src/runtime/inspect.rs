@@ -13,8 +13,18 @@ pub const PLUGIN_INTERFACE: &str = "verbgate:verbs/plugin";
 /// context: no preopened directories, no environment, no arguments, no
 /// network. Guest language runtimes (Rust std, CPython, SpiderMonkey) import
 /// them even when they never use them.
-pub const ALLOWED_IMPORT_PACKAGES: &[&str] =
-    &["wasi:io/", "wasi:cli/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/"];
+///
+/// `verbgate:verbs/types` holds only type definitions (no functions): a
+/// component imports it because its exports use those types.
+pub const ALLOWED_IMPORT_PACKAGES: &[&str] = &[
+    "verbgate:verbs/types@",
+    "wasi:io/",
+    "wasi:cli/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+    "wasi:sockets/",
+];
 
 /// A component's contract-relevant shape.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -134,6 +134,11 @@ impl Runtime {
         // grants nothing (see `sandbox`); imports outside WASI are refused by
         // `inspect` before linking.
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        // The contract's type-only interface, one per supported version:
+        // nothing to provide but its (empty) instance.
+        for version in wit::SUPPORTED_VERSIONS {
+            linker.instance(&format!("verbgate:verbs/types@{version}"))?;
+        }
         spawn_epoch_ticker(&engine);
         let cache = cache::CompileCache::new(&engine, cache_dir);
         Ok(Runtime { engine, linker, cache, limits })

@@ -197,6 +197,6 @@ macro_rules! plugin {
                 $crate::__private::kill_plan::<$ty>(verb, entity)
             }
         }
-        $crate::__export_verb_plugin!(__VerbgateExport with_types_in $crate::bindings);
+        $crate::bindings::__export_verb_plugin!(__VerbgateExport with_types_in $crate::bindings);
     };
 }

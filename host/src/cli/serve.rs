@@ -1,0 +1,20 @@
+//! `verbgate serve`: the MCP server over stdio. Stdout is the protocol
+//! channel, so everything else (logs) goes to stderr.
+
+use anyhow::Result;
+use std::process::ExitCode;
+
+use super::context::Context;
+use super::GlobalArgs;
+
+/// Arguments of `serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {}
+
+/// Serve until the client disconnects.
+pub async fn run(g: &GlobalArgs, _a: ServeArgs) -> Result<ExitCode> {
+    let ctx = Context::load(g).await?;
+    tracing::info!(verbs = ctx.registry.verbs().count(), unavailable = ctx.registry.unavailable().len(), "serving MCP on stdio");
+    crate::mcp::serve_stdio(ctx.dispatcher()).await?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,100 @@
+//! Parsing `git log -z --format=…`: records are NUL-separated and fields
+//! separated by the unit separator (0x1f), which cannot appear in names,
+//! emails, hashes or dates and practically never in messages.
+
+use crate::time::to_utc;
+use verbgate_plugin_sdk::{errors, json, OpError, Value};
+
+/// The `--format` argument (a plugin literal).
+pub const FORMAT: &str = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%s%x1f%b";
+
+/// Parse the output; `limit` commits at most, `truncated` when more came
+/// back (the plan asks for `limit + 1`).
+pub fn parse(bytes: &[u8], limit: usize, body: bool) -> Result<Value, OpError> {
+    let mut commits = Vec::new();
+    let mut truncated = false;
+    for rec in bytes.split(|b| *b == 0) {
+        let rec = String::from_utf8_lossy(rec);
+        // git separates -z records with NUL but may start the next one with
+        // a newline; a trailing empty record ends the stream.
+        let rec = rec.trim_start_matches('\n');
+        if rec.is_empty() {
+            continue;
+        }
+        if commits.len() == limit {
+            truncated = true;
+            break;
+        }
+        let f: Vec<&str> = rec.splitn(10, '\u{1f}').collect();
+        if f.len() != 10 {
+            return Err(errors::invalid_output(&format!("git log record has {} fields, expected 10", f.len())));
+        }
+        let parents: Vec<&str> = f[1].split(' ').filter(|p| !p.is_empty()).collect();
+        let mut c = json!({
+            "hash": f[0],
+            "parents": parents,
+            "author": { "name": f[2], "email": f[3], "time": to_utc(f[4]) },
+            "committer": { "name": f[5], "email": f[6], "time": to_utc(f[7]) },
+            "subject": f[8],
+        });
+        if body {
+            c["body"] = json!(f[9].trim_end_matches('\n'));
+        }
+        commits.push(c);
+    }
+    Ok(json!({ "commits": commits, "truncated": truncated }))
+}
+
+/// The result schema of `git.log`.
+pub fn result_schema() -> Value {
+    let person = json!({
+        "type": "object",
+        "required": ["name", "email", "time"],
+        "properties": { "name": { "type": "string" }, "email": { "type": "string" }, "time": { "type": "string", "description": "RFC 3339 UTC" } }
+    });
+    json!({
+        "type": "object",
+        "required": ["commits", "truncated"],
+        "properties": {
+            "commits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["hash", "parents", "author", "committer", "subject"],
+                    "properties": {
+                        "hash": { "type": "string" },
+                        "parents": { "type": "array", "items": { "type": "string" } },
+                        "author": person, "committer": person,
+                        "subject": { "type": "string" },
+                        "body": { "type": "string", "description": "present when body=true" }
+                    }
+                }
+            },
+            "truncated": { "type": "boolean", "description": "more commits exist beyond `limit`" }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(hash: &str, parents: &str, subject: &str, body: &str) -> String {
+        format!("{hash}\u{1f}{parents}\u{1f}Ada\u{1f}ada@x\u{1f}2024-01-02T03:04:05+02:00\u{1f}Bob\u{1f}bob@x\u{1f}2024-01-02T03:04:05+00:00\u{1f}{subject}\u{1f}{body}")
+    }
+
+    #[test]
+    fn parses_commits_and_flags_truncation() {
+        let raw = format!("{}\0\n{}\0\n{}\0", rec("c3", "b2", "third", ""), rec("b2", "a1 z9", "merge", "line1\nline2\n"), rec("a1", "", "first", ""));
+        let v = parse(raw.as_bytes(), 2, true).unwrap();
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["commits"].as_array().unwrap().len(), 2);
+        assert_eq!(v["commits"][1]["parents"], json!(["a1", "z9"]));
+        assert_eq!(v["commits"][1]["body"], "line1\nline2");
+        assert_eq!(v["commits"][0]["author"]["time"], "2024-01-02T01:04:05Z");
+        let v = parse(raw.as_bytes(), 3, false).unwrap();
+        assert_eq!(v["truncated"], false);
+        assert!(v["commits"][0].get("body").is_none());
+        assert_eq!(v["commits"][2]["parents"], json!([]));
+    }
+}

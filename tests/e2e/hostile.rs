@@ -1,0 +1,72 @@
+//! Hostile plugins cost one op, never the server: an infinite loop, a
+//! memory bomb, a trap, a 10 MB result and an undeclared program each give
+//! their own per-op error, and an op after them in the same process works.
+
+use serde_json::{json, Value};
+use verbgate_tests::Env;
+
+fn hostile_env() -> Env {
+    let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 500\nplugin_memory_mib = 32\nplugin_output_bytes = 1048576");
+    env.install("fixture-hostile");
+    env
+}
+
+fn results(env: &Env, ops: &[&str]) -> Vec<Value> {
+    let ops: Vec<Value> = ops.iter().map(|op| json!({ "op": op })).collect();
+    let out = env.request(&json!({ "ops": ops }));
+    out["results"].as_array().unwrap_or_else(|| panic!("{out}")).clone()
+}
+
+fn assert_error_then_ok(op: &str, code: &str) {
+    let env = hostile_env();
+    let r = results(&env, &[op, "hostile.ok"]);
+    assert_eq!(r[0]["ok"], false, "{op}: {}", r[0]);
+    assert_eq!(r[0]["error"]["code"], code, "{op}: {}", r[0]);
+    assert_eq!(r[0]["error"]["plugin"], "fixture-hostile");
+    assert_eq!(r[1]["ok"], true, "the op after {op} must still work: {}", r[1]);
+    assert_eq!(r[1]["result"], json!({"fine": true}));
+}
+
+#[test]
+fn an_infinite_loop_in_plan_is_a_plugin_timeout() {
+    assert_error_then_ok("hostile.loop", "plugin_timeout");
+}
+
+#[test]
+fn a_memory_bomb_is_a_plugin_limit() {
+    assert_error_then_ok("hostile.oom", "plugin_limit");
+}
+
+#[test]
+fn a_trap_is_a_plugin_trap() {
+    assert_error_then_ok("hostile.trap", "plugin_trap");
+}
+
+#[test]
+fn a_ten_megabyte_result_is_a_plugin_limit() {
+    assert_error_then_ok("hostile.huge", "plugin_limit");
+}
+
+#[test]
+fn a_plan_naming_an_undeclared_program_is_refused() {
+    assert_error_then_ok("hostile.badplan", "plan_refused");
+}
+
+#[test]
+fn all_at_once_in_one_batch() {
+    let env = hostile_env();
+    let r = results(&env, &["hostile.loop", "hostile.oom", "hostile.trap", "hostile.huge", "hostile.badplan", "hostile.ok"]);
+    let codes: Vec<&str> = r.iter().map(|x| x["error"]["code"].as_str().unwrap_or("ok")).collect();
+    assert_eq!(codes, ["plugin_timeout", "plugin_limit", "plugin_trap", "plugin_limit", "plan_refused", "ok"]);
+}
+
+#[test]
+fn a_result_violating_its_schema_is_invalid_output_and_a_failure_is_exit_nonzero() {
+    let env = Env::new();
+    env.install("fixture-echo");
+    let r = env.op("echo.badresult", json!({}));
+    assert_eq!(r["error"]["code"], "invalid_output", "{r}");
+    let r = env.op("echo.fail", json!({"code": 3}));
+    assert_eq!(r["error"]["code"], "exit_nonzero", "{r}");
+    assert_eq!(r["error"]["exit_code"], 3, "{r}");
+}

@@ -1,0 +1,142 @@
+//! Signature refusal: a component from disk loads only with a valid
+//! signature from a trusted key. Each test tries to get a changed or
+//! untrusted component loaded and asserts the refusal names the file and
+//! the failure.
+
+use serde_json::{json, Value};
+use verbgate_tests::{component, Env};
+
+/// The `unavailable` entry for a file, if it was refused.
+fn refusal(env: &Env, file: &str) -> Option<Value> {
+    let verbs = env.verbs();
+    verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap_or("").ends_with(file)).cloned()
+}
+
+fn assert_refused(env: &Env, file: &str, code: &str) {
+    let r = refusal(env, file).unwrap_or_else(|| panic!("{file} was not refused: {}", env.verbs()));
+    assert_eq!(r["code"], code, "{r}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(reason.contains(file), "reason must name the file: {reason}");
+    // And the verb it declares is not reachable.
+    let res = env.op("echo.argv", json!({"word": "x"}));
+    assert_eq!(res["ok"], false);
+    assert_eq!(res["error"]["code"], "unknown_verb", "{res}");
+}
+
+fn signed_bytes(env: &Env) -> Vec<u8> {
+    std::fs::read(env.install("fixture-echo")).unwrap()
+}
+
+/// Length of the first section (the signature) including its header.
+fn first_section_end(bytes: &[u8]) -> usize {
+    let mut pos = 9; // preamble (8) + section id (1)
+    let mut len = 0usize;
+    let mut shift = 0;
+    loop {
+        let b = bytes[pos];
+        pos += 1;
+        len |= ((b & 0x7f) as usize) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            break;
+        }
+    }
+    pos + len
+}
+
+#[test]
+fn a_signed_component_loads_and_its_verb_runs() {
+    let env = Env::new();
+    env.install("fixture-echo");
+    let res = env.op("echo.argv", json!({"word": "hello"}));
+    assert_eq!(res["ok"], true, "{res}");
+    assert_eq!(res["result"]["argv"], json!(["hello"]));
+    let verbs = env.verbs();
+    let plugin = verbs["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "fixture-echo").unwrap().clone();
+    assert!(plugin["signer"].as_str().unwrap().starts_with("ed25519:"), "{plugin}");
+}
+
+#[test]
+fn an_unsigned_component_is_refused() {
+    let env = Env::new();
+    env.install_bytes("echo.wasm", &std::fs::read(component("fixture-echo")).unwrap());
+    assert_refused(&env, "echo.wasm", "unsigned");
+}
+
+#[test]
+fn a_component_with_one_flipped_byte_is_refused() {
+    let env = Env::new();
+    let mut bytes = signed_bytes(&env);
+    std::fs::remove_file(env.plugins.join("fixture-echo.wasm")).unwrap();
+    let at = first_section_end(&bytes) + (bytes.len() - first_section_end(&bytes)) / 2;
+    bytes[at] ^= 0x01;
+    env.install_bytes("flipped.wasm", &bytes);
+    assert_refused(&env, "flipped.wasm", "tampered");
+}
+
+#[test]
+fn a_flipped_preamble_byte_is_refused() {
+    // The 8-byte preamble is outside the signed hash; the host checks it.
+    let env = Env::new();
+    let mut bytes = signed_bytes(&env);
+    std::fs::remove_file(env.plugins.join("fixture-echo.wasm")).unwrap();
+    bytes[4] ^= 0x01;
+    env.install_bytes("preamble.wasm", &bytes);
+    assert_refused(&env, "preamble.wasm", "not_a_component");
+}
+
+#[test]
+fn a_section_appended_after_signing_is_refused() {
+    let env = Env::new();
+    let mut bytes = signed_bytes(&env);
+    std::fs::remove_file(env.plugins.join("fixture-echo.wasm")).unwrap();
+    // A well-formed custom section named "x" with 3 payload bytes.
+    bytes.extend_from_slice(&[0x00, 0x05, 0x01, b'x', 1, 2, 3]);
+    env.install_bytes("appended.wasm", &bytes);
+    assert_refused(&env, "appended.wasm", "tampered");
+}
+
+#[test]
+fn a_component_signed_by_an_untrusted_key_is_refused() {
+    let env = Env::new();
+    let other = env.run_ok(&["keygen", "--name", "stranger"]);
+    let dest = env.plugins.join("stranger.wasm");
+    env.run_ok(&["sign", component("fixture-echo").to_str().unwrap(), "--key", other["secret_key"].as_str().unwrap(), "--out", dest.to_str().unwrap()]);
+    assert_refused(&env, "stranger.wasm", "untrusted_key");
+    // `verify` agrees, and names the key.
+    let (code, out, _) = env.run(&["verify", dest.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert_eq!(out["code"], "untrusted_key");
+    assert!(out["reason"].as_str().unwrap().contains(other["key_id"].as_str().unwrap()), "{out}");
+}
+
+#[test]
+fn a_component_with_its_signature_stripped_is_refused() {
+    let env = Env::new();
+    let bytes = signed_bytes(&env);
+    std::fs::remove_file(env.plugins.join("fixture-echo.wasm")).unwrap();
+    let mut stripped = bytes[..8].to_vec();
+    stripped.extend_from_slice(&bytes[first_section_end(&bytes)..]);
+    env.install_bytes("stripped.wasm", &stripped);
+    assert_refused(&env, "stripped.wasm", "unsigned");
+}
+
+#[test]
+fn removing_a_key_from_the_trust_store_unloads_what_it_signed() {
+    let env = Env::new();
+    env.install("fixture-echo");
+    assert_eq!(env.op("echo.argv", json!({}))["ok"], true);
+    env.run_ok(&["trust", "remove", "test key"]);
+    assert_refused(&env, "fixture-echo.wasm", "no_trusted_keys");
+}
+
+#[test]
+fn verify_accepts_the_signed_file_and_rejects_the_original() {
+    let env = Env::new();
+    let signed = env.install("fixture-echo");
+    let ok = env.run_ok(&["verify", signed.to_str().unwrap()]);
+    assert_eq!(ok["ok"], true);
+    let (code, out, _) = env.run(&["verify", component("fixture-echo").to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert_eq!(out["code"], "unsigned");
+}

@@ -1,0 +1,82 @@
+//! The fixture CLI: the program fixture verbs run in tests, so tests can
+//! assert on what a program *actually received*.
+//!
+//! - `argv [ARGS...]` — prints `{"argv": [...], "cwd", "env": {...}, "stdin"}`
+//! - `sleep MS` — sleeps, then prints `{"slept_ms": MS}`
+//! - `exit CODE [TEXT]` — writes TEXT to stderr and exits with CODE
+//! - `spew BYTES` — writes BYTES `x` characters to stdout
+
+use std::io::{Read, Write};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().map(String::as_str).unwrap_or("");
+    match mode {
+        "argv" => argv(&args[1..]),
+        "sleep" => {
+            let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            println!("{{\"slept_ms\":{ms}}}");
+        }
+        "exit" => {
+            let code: i32 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+            if let Some(text) = args.get(2) {
+                eprintln!("{text}");
+            }
+            std::process::exit(code);
+        }
+        "spew" => {
+            let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            let chunk = vec![b'x'; 64 * 1024];
+            let mut out = std::io::stdout().lock();
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(chunk.len());
+                if out.write_all(&chunk[..k]).is_err() {
+                    return;
+                }
+                left -= k;
+            }
+        }
+        other => {
+            eprintln!("verbgate-fixture-cli: unknown mode {other:?} (argv, sleep, exit, spew)");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn argv(rest: &[String]) {
+    let mut stdin = String::new();
+    let _ = std::io::stdin().read_to_string(&mut stdin);
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    env.sort();
+    let argv: Vec<String> = rest.iter().map(|a| quote(a)).collect();
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{}:{}", quote(k), quote(v))).collect();
+    println!(
+        "{{\"argv\":[{}],\"cwd\":{},\"env\":{{{}}},\"stdin\":{}}}",
+        argv.join(","),
+        quote(&cwd),
+        env.join(","),
+        quote(&stdin)
+    );
+}
+
+/// A JSON string literal.
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
