@@ -5,5 +5,6 @@
 mod argv;
 mod cache;
 mod check;
+mod git;
 mod hostile;
 mod trust;

@@ -140,3 +140,33 @@ fn verify_accepts_the_signed_file_and_rejects_the_original() {
     assert_eq!(code, 1);
     assert_eq!(out["code"], "unsigned");
 }
+
+#[test]
+fn a_component_built_for_an_unknown_contract_version_is_refused_by_name() {
+    let env = Env::new();
+    // Rewrite the exported interface name to a version this host lacks
+    // (same length, so the binary stays well-formed), then sign it properly.
+    let mut bytes = std::fs::read(component("fixture-echo")).unwrap();
+    let from = b"verbgate:verbs/plugin@0.1.0";
+    let to = b"verbgate:verbs/plugin@9.9.9";
+    let mut replaced = 0;
+    let mut i = 0;
+    while i + from.len() <= bytes.len() {
+        if &bytes[i..i + from.len()] == from {
+            bytes[i..i + from.len()].copy_from_slice(to);
+            replaced += 1;
+        }
+        i += 1;
+    }
+    assert!(replaced > 0);
+    let unsigned = env.tmp.path().join("future.wasm");
+    std::fs::write(&unsigned, &bytes).unwrap();
+    let dest = env.plugins.join("future.wasm");
+    env.run_ok(&["sign", unsigned.to_str().unwrap(), "--key", env.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+    let r = refusal(&env, "future.wasm").unwrap_or_else(|| panic!("not refused: {}", env.verbs()));
+    assert_eq!(r["code"], "load_failed");
+    assert!(r["reason"].as_str().unwrap().contains("verbgate:verbs@9.9.9"), "{r}");
+    let (_, check, _) = env.run(&["check", dest.to_str().unwrap()]);
+    assert_eq!(check["ok"], false);
+    assert!(check["errors"][0]["message"].as_str().unwrap().contains("9.9.9"), "{check}");
+}

@@ -70,14 +70,14 @@ impl Dispatcher {
             .map_err(|e| plugin_error(&verb.plugin.name, e))?;
         let outcome = match plan {
             Plan::Exec(cmd) => {
-                let prepared = Prepared::from_command(&cmd, &verb.programs, &self.config.root, &self.config.env_allow, &self.run_limits)?;
+                let prepared = self.prepare(verb, &cmd)?;
                 if req.dry_run {
                     return Ok(json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
                 run_command(&prepared, self.run_limits.capture_bytes).await?
             }
             Plan::Spawn(cmd) => {
-                let prepared = Prepared::from_command(&cmd, &verb.programs, &self.config.root, &self.config.env_allow, &self.run_limits)?;
+                let prepared = self.prepare(verb, &cmd)?;
                 if req.dry_run {
                     return Ok(json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
@@ -91,6 +91,18 @@ impl Dispatcher {
             }
         };
         self.map_outcome(verb, &args_text, &outcome).await
+    }
+
+    /// Check and resolve a plan's command; a refusal caused by the plan
+    /// itself names the plugin that made it.
+    fn prepare(&self, verb: &Verb, cmd: &crate::runtime::model::Command) -> Result<Prepared, OpError> {
+        Prepared::from_command(cmd, &verb.programs, &self.config.root, &self.config.env_allow, &self.run_limits).map_err(|e| {
+            if e.code == ErrorCode::PlanRefused {
+                e.with("plugin", verb.plugin.name.as_str())
+            } else {
+                e
+            }
+        })
     }
 
     async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome) -> Result<Value, OpError> {

@@ -177,3 +177,43 @@ fn explain_failure(bytes: &[u8], header: &Header) -> TrustError {
         TrustError::Tampered
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trust::TrustStore;
+
+    fn component() -> &'static [u8] {
+        crate::registry::bundled::BUNDLED[0].bytes
+    }
+
+    /// The standard `wasmsign2` CLI writes raw 33-byte key files and signs
+    /// with the same library calls, without a key id; such a component
+    /// must verify once its raw public key is trusted.
+    #[test]
+    fn components_signed_the_wasmsign2_cli_way_verify() {
+        let dir = tempfile::tempdir().unwrap();
+        let kp = wasmsign2::KeyPair::generate();
+        let pk_file = dir.path().join("pk.key");
+        kp.pk.to_file(&pk_file).unwrap();
+        let trust_dir = dir.path().join("trust");
+        TrustStore::add(&trust_dir, &pk_file, None).unwrap();
+        let store = TrustStore::load(&trust_dir).unwrap();
+        let module = Module::deserialize(&mut Cursor::new(component())).unwrap();
+        let mut signed = Vec::new();
+        kp.sk.sign(module, None).unwrap().serialize(&mut signed).unwrap();
+        let signer = verify_component(&signed, &store).unwrap();
+        assert_eq!(signer.key_id, key_id(&kp.pk));
+        // And ours verifies with the library's own check too.
+        let ours = sign_component(component(), &kp.sk, &kp.pk).unwrap();
+        kp.pk.verify(&mut Cursor::new(&ours), None).unwrap();
+    }
+
+    #[test]
+    fn an_empty_trust_store_says_so() {
+        let kp = wasmsign2::KeyPair::generate();
+        let signed = sign_component(component(), &kp.sk, &kp.pk).unwrap();
+        assert_eq!(verify_component(&signed, &TrustStore::default()), Err(TrustError::NoTrustedKeys));
+        assert_eq!(verify_component(component(), &TrustStore::default()), Err(TrustError::Unsigned));
+    }
+}

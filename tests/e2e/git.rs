@@ -1,0 +1,122 @@
+//! The bundled git verbs against temporary repositories built by the test,
+//! compared with what git itself reports.
+
+use serde_json::{json, Value};
+use verbgate_tests::{git, Env};
+
+fn repo_env() -> Env {
+    let env = Env::new();
+    git(&env.root, &["init", "-q", "-b", "main"]);
+    git(&env.root, &["config", "user.name", "Ada Lovelace"]);
+    git(&env.root, &["config", "user.email", "ada@example.com"]);
+    env
+}
+
+fn entry<'a>(status: &'a Value, path: &str) -> &'a Value {
+    status["entries"].as_array().unwrap().iter().find(|e| e["path"] == path).unwrap_or_else(|| panic!("no entry {path} in {status}"))
+}
+
+#[test]
+fn status_reports_branch_staged_unstaged_untracked_and_renames() {
+    let env = repo_env();
+    let root = &env.root;
+    std::fs::write(root.join("a.txt"), "one\n").unwrap();
+    std::fs::write(root.join("old name.txt"), "rename me\n").unwrap();
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "first"]);
+    std::fs::write(root.join("a.txt"), "one\ntwo\n").unwrap(); // unstaged
+    std::fs::write(root.join("b.txt"), "new\n").unwrap();
+    git(root, &["add", "b.txt"]); // staged add
+    git(root, &["mv", "old name.txt", "new name.txt"]); // staged rename
+    std::fs::write(root.join("untracked.txt"), "?\n").unwrap();
+
+    let r = env.op("git.status", json!({}));
+    assert_eq!(r["ok"], true, "{r}");
+    let s = &r["result"];
+    let head = git(root, &["rev-parse", "HEAD"]);
+    assert_eq!(s["branch"]["head"], "main");
+    assert_eq!(s["branch"]["oid"], head.trim());
+    assert_eq!(s["clean"], false);
+    let a = entry(s, "a.txt");
+    assert_eq!((a["staged"].clone(), a["unstaged"].clone(), a["worktree"].clone()), (json!(false), json!(true), json!("M")));
+    let b = entry(s, "b.txt");
+    assert_eq!((b["staged"].clone(), b["index"].clone()), (json!(true), json!("A")));
+    let moved = entry(s, "new name.txt");
+    assert_eq!(moved["kind"], "renamed");
+    assert_eq!(moved["orig_path"], "old name.txt");
+    assert_eq!(entry(s, "untracked.txt")["kind"], "untracked");
+    // Exactly the paths git lists, no more.
+    let porcelain = git(root, &["status", "--porcelain=v1", "-z", "--untracked-files=all"]);
+    let git_count = porcelain.split('\0').filter(|r| !r.is_empty() && r.len() > 3 && &r[2..3] == " ").count();
+    assert_eq!(s["entries"].as_array().unwrap().len(), git_count, "{porcelain:?} vs {s}");
+
+    let without = env.op("git.status", json!({"untracked": false}));
+    assert!(without["result"]["entries"].as_array().unwrap().iter().all(|e| e["kind"] != "untracked"));
+}
+
+#[test]
+fn log_matches_git_with_times_in_utc_and_limits() {
+    let env = repo_env();
+    let root = &env.root;
+    for (i, date) in ["2024-01-02T03:04:05+02:00", "2024-02-03T10:00:00-05:00", "2024-03-04T00:00:00+00:00"].iter().enumerate() {
+        std::fs::write(root.join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
+        git(root, &["add", "."]);
+        let out = std::process::Command::new("git")
+            .current_dir(root)
+            .args(["commit", "-q", "-m", &format!("commit {i}"), "-m", &format!("body {i}")])
+            .env("GIT_AUTHOR_DATE", date)
+            .env("GIT_COMMITTER_DATE", date)
+            .status()
+            .unwrap();
+        assert!(out.success());
+    }
+    let r = env.op("git.log", json!({"limit": 2, "body": true}));
+    assert_eq!(r["ok"], true, "{r}");
+    let commits = r["result"]["commits"].as_array().unwrap();
+    assert_eq!(commits.len(), 2);
+    assert_eq!(r["result"]["truncated"], true);
+    let hashes = git(root, &["log", "--format=%H"]);
+    let hashes: Vec<&str> = hashes.lines().collect();
+    assert_eq!(commits[0]["hash"], hashes[0]);
+    assert_eq!(commits[1]["hash"], hashes[1]);
+    assert_eq!(commits[0]["parents"], json!([hashes[1]]));
+    assert_eq!(commits[0]["subject"], "commit 2");
+    assert_eq!(commits[0]["body"], "body 2");
+    assert_eq!(commits[0]["author"]["name"], "Ada Lovelace");
+    assert_eq!(commits[0]["author"]["email"], "ada@example.com");
+    assert_eq!(commits[0]["author"]["time"], "2024-03-04T00:00:00Z");
+    assert_eq!(commits[1]["author"]["time"], "2024-02-03T15:00:00Z");
+
+    let all = env.op("git.log", json!({}));
+    assert_eq!(all["result"]["commits"].as_array().unwrap().len(), 3);
+    assert_eq!(all["result"]["truncated"], false);
+    assert!(all["result"]["commits"][0].get("body").is_none());
+    // Path filter and a revision range.
+    let one = env.op("git.log", json!({"path": "f1.txt"}));
+    assert_eq!(one["result"]["commits"].as_array().unwrap().len(), 1, "{one}");
+    assert_eq!(one["result"]["commits"][0]["subject"], "commit 1");
+    let range = env.op("git.log", json!({"rev": "HEAD~1..HEAD"}));
+    assert_eq!(range["result"]["commits"].as_array().unwrap().len(), 1, "{range}");
+}
+
+#[test]
+fn log_refuses_option_injection_through_rev_and_handles_empty_repos() {
+    let env = repo_env();
+    let empty = env.op("git.log", json!({}));
+    assert_eq!(empty["ok"], true, "{empty}");
+    assert_eq!(empty["result"], json!({"commits": [], "truncated": false}));
+    for evil in ["--upload-pack=touch /tmp/pwned", "-c", "--output=/tmp/x"] {
+        let r = env.op("git.log", json!({ "rev": evil }));
+        assert_eq!(r["error"]["code"], "unsafe_argv", "{r}");
+    }
+    // A path that looks like an option is just a path (it comes after --).
+    let r = env.op("git.log", json!({ "path": "-c" }));
+    assert_eq!(r["ok"], true, "{r}");
+}
+
+#[test]
+fn outside_a_repository_is_not_found() {
+    let env = Env::new();
+    let r = env.op("git.status", json!({}));
+    assert_eq!(r["error"]["code"], "not_found", "{r}");
+}
