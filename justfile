@@ -24,9 +24,10 @@ plugins: setup
 build: plugins
     cargo build --workspace --bins
 
-# Run the whole test suite.
+# Run the whole test suite: host, end-to-end, and the plugins' own parsers.
 test: build
     cargo test --workspace -- --test-threads 2
+    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p verbgate-plugin-sdk --lib
 
 # Build, sign, serve, and show a real session.
 demo: build

@@ -7,4 +7,5 @@ mod cache;
 mod check;
 mod git;
 mod hostile;
+mod mcp;
 mod trust;

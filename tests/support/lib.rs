@@ -9,16 +9,19 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod mcp;
+
 /// The workspace's `target/` directory.
 pub fn target_dir() -> PathBuf {
-    // Test binaries live in target/<profile>/deps/.
-    let exe = std::env::current_exe().expect("current exe");
-    exe.parent().and_then(Path::parent).and_then(Path::parent).expect("target dir").to_path_buf()
+    bin_dir().parent().expect("target dir").to_path_buf()
 }
 
-/// The profile directory holding the built binaries (target/debug).
+/// The profile directory holding the built binaries (target/debug): the
+/// test binary's directory is its `deps/` child; the demo binary sits in it.
 pub fn bin_dir() -> PathBuf {
-    std::env::current_exe().unwrap().parent().and_then(Path::parent).unwrap().to_path_buf()
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap();
+    if dir.ends_with("deps") { dir.parent().unwrap().to_path_buf() } else { dir.to_path_buf() }
 }
 
 /// The `verbgate` binary under test.
@@ -66,7 +69,7 @@ impl Env {
         let plugins = tmp.path().join("plugins");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&plugins).unwrap();
-        let mut env = Env { tmp, home, root, plugins, config: String::new() };
+        let env = Env { tmp, home, root, plugins, config: String::new() };
         env.write_config();
         let out = env.run_ok(&["keygen", "--name", "test"]);
         let public = out["public_key"].as_str().unwrap().to_string();
@@ -106,6 +109,14 @@ impl Env {
             .arg("--plugins")
             .arg(&self.plugins)
             .args(args);
+        c
+    }
+
+    /// `verbgate serve` in this environment, for an MCP client.
+    pub fn serve_command(&self) -> tokio::process::Command {
+        let std_cmd = self.cmd(&["serve"]);
+        let mut c = tokio::process::Command::from(std_cmd);
+        c.stderr(std::process::Stdio::null());
         c
     }
 

@@ -28,7 +28,7 @@ impl Plugin for Git {
                 verb(
                     "git.status",
                     VerbKind::Exec,
-                    "Working tree status: branch, upstream, ahead/behind, changed/untracked files",
+                    "Branch, upstream and changed files of the working tree",
                     Schema::new()
                         .param("untracked", Param::boolean("include untracked files").default(json!(true)))
                         .param("ignored", Param::boolean("include ignored files").default(json!(false))),
@@ -38,7 +38,7 @@ impl Plugin for Git {
                 verb(
                     "git.log",
                     VerbKind::Exec,
-                    "Commits, newest first, with hashes, parents, authors and RFC 3339 UTC times",
+                    "Commits, newest first (hash, parents, author, UTC times)",
                     Schema::new()
                         .param("limit", Param::integer("most commits to return").min(1).max(LOG_MAX).default(json!(LOG_DEFAULT)))
                         .param("rev", Param::string("revision or range to list (e.g. main, HEAD~5..HEAD); default HEAD").min_length(1))

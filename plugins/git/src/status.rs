@@ -192,7 +192,7 @@ u UU N... 100644 100644 100644 100644 aaaa bbbb cccc conflict.txt\0\
     #[test]
     fn initial_and_detached() {
         let st = parse(b"# branch.oid (initial)\0# branch.head (detached)\0");
-        assert_eq!((st.oid, st.head), (None, None));
+        assert_eq!((st.oid.as_deref(), st.head.as_deref()), (None, None));
         assert_eq!(st.to_json()["clean"], true);
     }
 }

@@ -1,0 +1,109 @@
+//! The MCP surface through a real client session (rmcp's client) over
+//! stdio: one small tool, help, the envelope, request-level errors, and
+//! byte-for-byte parity with `verbgate request`.
+
+use serde_json::{json, Value};
+use verbgate_tests::mcp::Session;
+use verbgate_tests::Env;
+
+/// The advertised tool must stay under this many bytes, however many verbs.
+const TOOL_BYTES_MAX: usize = 1500;
+
+async fn session(env: &Env) -> Session {
+    Session::start(env.serve_command()).await.expect("MCP session")
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn one_small_tool_however_many_verbs_are_loaded() {
+    rt().block_on(async {
+        let env = Env::new();
+        let few = session(&env).await;
+        let tools = few.tools().await.unwrap();
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0]["name"], "request");
+        let small = serde_json::to_string(&tools[0]).unwrap().len();
+        few.close().await.unwrap();
+
+        env.install("fixture-many");
+        env.install("fixture-echo");
+        let verbs = env.verbs();
+        assert!(verbs["verbs"].as_array().unwrap().len() >= 60, "{verbs}");
+        let many = session(&env).await;
+        let tools = many.tools().await.unwrap();
+        assert_eq!(tools.len(), 1);
+        let big = serde_json::to_string(&tools[0]).unwrap().len();
+        assert!(small <= TOOL_BYTES_MAX && big <= TOOL_BYTES_MAX, "tool is {small} / {big} bytes");
+        assert_eq!(small, big, "the advertised tool must not depend on the verbs loaded");
+        many.close().await.unwrap();
+    });
+}
+
+#[test]
+fn help_ops_and_errors_over_mcp() {
+    rt().block_on(async {
+        let env = Env::new();
+        env.install("fixture-echo");
+        let s = session(&env).await;
+        assert!(["2025-06-18", "2025-11-25"].contains(&s.protocol_version().as_str()), "{}", s.protocol_version());
+
+        let catalog = s.request(json!({"help": true})).await.unwrap();
+        assert!(!catalog.is_error);
+        let sigs: Vec<&str> = catalog.structured["help"]["verbs"].as_array().unwrap().iter().map(|v| v["sig"].as_str().unwrap()).collect();
+        assert!(sigs.iter().any(|s| s.starts_with("git.log(")), "{sigs:?}");
+        assert!(!sigs.iter().any(|s| s.starts_with("echo.args(")), "aliases are never listed");
+
+        let help = s.request(json!({"help": "echo.argv"})).await.unwrap();
+        assert_eq!(help.structured["help"]["params_schema"]["additionalProperties"], false);
+        assert!(help.structured["help"]["schema_fingerprint"].as_str().unwrap().starts_with("sha256:"));
+
+        let ops = s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "hi"}}, {"op": "echo.argv", "args": {"wrod": 1}}]})).await.unwrap();
+        assert!(!ops.is_error, "a per-op failure is not a tool error");
+        assert_eq!(ops.structured["status"], "partial");
+        assert_eq!(ops.structured["results"][0]["result"]["argv"], json!(["hi"]));
+        assert_eq!(ops.structured["results"][1]["error"]["code"], "unknown_param");
+        // The text block carries the same JSON.
+        assert_eq!(serde_json::from_str::<Value>(&ops.text).unwrap(), ops.structured);
+
+        for (bad, code) in [
+            (json!({"ops": []}), "invalid_request"),
+            (json!({"ops": [{"op": "echo.argv"}], "help": true}), "invalid_request"),
+            (json!({"ops": (0..9).map(|_| json!({"op": "echo.argv"})).collect::<Vec<_>>()}), "batch_too_large"),
+            (json!({"help": "git.lgo"}), "unknown_verb"),
+        ] {
+            let r = s.request(bad.clone()).await.unwrap();
+            assert!(r.is_error, "{bad} must be isError");
+            assert_eq!(r.structured["error"]["code"], code, "{bad}: {}", r.structured);
+        }
+        let typo = s.request(json!({"help": "git.lgo"})).await.unwrap();
+        assert_eq!(typo.structured["error"]["did_you_mean"], json!(["git.log"]));
+        let cap = s.request(json!({"ops": (0..9).map(|_| json!({"op": "echo.argv"})).collect::<Vec<_>>()})).await.unwrap();
+        assert_eq!(cap.structured["error"]["cap"], 8);
+        s.close().await.unwrap();
+    });
+}
+
+#[test]
+fn cli_and_mcp_give_byte_identical_json() {
+    rt().block_on(async {
+        let env = Env::new();
+        env.install("fixture-echo");
+        let s = session(&env).await;
+        for request in [
+            json!({"help": true}),
+            json!({"help": "echo.argv"}),
+            json!({"ops": [{"op": "echo.argv", "args": {"word": "x", "tail": ["-c"]}, "dry_run": true}, {"op": "echo.argv", "args": {"limt": 1}}, {"op": "nope.nope"}]}),
+            json!({"ops": [{"op": "echo.argv", "args": {"word": "--upload-pack=x"}}]}),
+            json!({"ops": []}),
+        ] {
+            let mcp = s.request(request.clone()).await.unwrap();
+            let cli = env.cmd(&["request", &request.to_string()]).output().unwrap();
+            let cli_text = String::from_utf8(cli.stdout).unwrap();
+            assert_eq!(cli_text.trim_end(), mcp.text, "parity for {request}");
+        }
+        s.close().await.unwrap();
+    });
+}
