@@ -24,8 +24,13 @@ plugins: setup
 build: plugins
     cargo build --workspace --bins
 
+# A Python venv with the official MCP SDK, for the second-client test.
+python-env:
+    @test -x target/py/bin/python || python3 -m venv target/py
+    @target/py/bin/python -c "import mcp" 2>/dev/null || target/py/bin/pip install --quiet "mcp>=2,<3"
+
 # Run the whole test suite: host, end-to-end, and the plugins' own parsers.
-test: build
+test: build python-env
     cargo test --workspace -- --test-threads 2
     cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p verbgate-plugin-sdk --lib
 

@@ -58,6 +58,8 @@ pub enum ErrorCode {
     AmbiguousId,
     /// The verb exists but cannot run here (missing program, no job store).
     Unavailable,
+    /// `job.result` of a job that has not ended yet.
+    JobNotFinished,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -86,6 +88,7 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::AmbiguousId,
         ErrorCode::Unavailable,
+        ErrorCode::JobNotFinished,
         ErrorCode::Internal,
     ];
 
@@ -113,6 +116,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "not_found",
             ErrorCode::AmbiguousId => "ambiguous_id",
             ErrorCode::Unavailable => "unavailable",
+            ErrorCode::JobNotFinished => "job_not_finished",
             ErrorCode::Internal => "internal",
         }
     }

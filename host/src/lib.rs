@@ -28,6 +28,7 @@ pub mod config;
 pub mod dispatch;
 pub mod error;
 pub mod exec;
+pub mod jobs;
 pub mod json;
 pub mod mcp;
 pub mod registry;

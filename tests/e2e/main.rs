@@ -5,7 +5,10 @@
 mod argv;
 mod cache;
 mod check;
+mod envelope;
 mod git;
 mod hostile;
+mod jobs;
 mod mcp;
+mod python_sdk;
 mod trust;

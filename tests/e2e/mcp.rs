@@ -107,3 +107,36 @@ fn cli_and_mcp_give_byte_identical_json() {
         s.close().await.unwrap();
     });
 }
+
+#[test]
+fn long_requests_report_progress_when_asked() {
+    rt().block_on(async {
+        let env = Env::new();
+        env.install("fixture-echo");
+        let s = session(&env).await;
+        let quick = s.request_with_progress(json!({"ops": [{"op": "echo.argv"}]}), 7).await.unwrap();
+        assert_eq!(quick.structured["status"], "success");
+        assert!(s.progress().is_empty(), "a request under a second sends no progress");
+        let slow = s.request_with_progress(json!({"ops": [{"op": "echo.sleep", "args": {"ms": 2300}}, {"op": "echo.argv"}]}), 8).await.unwrap();
+        assert_eq!(slow.structured["status"], "success", "{}", slow.structured);
+        let progress = s.progress();
+        assert!(!progress.is_empty(), "a 2.3 s request must report progress");
+        for p in &progress {
+            assert_eq!(p["progressToken"], progress[0]["progressToken"], "one token per request: {p}");
+            assert_eq!(p["total"], 2.0, "{p}");
+        }
+        s.close().await.unwrap();
+    });
+}
+
+#[test]
+fn the_catalog_stays_compact_per_verb() {
+    let env = Env::new();
+    env.install("fixture-many");
+    let out = env.request(&json!({"help": true}));
+    let verbs = out["help"]["verbs"].as_array().unwrap();
+    assert!(verbs.len() >= 62, "{}", verbs.len());
+    let bytes = serde_json::to_string(&out["help"]["verbs"]).unwrap().len();
+    let per_verb = bytes / verbs.len();
+    assert!(per_verb <= 120, "catalog is {per_verb} bytes per verb");
+}

@@ -1,10 +1,25 @@
 //! A real MCP client session (rmcp's client) against `verbgate serve`.
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
+use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken, RequestMetaObject};
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// A client that records the progress notifications it receives.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    progress: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        if let Ok(v) = serde_json::to_value(&params) {
+            self.progress.lock().unwrap_or_else(|e| e.into_inner()).push(v);
+        }
+    }
+}
 
 /// What a `tools/call` returned.
 #[derive(Debug, Clone)]
@@ -19,15 +34,17 @@ pub struct ToolReply {
 
 /// A live session.
 pub struct Session {
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, Recorder>,
+    recorder: Recorder,
 }
 
 impl Session {
     /// Start the server command and complete the MCP handshake.
     pub async fn start(cmd: tokio::process::Command) -> anyhow::Result<Session> {
         let transport = TokioChildProcess::new(cmd)?;
-        let client = ().serve(transport).await?;
-        Ok(Session { client })
+        let recorder = Recorder::default();
+        let client = recorder.clone().serve(transport).await?;
+        Ok(Session { client, recorder })
     }
 
     /// The negotiated protocol version.
@@ -46,10 +63,28 @@ impl Session {
         self.call("request", args).await
     }
 
+    /// `tools/call` of `request` carrying a progress token.
+    pub async fn request_with_progress(&self, args: Value, token: i64) -> anyhow::Result<ToolReply> {
+        let mut meta = RequestMetaObject::default();
+        meta.set_progress_token(ProgressToken(NumberOrString::Number(token)));
+        self.call_with_meta("request", args, Some(meta)).await
+    }
+
+    /// Progress notifications received so far.
+    pub fn progress(&self) -> Vec<Value> {
+        self.recorder.progress.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// `tools/call` of any tool.
     pub async fn call(&self, tool: &str, args: Value) -> anyhow::Result<ToolReply> {
+        self.call_with_meta(tool, args, None).await
+    }
+
+    async fn call_with_meta(&self, tool: &str, args: Value, meta: Option<RequestMetaObject>) -> anyhow::Result<ToolReply> {
         let Value::Object(map) = args else { anyhow::bail!("arguments must be an object") };
-        let result = self.client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map)).await?;
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(map);
+        params.meta = meta;
+        let result = self.client.call_tool(params).await?;
         let json = serde_json::to_value(&result)?;
         let text = json["content"][0]["text"].as_str().unwrap_or_default().to_string();
         Ok(ToolReply { structured: json["structuredContent"].clone(), text, is_error: json["isError"] == Value::Bool(true) })

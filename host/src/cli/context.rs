@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::GlobalArgs;
 use crate::config::Config;
 use crate::dispatch::Dispatcher;
+use crate::jobs::Jobs;
 use crate::registry::Registry;
 use crate::runtime::{Runtime, SandboxLimits};
 
@@ -18,6 +19,8 @@ pub struct Context {
     pub runtime: Arc<Runtime>,
     /// The registry.
     pub registry: Arc<Registry>,
+    /// The job store.
+    pub jobs: Jobs,
 }
 
 impl Context {
@@ -26,11 +29,13 @@ impl Context {
         let config = Arc::new(Config::load(&g.overrides())?);
         let runtime = Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
         let registry = Arc::new(Registry::load(&config, runtime.clone()).await?);
-        Ok(Context { config, runtime, registry })
+        let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the verbgate binary for job supervisors: {e}"))?;
+        let jobs = Jobs::open(&config.state_dir(), exe)?;
+        Ok(Context { config, runtime, registry, jobs })
     }
 
     /// A dispatcher over this context.
     pub fn dispatcher(&self) -> Arc<Dispatcher> {
-        Dispatcher::new(self.registry.clone(), self.config.clone())
+        Dispatcher::new(self.registry.clone(), self.config.clone(), Some(self.jobs.clone()))
     }
 }

@@ -70,6 +70,16 @@ enum Command {
     /// Manage the operator's trusted keys (terminal only, never a verb).
     #[command(subcommand)]
     Trust(trust::TrustCommand),
+    /// Internal: supervise one job (started detached by verbgate itself).
+    #[command(name = "__supervise", hide = true)]
+    Supervise {
+        /// The state directory holding the job store.
+        #[arg(long)]
+        state: PathBuf,
+        /// The job id.
+        #[arg(long)]
+        id: String,
+    },
 }
 
 /// Entry point for the binary.
@@ -104,6 +114,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sign(a) => keys::sign(g, a),
         Command::Verify(a) => keys::verify(g, a),
         Command::Trust(c) => trust::run(g, c),
+        Command::Supervise { state, id } => Ok(ExitCode::from(crate::jobs::supervisor::supervise(&state, &id) as u8)),
     }
 }
 

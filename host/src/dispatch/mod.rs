@@ -15,16 +15,19 @@
 //! ops failed against it.
 
 pub mod help;
+mod host;
 pub mod op;
 pub mod request;
 
 use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::RunLimits;
+use crate::jobs::Jobs;
 use crate::registry::Registry;
 use op::OpOutcome;
 use request::Request;
@@ -32,6 +35,15 @@ use request::Request;
 /// Codes whose error carries the verb's schema.
 const SCHEMA_BEARING: &[ErrorCode] =
     &[ErrorCode::UnknownParam, ErrorCode::InvalidArgs, ErrorCode::FingerprintRequired, ErrorCode::FingerprintStale];
+
+/// Progress of a request's ops, readable while it runs.
+#[derive(Debug, Default)]
+pub struct Observer {
+    /// Ops in the request (0 until known).
+    pub total: AtomicUsize,
+    /// Ops finished.
+    pub done: AtomicUsize,
+}
 
 /// A response: the JSON and whether it is a request-level error (which the
 /// MCP transport reports with `isError: true`).
@@ -48,18 +60,20 @@ pub struct Dispatcher {
     registry: Arc<Registry>,
     config: Arc<Config>,
     run_limits: RunLimits,
+    jobs: Option<Jobs>,
 }
 
 impl Dispatcher {
-    /// A dispatcher over a loaded registry.
-    pub fn new(registry: Arc<Registry>, config: Arc<Config>) -> Arc<Self> {
+    /// A dispatcher over a loaded registry; `jobs` is the job store spawn
+    /// and job verbs use (without it they answer `unavailable`).
+    pub fn new(registry: Arc<Registry>, config: Arc<Config>, jobs: Option<Jobs>) -> Arc<Self> {
         let l = &config.limits;
         let run_limits = RunLimits {
             default_timeout: Duration::from_millis(l.exec_timeout_ms),
             max_timeout: Duration::from_millis(l.exec_timeout_max_ms),
             capture_bytes: l.capture_bytes,
         };
-        Arc::new(Dispatcher { registry, config, run_limits })
+        Arc::new(Dispatcher { registry, config, run_limits, jobs })
     }
 
     /// The registry.
@@ -74,6 +88,12 @@ impl Dispatcher {
 
     /// Handle one request.
     pub async fn handle(self: &Arc<Self>, request: &Value) -> Response {
+        self.handle_observed(request, Arc::new(Observer::default())).await
+    }
+
+    /// Handle one request, counting finished ops in `observer` (the MCP
+    /// transport turns the count into progress notifications).
+    pub async fn handle_observed(self: &Arc<Self>, request: &Value, observer: Arc<Observer>) -> Response {
         let decoded = match request::decode(request, self.batch_cap()) {
             Ok(r) => r,
             Err(e) => return request_error(e),
@@ -85,29 +105,34 @@ impl Dispatcher {
                 Err(e) => request_error(e),
             },
             Request::Ops(ops) => {
-                let mut set = tokio::task::JoinSet::new();
                 let count = ops.len();
-                for (index, op) in ops.into_iter().enumerate() {
-                    let me = Arc::clone(self);
-                    set.spawn(async move { (index, me.run_op(op).await) });
-                }
-                let mut outcomes: Vec<Option<OpOutcome>> = (0..count).map(|_| None).collect();
-                while let Some(joined) = set.join_next().await {
-                    match joined {
-                        Ok((index, outcome)) => outcomes[index] = Some(outcome),
-                        Err(e) => tracing::error!(error = %e, "an op task failed"),
-                    }
-                }
-                let outcomes = outcomes
+                observer.total.store(count, Ordering::Relaxed);
+                // Each op runs in its own detached task: if the caller
+                // cancels or disconnects, dropping these handles stops the
+                // *observation* only — the work an op started runs on.
+                let handles: Vec<_> = ops
                     .into_iter()
-                    .map(|o| {
-                        o.unwrap_or_else(|| OpOutcome {
-                            op: String::new(),
-                            verb: None,
-                            result: Err(OpError::new(ErrorCode::Internal, "the op crashed inside verbgate; please report it")),
+                    .map(|op| {
+                        let me = Arc::clone(self);
+                        let observer = Arc::clone(&observer);
+                        tokio::spawn(async move {
+                            let outcome = me.run_op(op).await;
+                            observer.done.fetch_add(1, Ordering::Relaxed);
+                            outcome
                         })
                     })
                     .collect();
+                let mut outcomes = Vec::with_capacity(count);
+                for handle in handles {
+                    outcomes.push(handle.await.unwrap_or_else(|e| {
+                        tracing::error!(error = %e, "an op task failed");
+                        OpOutcome {
+                            op: String::new(),
+                            verb: None,
+                            result: Err(OpError::new(ErrorCode::Internal, "the op crashed inside verbgate; please report it")),
+                        }
+                    }));
+                }
                 Response { body: envelope(outcomes), is_error: false }
             }
         }

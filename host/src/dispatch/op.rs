@@ -10,6 +10,7 @@ use super::request::OpRequest;
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::{run_command, Prepared};
+use crate::jobs::SpawnRequest;
 use crate::json::near_matches;
 use crate::registry::Verb;
 use crate::runtime::model::{Outcome, Plan, PluginOpError};
@@ -81,13 +82,25 @@ impl Dispatcher {
                 if req.dry_run {
                     return Ok(json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
-                return Err(OpError::new(ErrorCode::Unavailable, format!("`{}` starts a background job, and this build has no job supervisor yet", verb.name)));
+                let job = self.jobs()?.spawn(SpawnRequest {
+                    verb: &verb.name,
+                    plugin: &verb.plugin.name,
+                    plugin_digest: &verb.plugin.digest,
+                    args: &args_text,
+                    prepared: &prepared,
+                    time_limit: cmd.timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into())),
+                })?;
+                return Ok(json!({
+                    "job": { "id": job.id, "kind": job.verb, "label": job.label, "status": job.status.as_str() },
+                    "next": { "op": "job.wait", "args": { "ids": [job.id] } },
+                }));
             }
             Plan::Host(call) => {
                 if req.dry_run {
                     return Ok(json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null) } }));
                 }
-                return Err(OpError::new(ErrorCode::Unavailable, format!("host operation `{}` is not provided by this build", call.name)));
+                let result = self.host_call(verb, &call).await?;
+                Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
             }
         };
         self.map_outcome(verb, &args_text, &outcome).await
@@ -105,7 +118,7 @@ impl Dispatcher {
         })
     }
 
-    async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome) -> Result<Value, OpError> {
+    pub(crate) async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome) -> Result<Value, OpError> {
         let text = self
             .registry
             .runtime()

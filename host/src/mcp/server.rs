@@ -12,7 +12,10 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::tool::{tool, TOOL_NAME};
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, Observer, Response};
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// The MCP server: the dispatcher behind one tool.
 #[derive(Clone)]
@@ -51,19 +54,56 @@ impl ServerHandler for VerbgateServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         if request.name != TOOL_NAME {
             return Err(McpError::invalid_params(format!("unknown tool `{}`; the only tool is `{TOOL_NAME}`", request.name), None));
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let response = self.dispatcher.handle(&args).await;
+        let observer = Arc::new(Observer::default());
+        let work = self.dispatcher.handle_observed(&args, observer.clone());
+        let response = match context.meta.get_progress_token() {
+            None => work.await,
+            Some(token) => with_progress(work, &observer, &context, token).await,
+        };
         let result = if response.is_error {
             CallToolResult::structured_error(response.body)
         } else {
             CallToolResult::structured(response.body)
         };
         Ok(result.into())
+    }
+}
+
+/// How often a long request reports progress.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Drive `work`, sending `notifications/progress` every
+/// [`PROGRESS_INTERVAL`] until it finishes: progress is the number of ops
+/// done, total the number of ops. A request that finishes within the first
+/// interval sends nothing.
+async fn with_progress<F: std::future::Future<Output = Response>>(
+    work: F,
+    observer: &Observer,
+    context: &RequestContext<RoleServer>,
+    token: ProgressToken,
+) -> Response {
+    tokio::pin!(work);
+    let started = Instant::now();
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_INTERVAL, PROGRESS_INTERVAL);
+    loop {
+        tokio::select! {
+            response = &mut work => return response,
+            _ = ticker.tick() => {
+                let done = observer.done.load(Ordering::Relaxed);
+                let total = observer.total.load(Ordering::Relaxed);
+                let message = format!("{done} of {total} ops done after {} ms", started.elapsed().as_millis());
+                let param = ProgressNotificationParam::new(token.clone(), done as f64).with_total(total as f64).with_message(message);
+                if let Err(e) = context.peer.notify_progress(param).await {
+                    tracing::debug!(error = %e, "cannot send progress");
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,93 @@
+//! Facts about processes from `/proc`, PID-reuse safe: a pid only counts as
+//! "ours" while its start time (field 22 of `/proc/<pid>/stat`, clock ticks
+//! since boot) matches the one recorded when we started it.
+
+/// The start time of `pid`, or `None` if there is no such live process
+/// (zombies count as gone: they have exited).
+pub fn start_time(pid: i64) -> Option<i64> {
+    if pid <= 0 {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses; the
+    // fields we need come after its closing parenthesis.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    if fields.first() == Some(&"Z") || fields.first() == Some(&"X") {
+        return None;
+    }
+    // `rest` starts at field 3 (state), so field 22 is index 19.
+    fields.get(19)?.parse().ok()
+}
+
+/// Whether `pid` is alive and is the process that started at `start`.
+pub fn alive(pid: Option<i64>, start: Option<i64>) -> bool {
+    match (pid, start) {
+        (Some(pid), Some(start)) => start_time(pid) == Some(start),
+        (Some(pid), None) => start_time(pid).is_some(),
+        _ => false,
+    }
+}
+
+/// Whether any process is left in process group `pgid`.
+pub fn group_alive(pgid: i64) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Send `signal` to process group `pgid` (never to group 0 or 1).
+pub fn signal_group(pgid: i64, signal: i32) {
+    if pgid > 1 {
+        // SAFETY: killpg only sends a signal to a group we created.
+        unsafe {
+            libc::killpg(pgid as libc::pid_t, signal);
+        }
+    }
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// A new job id: 12 hex digits of epoch milliseconds then 8 random hex
+/// digits, so ids sort by creation time and never collide in practice.
+pub fn new_job_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    format!("{:012x}{:08x}", now_ms(), h.finish() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_process_is_alive_and_a_wrong_start_time_is_not() {
+        let me = std::process::id() as i64;
+        let start = start_time(me).expect("own start time");
+        assert!(alive(Some(me), Some(start)));
+        assert!(!alive(Some(me), Some(start + 1)), "a reused pid must not count as ours");
+        assert!(!alive(Some(i32::MAX as i64), None));
+    }
+
+    #[test]
+    fn ids_are_unique_and_time_ordered() {
+        let a = new_job_id();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = new_job_id();
+        assert!(a < b);
+        assert_eq!(a.len(), 20);
+        let many: std::collections::HashSet<String> = (0..1000).map(|_| new_job_id()).collect();
+        assert_eq!(many.len(), 1000);
+    }
+}

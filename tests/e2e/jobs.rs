@@ -1,0 +1,173 @@
+//! Durable supervised jobs end to end: spawn through a fingerprinted spawn
+//! verb, observe with job.wait, read with job.output / job.result, stop with
+//! job.kill — across `verbgate request` processes and an MCP server that
+//! dies mid-job.
+
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use verbgate_tests::mcp::Session;
+use verbgate_tests::Env;
+
+fn jobs_env() -> Env {
+    let env = Env::new();
+    env.install("fixture-echo");
+    env
+}
+
+fn fingerprint(env: &Env) -> String {
+    env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"].as_str().unwrap().to_string()
+}
+
+fn spawn(env: &Env, args: Value) -> String {
+    let fp = fingerprint(env);
+    let out = env.request(&json!({"ops": [{"op": "echo.job", "args": args, "schema_fingerprint": fp}]}));
+    let r = &out["results"][0];
+    assert_eq!(r["ok"], true, "{out}");
+    assert_eq!(r["result"]["next"]["op"], "job.wait");
+    r["result"]["job"]["id"].as_str().unwrap().to_string()
+}
+
+fn wait(env: &Env, ids: &[&str], max_wait: f64) -> Value {
+    let r = env.op("job.wait", json!({"ids": ids, "max_wait_seconds": max_wait, "poll_interval_seconds": 0.2}));
+    assert_eq!(r["ok"], true, "{r}");
+    r["result"].clone()
+}
+
+#[test]
+fn a_job_runs_to_its_end_and_its_result_is_mapped_by_its_plugin() {
+    let env = jobs_env();
+    let id = spawn(&env, json!({"word": "hello"}));
+    let w = wait(&env, &[&id], 20.0);
+    assert_eq!(w["all_terminal"], true, "{w}");
+    assert_eq!(w["terminal"], json!([id]));
+    let e = &w["jobs"][0];
+    assert_eq!((e["status"].clone(), e["outcome"].clone(), e["reason_code"].clone()), (json!("succeeded"), json!("success"), json!("exited_zero")));
+    let result = env.op("job.result", json!({"id": &id}));
+    assert_eq!(result["result"]["result"]["argv"], json!(["hello"]), "{result}");
+    assert_eq!(result["result"]["plugin_changed"], false);
+    let out = env.op("job.output", json!({"id": &id[..14]}));
+    assert_eq!(out["result"]["encoding"], "utf8", "{out}");
+    assert!(out["result"]["data"].as_str().unwrap().contains("\"argv\":[\"hello\"]"));
+    assert_eq!(out["result"]["eof"], true);
+    let listed = env.op("job.list", json!({"verb": "echo.job"}));
+    assert_eq!(listed["result"]["jobs"][0]["id"], id.as_str());
+    let status = env.op("job.status", json!({"id": &id}));
+    assert_eq!(status["result"]["exit_code"], 0);
+}
+
+#[test]
+fn failures_and_time_limits_are_recorded_with_reasons() {
+    let env = jobs_env();
+    let failed = spawn(&env, json!({"exit_code": 3}));
+    let limited = spawn(&env, json!({"sleep_ms": 30000, "time_limit_ms": 300}));
+    let w = wait(&env, &[&failed, &limited], 20.0);
+    assert_eq!(w["all_terminal"], true, "{w}");
+    assert_eq!(w["jobs"][0]["status"], "failed");
+    assert_eq!(w["jobs"][0]["reason_code"], "exited_nonzero");
+    assert_eq!(w["jobs"][1]["status"], "timed_out");
+    assert_eq!(w["jobs"][1]["reason_code"], "time_limit");
+    let r = env.op("job.result", json!({"id": failed}));
+    assert_eq!(r["result"]["error"]["code"], "exit_nonzero", "{r}");
+    let err = env.op("job.output", json!({"id": &failed, "stream": "stderr"}));
+    assert!(err["result"]["data"].as_str().unwrap().contains("job failed on purpose"), "{err}");
+}
+
+#[test]
+fn a_bounded_wait_expires_without_error_and_without_changing_the_job() {
+    let env = jobs_env();
+    let id = spawn(&env, json!({"sleep_ms": 4000}));
+    let before = env.op("job.status", json!({"id": &id}))["result"].clone();
+    let w = wait(&env, &[&id, "ffffffffffff"], 0.3);
+    assert_eq!(w["timed_out"], true, "{w}");
+    assert_eq!(w["pending"], json!([id]));
+    assert_eq!(w["errors"], json!(["ffffffffffff"]));
+    assert_eq!(w["jobs"][1]["error"]["code"], "not_found");
+    assert_eq!(w["max_wait_seconds"], 0.3);
+    let after = env.op("job.status", json!({"id": &id}))["result"].clone();
+    assert_eq!(before["status"].as_str().map(|s| s == "preparing" || s == "running"), Some(true));
+    assert_eq!(after["ended_ms"], Value::Null);
+    // Clamps are echoed.
+    let c = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 0, "poll_interval_seconds": 99}));
+    assert_eq!(c["result"]["poll_interval_seconds"], 10.0);
+    env.op("job.kill", json!({"id": id, "grace_seconds": 0}));
+}
+
+#[test]
+fn wait_wakes_on_the_end_not_at_the_next_poll_tick() {
+    let env = jobs_env();
+    let id = spawn(&env, json!({"sleep_ms": 300}));
+    let start = Instant::now();
+    let r = env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 30, "poll_interval_seconds": 10}));
+    let took = start.elapsed();
+    assert_eq!(r["result"]["all_terminal"], true, "{r}");
+    // A 10 s poll interval must not delay noticing a 0.3 s job.
+    assert!(took < Duration::from_secs(5), "wait took {took:?}");
+}
+
+#[test]
+fn kill_stops_the_process_group_and_is_a_no_op_afterwards() {
+    let env = jobs_env();
+    let id = spawn(&env, json!({"sleep_ms": 60000}));
+    // Let it start.
+    let w = wait(&env, &[&id], 0.5);
+    assert_eq!(w["pending"], json!([id]), "{w}");
+    let k = env.op("job.kill", json!({"id": &id, "grace_seconds": 1}));
+    assert_eq!(k["ok"], true, "{k}");
+    assert_eq!(k["result"]["killed"], true, "{k}");
+    assert_eq!(k["result"]["job"]["status"], "killed");
+    assert_eq!(k["result"]["job"]["outcome"], "cancelled");
+    let pid = k["result"]["job"]["pid"].as_i64().unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{pid}/stat")).exists() || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap().contains(") Z "), "process {pid} survived");
+    let again = env.op("job.kill", json!({"id": &id}));
+    assert_eq!(again["result"]["already_terminal"], true, "{again}");
+    assert_eq!(again["result"]["killed"], false);
+}
+
+#[test]
+fn a_job_whose_processes_vanish_is_reaped_as_lost_by_the_first_observer() {
+    let env = jobs_env();
+    let id = spawn(&env, json!({"sleep_ms": 60000}));
+    assert_eq!(wait(&env, &[&id], 0.5)["pending"], json!([id]));
+    let st = env.op("job.status", json!({"id": &id}))["result"].clone();
+    let (sup, pid) = (st["supervisor_pid"].as_i64().unwrap(), st["pid"].as_i64().unwrap());
+    // Kill the supervisor first so nobody records an end, then the program.
+    unsafe_kill(sup);
+    std::thread::sleep(Duration::from_millis(100));
+    unsafe_kill(-pid);
+    std::thread::sleep(Duration::from_millis(100));
+    let w = wait(&env, &[&id], 5.0);
+    assert_eq!(w["jobs"][0]["status"], "lost", "{w}");
+    assert_eq!(w["jobs"][0]["reason_code"], "process_gone_no_end");
+    assert_eq!(w["terminal"], json!([id]));
+}
+
+fn unsafe_kill(pid: i64) {
+    let status = std::process::Command::new("kill").arg("-KILL").arg("--").arg(pid.to_string()).status().unwrap();
+    assert!(status.success(), "kill {pid}");
+}
+
+#[test]
+fn jobs_survive_the_server_and_are_shared_between_cli_and_mcp() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let env = jobs_env();
+    let fp = fingerprint(&env);
+    let id = rt.block_on(async {
+        let s = Session::start(env.serve_command()).await.unwrap();
+        let r = s.request(json!({"ops": [{"op": "echo.job", "args": {"sleep_ms": 800}, "schema_fingerprint": fp}]})).await.unwrap();
+        let id = r.structured["results"][0]["result"]["job"]["id"].as_str().unwrap().to_string();
+        // The server goes away while the job runs.
+        drop(s);
+        id
+    });
+    // A terminal process that never saw the job waits for it.
+    let w = wait(&env, &[&id], 20.0);
+    assert_eq!(w["jobs"][0]["status"], "succeeded", "{w}");
+    // And a job started from the terminal is visible to an MCP session.
+    let cli_job = spawn(&env, json!({"word": "from-cli"}));
+    rt.block_on(async {
+        let s = Session::start(env.serve_command()).await.unwrap();
+        let r = s.request(json!({"ops": [{"op": "job.wait", "args": {"ids": [cli_job], "max_wait_seconds": 20}}]})).await.unwrap();
+        assert_eq!(r.structured["results"][0]["result"]["all_terminal"], true, "{}", r.structured);
+        s.close().await.unwrap();
+    });
+}
