@@ -140,3 +140,29 @@ fn the_catalog_stays_compact_per_verb() {
     let per_verb = bytes / verbs.len();
     assert!(per_verb <= 120, "catalog is {per_verb} bytes per verb");
 }
+
+#[test]
+fn cancelling_a_request_stops_the_observation_not_the_work() {
+    rt().block_on(async {
+        let env = Env::new();
+        env.install("fixture-echo");
+        let fp = env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"].clone();
+        let s = session(&env).await;
+        // A slow exec op keeps the request open; the spawn op beside it
+        // starts a job. Cancel while the request is still open.
+        s.request_then_cancel(
+            json!({"ops": [{"op": "echo.sleep", "args": {"ms": 1500}}, {"op": "echo.job", "args": {"word": "kept"}, "schema_fingerprint": fp}]}),
+            std::time::Duration::from_millis(500),
+        )
+        .await
+        .unwrap();
+        // The server keeps serving, and the job the cancelled request started lives on.
+        let listed = s.request(json!({"ops": [{"op": "job.list", "args": {"verb": "echo.job"}}]})).await.unwrap();
+        let jobs = listed.structured["results"][0]["result"]["jobs"].as_array().unwrap().clone();
+        assert_eq!(jobs.len(), 1, "{}", listed.structured);
+        let id = jobs[0]["id"].as_str().unwrap();
+        let w = s.request(json!({"ops": [{"op": "job.wait", "args": {"ids": [id], "max_wait_seconds": 20}}]})).await.unwrap();
+        assert_eq!(w.structured["results"][0]["result"]["jobs"][0]["status"], "succeeded", "{}", w.structured);
+        s.close().await.unwrap();
+    });
+}

@@ -70,6 +70,23 @@ impl Session {
         self.call_with_meta("request", args, Some(meta)).await
     }
 
+    /// Send a `request` call and cancel it (`notifications/cancelled`) after
+    /// `after`; returns once the cancellation is sent.
+    pub async fn request_then_cancel(&self, args: Value, after: std::time::Duration) -> anyhow::Result<()> {
+        use rmcp::model::{CallToolRequest, ClientRequest};
+        use rmcp::service::PeerRequestOptions;
+        let Value::Object(map) = args else { anyhow::bail!("arguments must be an object") };
+        let params = CallToolRequestParams::new("request").with_arguments(map);
+        let handle = self
+            .client
+            .peer()
+            .send_cancellable_request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), PeerRequestOptions::no_options())
+            .await?;
+        tokio::time::sleep(after).await;
+        handle.cancel(Some("test cancels".into())).await?;
+        Ok(())
+    }
+
     /// Progress notifications received so far.
     pub fn progress(&self) -> Vec<Value> {
         self.recorder.progress.lock().unwrap_or_else(|e| e.into_inner()).clone()
