@@ -60,6 +60,9 @@ pub enum ErrorCode {
     Unavailable,
     /// `job.result` of a job that has not ended yet.
     JobNotFinished,
+    /// An entity-aware kill (the fronted CLI's own kill) failed; the job was
+    /// not signalled.
+    KillFailed,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -89,6 +92,7 @@ impl ErrorCode {
         ErrorCode::AmbiguousId,
         ErrorCode::Unavailable,
         ErrorCode::JobNotFinished,
+        ErrorCode::KillFailed,
         ErrorCode::Internal,
     ];
 
@@ -117,6 +121,7 @@ impl ErrorCode {
             ErrorCode::AmbiguousId => "ambiguous_id",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::JobNotFinished => "job_not_finished",
+            ErrorCode::KillFailed => "kill_failed",
             ErrorCode::Internal => "internal",
         }
     }

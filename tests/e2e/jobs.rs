@@ -171,3 +171,44 @@ fn jobs_survive_the_server_and_are_shared_between_cli_and_mcp() {
         s.close().await.unwrap();
     });
 }
+
+fn spawn_entity(env: &Env, fail_kill: bool) -> String {
+    let fp = env.request(&json!({"help": "echo.entityjob"}))["help"]["schema_fingerprint"].as_str().unwrap().to_string();
+    let out = env.request(&json!({"ops": [{"op": "echo.entityjob", "args": {"fail_kill": fail_kill}, "schema_fingerprint": fp}]}));
+    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string();
+    // Let the entity CLI start and print its id.
+    std::thread::sleep(Duration::from_millis(400));
+    id
+}
+
+#[test]
+fn a_job_with_an_entity_is_killed_by_its_own_cli() {
+    let env = jobs_env();
+    let id = spawn_entity(&env, false);
+    let k = env.op("job.kill", json!({"id": &id}));
+    assert_eq!(k["ok"], true, "{k}");
+    let r = &k["result"];
+    assert_eq!(r["delegated"], true, "{k}");
+    assert!(r["entity"].as_str().unwrap().starts_with('E'), "{k}");
+    assert_eq!(r["kill"]["exit_code"], 0);
+    assert_eq!(r["kill"]["output"]["killed"], r["entity"], "the CLI's structured outcome is returned");
+    assert_eq!(r["job"]["status"], "killed", "{k}");
+    assert_eq!(env.op("job.status", json!({"id": &id}))["result"]["entity"], r["entity"].to_string());
+}
+
+#[test]
+fn a_failed_entity_kill_is_returned_and_never_falls_back_to_signals() {
+    let env = jobs_env();
+    let id = spawn_entity(&env, true);
+    let k = env.op("job.kill", json!({"id": &id}));
+    assert_eq!(k["ok"], false, "{k}");
+    assert_eq!(k["error"]["code"], "kill_failed", "{k}");
+    assert_eq!(k["error"]["signalled"], false);
+    assert_eq!(k["error"]["kill"]["exit_code"], 3, "{k}");
+    // The job is still running: nothing signalled its process group.
+    std::thread::sleep(Duration::from_millis(300));
+    let w = wait(&env, &[&id], 0.0);
+    assert_eq!(w["pending"], json!([id]), "{w}");
+    let st = env.op("job.status", json!({"id": &id}))["result"].clone();
+    unsafe_kill(-st["pid"].as_i64().unwrap());
+}

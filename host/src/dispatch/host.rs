@@ -7,14 +7,20 @@ use serde_json::{json, Value};
 
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
-use crate::jobs::output::read_all;
-use crate::jobs::Jobs;
+use crate::exec::run_command;
+use crate::jobs::model::{Job, Status};
+use crate::jobs::output::{read_all, read_prefix};
+use crate::jobs::{process, Jobs};
 use crate::registry::{Source, Verb};
 use crate::runtime::model::{HostCall, Outcome};
 
 /// Largest stdout (and stderr) of a finished job that `job.result` maps;
 /// bigger outputs are read with `job.output`.
 pub const RESULT_OUTPUT_BYTES: usize = 8 << 20;
+/// How much of a running job's stdout its plugin sees to name the entity.
+const ENTITY_OUTPUT_BYTES: usize = 64 << 10;
+/// How long to wait for the end after the CLI's own kill succeeded.
+const ENTITY_END_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Dispatcher {
     /// The job subsystem, or why there is none.
@@ -31,10 +37,110 @@ impl Dispatcher {
         }
         let args: Value = serde_json::from_str(&call.args)
             .map_err(|e| OpError::new(ErrorCode::InvalidOutput, format!("host call args are not JSON: {e}")))?;
-        if call.name == "job.result" {
-            return self.job_result(args["id"].as_str().unwrap_or_default()).await;
+        match call.name.as_str() {
+            "job.result" => return self.job_result(args["id"].as_str().unwrap_or_default()).await,
+            "job.kill" => return self.job_kill(&args).await,
+            _ => {}
         }
         self.jobs()?.host_call(&call.name, &args).await
+    }
+
+    /// `job.kill`. A running job whose verb's mapping names an *entity* (the
+    /// fronted CLI's own id for the run) is killed by that plugin's
+    /// `kill-plan`, run natively; its outcome is returned, and if it fails
+    /// the failure is returned — never a fallback to signalling the process
+    /// group, which would leave the CLI's own records claiming otherwise.
+    /// Without an entity, the process group is stopped (TERM, then KILL).
+    async fn job_kill(&self, args: &Value) -> Result<Value, OpError> {
+        let jobs = self.jobs()?;
+        let job = jobs.store().resolve(args["id"].as_str().unwrap_or_default())?;
+        let verb = self.registry.resolve(&job.verb).cloned();
+        let (Status::Running, Some(verb)) = (job.status, verb) else {
+            return jobs.host_call("job.kill", args).await;
+        };
+        let entity = match &job.entity {
+            Some(e) => Some(e.clone()),
+            None => self.extract_entity(&verb, &job).await,
+        };
+        let Some(entity) = entity else { return jobs.host_call("job.kill", args).await };
+        let runtime = self.registry.runtime();
+        let cmd = runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
+        let Some(cmd) = cmd else { return jobs.host_call("job.kill", args).await };
+        let prepared = self.prepare(&verb, &cmd)?;
+        let store = jobs.store().clone();
+        let mark = |requested: bool| {
+            let store = store.clone();
+            let id = job.id.clone();
+            tokio::task::spawn_blocking(move || {
+                store.update(&id, |j| {
+                    if !j.status.terminal() {
+                        j.kill_requested_ms = requested.then(process::now_ms);
+                    }
+                })
+            })
+        };
+        let _ = mark(true).await;
+        let fail = |message: String| {
+            OpError::new(ErrorCode::KillFailed, message)
+                .with("id", job.id.as_str())
+                .with("entity", serde_json::from_str::<Value>(&entity).unwrap_or(Value::Null))
+                .with("signalled", false)
+        };
+        let outcome = match run_command(&prepared, self.run_limits.capture_bytes).await {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = mark(false).await;
+                return Err(fail(format!("the entity-aware kill of job {} could not run ({}); the job was left running and was not signalled", job.id, e.message)).with("cause", e.to_json()));
+            }
+        };
+        let kill_report = json!({
+            "program": prepared.name,
+            "exit_code": outcome.exit_code,
+            "signal": outcome.signal,
+            "output": serde_json::from_slice::<Value>(&outcome.stdout).unwrap_or_else(|_| json!(String::from_utf8_lossy(&outcome.stdout))),
+            "stderr": String::from_utf8_lossy(&outcome.stderr),
+        });
+        if outcome.exit_code != Some(0) {
+            let _ = mark(false).await;
+            let stderr = String::from_utf8_lossy(&outcome.stderr).trim().to_string();
+            return Err(fail(format!("the CLI's own kill of job {} failed ({stderr}); the job was left running and was not signalled", job.id)).with("kill", kill_report));
+        }
+        // The CLI stopped its run; the supervisor records the end.
+        let deadline = std::time::Instant::now() + ENTITY_END_WAIT;
+        let mut now = job.clone();
+        while std::time::Instant::now() < deadline {
+            now = jobs.store().resolve(&job.id)?;
+            if now.status.terminal() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Ok(json!({
+            "id": job.id,
+            "killed": now.status == Status::Killed,
+            "delegated": true,
+            "entity": serde_json::from_str::<Value>(&entity).unwrap_or(Value::Null),
+            "kill": kill_report,
+            "job": now.to_json(),
+        }))
+    }
+
+    /// Ask the spawning plugin for the job's entity from its output so far,
+    /// and store it on the job.
+    async fn extract_entity(&self, verb: &Verb, job: &Job) -> Option<String> {
+        let jobs = self.jobs.as_ref()?;
+        let stdout = read_prefix(jobs.store(), &job.id, "stdout", ENTITY_OUTPUT_BYTES);
+        let outcome = Outcome { stdout, running: true, ..Outcome::default() };
+        let text = self.registry.runtime().map_result(&verb.plugin.component, &verb.name, &job.args, &outcome).await.ok()?.ok()?;
+        let value: Value = serde_json::from_str(&text).ok()?;
+        let entity = match &value["entity"] {
+            v @ (Value::String(_) | Value::Number(_)) => v.to_string(),
+            _ => return None,
+        };
+        let store = jobs.store().clone();
+        let (id, e) = (job.id.clone(), entity.clone());
+        let _ = tokio::task::spawn_blocking(move || store.update(&id, |j| j.entity = Some(e.clone()))).await;
+        Some(entity)
     }
 
     /// `job.result`: a finished job's output mapped through the plugin that
@@ -54,7 +160,7 @@ impl Dispatcher {
                     .with("limit_bytes", RESULT_OUTPUT_BYTES)
             })
         };
-        let outcome = Outcome { exit_code: job.exit_code, signal: job.signal, stdout: read("stdout")?, stderr: read("stderr")?, host_result: None };
+        let outcome = Outcome { exit_code: job.exit_code, signal: job.signal, stdout: read("stdout")?, stderr: read("stderr")?, host_result: None, running: false };
         let verb = self.registry.resolve(&job.verb).cloned().ok_or_else(|| {
             OpError::new(ErrorCode::Unavailable, format!("`{}`, which started job {}, is no longer loaded, so its output cannot be mapped; read it with job.output", job.verb, job.id))
         })?;

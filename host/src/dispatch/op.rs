@@ -108,7 +108,7 @@ impl Dispatcher {
 
     /// Check and resolve a plan's command; a refusal caused by the plan
     /// itself names the plugin that made it.
-    fn prepare(&self, verb: &Verb, cmd: &crate::runtime::model::Command) -> Result<Prepared, OpError> {
+    pub(crate) fn prepare(&self, verb: &Verb, cmd: &crate::runtime::model::Command) -> Result<Prepared, OpError> {
         Prepared::from_command(cmd, &verb.programs, &self.config.root, &self.config.env_allow, &self.run_limits).map_err(|e| {
             if e.code == ErrorCode::PlanRefused {
                 e.with("plugin", verb.plugin.name.as_str())

@@ -189,6 +189,7 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
         stdout: out.unwrap_or_default(),
         stderr: err.unwrap_or_default(),
         host_result: None,
+        running: false,
     })
 }
 

@@ -59,6 +59,15 @@ fn io(e: std::io::Error) -> OpError {
     OpError::new(ErrorCode::Internal, format!("cannot read job output: {e}"))
 }
 
+/// The first `bound` bytes of a job's stream (empty if there is none yet).
+pub fn read_prefix(store: &Store, id: &str, stream: &str, bound: usize) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Ok(f) = std::fs::File::open(store.job_dir(id).join(stream)) {
+        let _ = f.take(bound as u64).read_to_end(&mut buf);
+    }
+    buf
+}
+
 /// The whole of a finished job's stream, bounded; `None` if over the bound.
 pub fn read_all(store: &Store, id: &str, stream: &str, bound: usize) -> Result<Option<Vec<u8>>, OpError> {
     let path = store.job_dir(id).join(stream);

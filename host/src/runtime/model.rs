@@ -128,6 +128,8 @@ pub struct Outcome {
     pub stderr: Vec<u8>,
     /// Host call result JSON.
     pub host_result: Option<String>,
+    /// The job is still running (entity extraction; see the WIT).
+    pub running: bool,
 }
 
 /// An error a plugin returned from `plan` or `map-result`.

@@ -94,6 +94,7 @@ impl From<&model::Outcome> for wit::Outcome {
             stdout: o.stdout.clone(),
             stderr: o.stderr.clone(),
             host_result: o.host_result.clone(),
+            running: o.running,
         }
     }
 }

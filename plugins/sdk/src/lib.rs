@@ -127,6 +127,8 @@ pub trait OutcomeExt {
     fn stdout_text(&self) -> std::borrow::Cow<'_, str>;
     /// The host call's JSON result, parsed.
     fn host_json(&self) -> Result<Value, OpError>;
+    /// Whether this is the entity-extraction call for a running job.
+    fn is_running(&self) -> bool;
 }
 
 impl OutcomeExt for Outcome {
@@ -138,6 +140,9 @@ impl OutcomeExt for Outcome {
     }
     fn stdout_text(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(&self.stdout)
+    }
+    fn is_running(&self) -> bool {
+        self.running
     }
     fn host_json(&self) -> Result<Value, OpError> {
         let text = self

@@ -5,6 +5,10 @@
 //! - `sleep MS` — sleeps, then prints `{"slept_ms": MS}`
 //! - `exit CODE [TEXT]` — writes TEXT to stderr and exits with CODE
 //! - `spew BYTES` — writes BYTES `x` characters to stdout
+//! - `entity start [fail]` — an "entity CLI" run: prints `{"entity": ID}`, records
+//!   its pid under `.fixture-entities/` in the cwd, then runs until killed
+//!   (`fail` prints an id its own kill will not find)
+//! - `entity kill ID` — that CLI's own kill: stops the run, prints what it reaped
 
 use std::io::{Read, Write};
 
@@ -38,8 +42,39 @@ fn main() {
                 left -= k;
             }
         }
+        "entity" => entity(&args[1..]),
         other => {
-            eprintln!("verbgate-fixture-cli: unknown mode {other:?} (argv, sleep, exit, spew)");
+            eprintln!("verbgate-fixture-cli: unknown mode {other:?} (argv, sleep, exit, spew, entity)");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn entity(rest: &[String]) {
+    let dir = std::path::Path::new(".fixture-entities");
+    match rest.first().map(String::as_str) {
+        Some("start") => {
+            let pid = std::process::id();
+            let id = if rest.get(1).map(String::as_str) == Some("fail") { format!("bad-{pid}") } else { format!("E{pid}") };
+            let _ = std::fs::create_dir_all(dir);
+            let _ = std::fs::write(dir.join(format!("E{pid}.pid")), pid.to_string());
+            println!("{{\"entity\":{}}}", quote(&id));
+            let _ = std::io::stdout().flush();
+            std::thread::sleep(std::time::Duration::from_secs(600));
+        }
+        Some("kill") => {
+            let id = rest.get(1).cloned().unwrap_or_default();
+            let file = dir.join(format!("{id}.pid"));
+            let Ok(pid) = std::fs::read_to_string(&file) else {
+                eprintln!("no such entity: {id}");
+                std::process::exit(3);
+            };
+            let ok = std::process::Command::new("kill").arg("-TERM").arg(pid.trim()).status().map(|s| s.success()).unwrap_or(false);
+            let _ = std::fs::remove_file(&file);
+            println!("{{\"killed\":{},\"reaped\":[{}],\"ok\":{ok}}}", quote(&id), pid.trim());
+        }
+        _ => {
+            eprintln!("usage: entity start [fail] | entity kill ID");
             std::process::exit(2);
         }
     }
