@@ -77,3 +77,37 @@ fn a_request_that_is_not_json_is_an_explicit_error() {
     assert_eq!(out["status"], "error");
     assert_eq!(out["error"]["code"], "invalid_request");
 }
+
+#[test]
+fn wrong_types_and_values_outside_an_enum_name_the_param_and_other_ops_still_run() {
+    let env = echo_env();
+    let out = env.request(&json!({"ops": [
+        {"op": "echo.argv", "args": {"word": 5}},
+        {"op": "job.list", "args": {"status": "bogus"}},
+        {"op": "echo.fail", "args": {"code": 999}},
+        {"op": "echo.argv", "args": {"word": "fine"}},
+    ]}));
+    let r = out["results"].as_array().unwrap();
+    for (i, param) in [(0, "word"), (1, "status"), (2, "code")] {
+        assert_eq!(r[i]["error"]["code"], "invalid_args", "{out}");
+        assert_eq!(r[i]["error"]["param"], param, "{out}");
+        let fp = r[i]["error"]["schema_fingerprint"].as_str().unwrap();
+        assert!(out["schemas"][fp].is_object(), "schema attached for {param}");
+    }
+    assert_eq!(r[3]["result"]["argv"], json!(["fine"]));
+}
+
+#[test]
+fn the_fingerprint_changes_when_the_schema_changes() {
+    // Two verbs with different schemas have different fingerprints, and a
+    // verb's fingerprint is the canonical hash of exactly the schema help shows.
+    let env = echo_env();
+    let a = env.request(&json!({"help": "echo.argv"}))["help"].clone();
+    let b = env.request(&json!({"help": "echo.fail"}))["help"].clone();
+    assert_ne!(a["schema_fingerprint"], b["schema_fingerprint"]);
+    let fp = verbgate::json::fingerprint(&a["params_schema"]);
+    assert_eq!(a["schema_fingerprint"], fp.as_str());
+    let mut changed = a["params_schema"].clone();
+    changed["properties"]["word"]["maxLength"] = json!(3);
+    assert_ne!(verbgate::json::fingerprint(&changed), fp);
+}

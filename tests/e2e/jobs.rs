@@ -212,3 +212,111 @@ fn a_failed_entity_kill_is_returned_and_never_falls_back_to_signals() {
     let st = env.op("job.status", json!({"id": &id}))["result"].clone();
     unsafe_kill(-st["pid"].as_i64().unwrap());
 }
+
+#[test]
+fn a_job_killed_by_a_signal_from_outside_records_the_signal() {
+    let env = jobs_env();
+    let id = spawn(&env, json!({"sleep_ms": 60000}));
+    assert_eq!(wait(&env, &[&id], 0.5)["pending"], json!([id]));
+    let pid = env.op("job.status", json!({"id": &id}))["result"]["pid"].as_i64().unwrap();
+    unsafe_kill(pid);
+    let w = wait(&env, &[&id], 10.0);
+    let st = env.op("job.status", json!({"id": &id}))["result"].clone();
+    assert_eq!(w["jobs"][0]["status"], "failed", "{w}");
+    assert_eq!(w["jobs"][0]["reason_code"], "signaled");
+    assert_eq!(st["signal"], 9, "{st}");
+    assert_eq!(st["exit_code"], Value::Null);
+}
+
+#[test]
+fn output_paging_returns_every_byte_exactly_once() {
+    let env = jobs_env();
+    let total = 200_003usize;
+    let id = spawn(&env, json!({"spew_bytes": total}));
+    assert_eq!(wait(&env, &[&id], 20.0)["all_terminal"], true);
+    let mut got = String::new();
+    let mut offset = 0u64;
+    let mut pages = 0;
+    loop {
+        let p = env.op("job.output", json!({"id": &id, "offset": offset, "limit": 65536}))["result"].clone();
+        assert_eq!(p["offset"], offset, "{p}");
+        got.push_str(p["data"].as_str().unwrap());
+        offset = p["next_offset"].as_u64().unwrap();
+        pages += 1;
+        if p["eof"] == true {
+            break;
+        }
+        assert!(pages < 10, "paging does not end");
+    }
+    let expected: String = (0..total).map(|i| char::from(b'0' + (i % 10) as u8)).collect();
+    assert_eq!(got.len(), total);
+    assert!(got == expected, "pages must concatenate to the exact output");
+    assert_eq!(pages, 4);
+}
+
+#[test]
+fn kill_reaches_grandchildren_and_programs_that_ignore_term() {
+    let env = jobs_env();
+    let family = spawn(&env, json!({"family_ms": 60000}));
+    let stubborn = spawn(&env, json!({"stubborn_ms": 60000}));
+    std::thread::sleep(Duration::from_millis(500));
+    let out = env.op("job.output", json!({"id": &family}))["result"]["data"].as_str().unwrap().to_string();
+    let grandchild: i64 = serde_json::from_str::<Value>(out.trim()).unwrap()["grandchild"].as_i64().unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{grandchild}")).exists());
+    let k = env.op("job.kill", json!({"id": &family, "grace_seconds": 2}));
+    assert_eq!(k["result"]["job"]["status"], "killed", "{k}");
+    let gone = |pid: i64| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
+    };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !gone(grandchild) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(gone(grandchild), "the grandchild {grandchild} survived the kill");
+
+    let k = env.op("job.kill", json!({"id": &stubborn, "grace_seconds": 0.5}));
+    assert_eq!(k["result"]["job"]["status"], "killed", "{k}");
+    assert_eq!(k["result"]["escalated_to_sigkill"], true, "{k}");
+}
+
+#[test]
+fn five_jobs_outlive_a_killed_server_with_their_real_exit_codes() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let env = jobs_env();
+    let fp = fingerprint(&env);
+    let ids: Vec<String> = rt.block_on(async {
+        let s = Session::start(env.serve_command()).await.unwrap();
+        let ops: Vec<Value> = (0..5).map(|code| json!({"op": "echo.job", "args": {"sleep_ms": 1000, "exit_code": code}, "schema_fingerprint": fp})).collect();
+        let r = s.request(json!({ "ops": ops })).await.unwrap();
+        let ids = r.structured["results"].as_array().unwrap().iter().map(|x| x["result"]["job"]["id"].as_str().unwrap().to_string()).collect();
+        // Dropping the session SIGKILLs `verbgate serve` while the jobs run.
+        drop(s);
+        ids
+    });
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let w = wait(&env, &refs, 30.0);
+    assert_eq!(w["all_terminal"], true, "{w}");
+    for (code, id) in ids.iter().enumerate() {
+        let st = env.op("job.status", json!({"id": id}))["result"].clone();
+        assert_eq!(st["exit_code"], code as i64, "{st}");
+        assert_eq!(st["status"], if code == 0 { "succeeded" } else { "failed" });
+    }
+}
+
+#[test]
+fn a_wait_cancelled_by_the_client_leaves_the_record_unchanged() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let env = jobs_env();
+    let id = spawn(&env, json!({"sleep_ms": 30000}));
+    std::thread::sleep(Duration::from_millis(300));
+    let before = env.op("job.status", json!({"id": &id}))["result"].clone();
+    rt.block_on(async {
+        let s = Session::start(env.serve_command()).await.unwrap();
+        s.request_then_cancel(json!({"ops": [{"op": "job.wait", "args": {"ids": [&id], "max_wait_seconds": 30}}]}), Duration::from_millis(300)).await.unwrap();
+        s.close().await.unwrap();
+    });
+    let after = env.op("job.status", json!({"id": &id}))["result"].clone();
+    assert_eq!(before, after, "a cancelled wait must not touch the job");
+    assert_eq!(after["status"], "running");
+    env.op("job.kill", json!({"id": &id, "grace_seconds": 0}));
+}

@@ -166,3 +166,85 @@ fn cancelling_a_request_stops_the_observation_not_the_work() {
         s.close().await.unwrap();
     });
 }
+
+/// Raw JSON-RPC over the server's stdio, for inputs no well-behaved client
+/// would send.
+fn raw_session(env: &Env) -> (std::process::Child, std::process::ChildStdin, std::sync::mpsc::Receiver<Value>) {
+    use std::io::BufRead;
+    let mut child = env
+        .cmd(&["serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    (child, stdin, rx)
+}
+
+#[test]
+fn garbage_arguments_get_structured_errors_and_the_server_keeps_answering() {
+    use std::io::Write;
+    let env = Env::new();
+    let (mut child, mut stdin, rx) = raw_session(&env);
+    let mut send = |text: String| {
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let reply = |id: i64| -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let v = rx.recv_timeout(left).unwrap_or_else(|_| panic!("no reply to request {id}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).to_string());
+    assert_eq!(reply(1)["result"]["protocolVersion"], "2025-06-18");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    let call = |id: i64, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "request", "arguments": args}}).to_string();
+    // 1 MB of nesting: beyond any JSON depth limit.
+    let deep = format!("{}{}", "[".repeat(500_000), "]".repeat(500_000));
+    send(format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"request","arguments":{{"ops":{deep}}}}}}}"#));
+    for (id, args, code) in [
+        (3, json!({"ops": "git.log"}), "invalid_request"),
+        (4, json!({"ops": [{"op": 42}]}), "invalid_request"),
+        (5, json!({"ops": [[[[{"op": "git.log"}]]]]}), "invalid_request"),
+        (6, json!({"help": {"x": 1}}), "invalid_request"),
+    ] {
+        send(call(id, args));
+        let r = reply(id);
+        assert_eq!(r["result"]["isError"], true, "{r}");
+        assert_eq!(r["result"]["structuredContent"]["error"]["code"], code, "{r}");
+    }
+    send(call(7, json!({"help": true})));
+    assert_eq!(reply(7)["result"]["structuredContent"]["status"], "success");
+    child.kill().unwrap();
+    let _ = child.wait();
+}
+
+#[test]
+fn eight_slow_ops_run_concurrently_and_answer_in_order() {
+    let env = Env::new();
+    env.install("fixture-echo");
+    let ops: Vec<Value> = (0..8).map(|i| json!({"op": "echo.sleep", "args": {"ms": 200 + i}})).collect();
+    let start = std::time::Instant::now();
+    let out = env.request(&json!({ "ops": ops }));
+    let took = start.elapsed();
+    let slept: Vec<i64> = out["results"].as_array().unwrap().iter().map(|r| r["result"]["slept_ms"].as_i64().unwrap()).collect();
+    assert_eq!(slept, (0..8).map(|i| 200 + i).collect::<Vec<_>>(), "{out}");
+    // Sequentially this is 1.6 s of sleeping alone (plus process start-up).
+    assert!(took < std::time::Duration::from_millis(1400), "8 × 200 ms ops took {took:?}");
+}

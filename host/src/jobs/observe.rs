@@ -290,6 +290,28 @@ mod tests {
         assert_eq!(store.get("000002gone").unwrap().unwrap().version, version);
     }
 
+    #[test]
+    fn exactly_one_of_many_concurrent_observers_publishes_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut gone = sample("00000bgone");
+        gone.status = Status::Running;
+        gone.pid = Some(i32::MAX as i64 - 7);
+        gone.supervisor_pid = Some(i32::MAX as i64 - 8);
+        store.insert(&gone).unwrap();
+        let observers: Vec<_> = (0..8)
+            .map(|_| {
+                let s = store.clone();
+                std::thread::spawn(move || observe(&s, "00000bgone"))
+            })
+            .collect();
+        let results: Vec<Observation> = observers.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(results.iter().all(|o| o.class == Some(Class::Terminal)));
+        let now = store.get("00000bgone").unwrap().unwrap();
+        assert_eq!(now.status, Status::Lost);
+        assert_eq!(now.version, 1, "exactly one reap was published");
+    }
+
     #[tokio::test]
     async fn a_snapshot_pays_no_floor_but_a_window_does() {
         let dir = tempfile::tempdir().unwrap();

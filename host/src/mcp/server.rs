@@ -62,9 +62,19 @@ impl ServerHandler for VerbgateServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let observer = Arc::new(Observer::default());
         let work = self.dispatcher.handle_observed(&args, observer.clone());
-        let response = match context.meta.get_progress_token() {
-            None => work.await,
-            Some(token) => with_progress(work, &observer, &context, token).await,
+        let observed = async {
+            match context.meta.get_progress_token() {
+                None => work.await,
+                Some(token) => with_progress(work, &observer, &context, token).await,
+            }
+        };
+        // A cancelled call stops *observing* at once; the ops it started run
+        // on in their own tasks (see `dispatch`).
+        let response = tokio::select! {
+            r = observed => r,
+            _ = context.ct.cancelled() => {
+                return Err(McpError::internal_error("the request was cancelled by the client; work it started continues", None));
+            }
         };
         let result = if response.is_error {
             CallToolResult::structured_error(response.body)

@@ -4,7 +4,9 @@
 //! - `argv [ARGS...]` — prints `{"argv": [...], "cwd", "env": {...}, "stdin"}`
 //! - `sleep MS` — sleeps, then prints `{"slept_ms": MS}`
 //! - `exit CODE [TEXT]` — writes TEXT to stderr and exits with CODE
-//! - `spew BYTES` — writes BYTES `x` characters to stdout
+//! - `spew BYTES` — writes BYTES of the repeating digits `0123456789` to stdout
+//! - `stubborn MS` — ignores SIGTERM, then sleeps
+//! - `family MS` — starts a grandchild (`sleep MS`), prints its pid, sleeps
 //! - `entity start [fail]` — an "entity CLI" run: prints `{"entity": ID}`, records
 //!   its pid under `.fixture-entities/` in the cwd, then runs until killed
 //!   (`fail` prints an id its own kill will not find)
@@ -29,12 +31,18 @@ fn main() {
             }
             std::process::exit(code);
         }
+        "exit-after" => {
+            let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            std::process::exit(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1));
+        }
         "spew" => {
             let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-            let chunk = vec![b'x'; 64 * 1024];
+            let chunk: Vec<u8> = (0..65_530).map(|i| b'0' + (i % 10) as u8).collect();
             let mut out = std::io::stdout().lock();
             let mut left = n;
             while left > 0 {
+                // Chunks are a multiple of 10 long, so the pattern never breaks.
                 let k = left.min(chunk.len());
                 if out.write_all(&chunk[..k]).is_err() {
                     return;
@@ -43,6 +51,24 @@ fn main() {
             }
         }
         "entity" => entity(&args[1..]),
+        "stubborn" => {
+            // SAFETY: ignoring a signal is process-wide state we own.
+            unsafe {
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            }
+            let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            println!("{{\"stubborn\":true}}");
+            let _ = std::io::stdout().flush();
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        "family" => {
+            let ms: String = args.get(1).cloned().unwrap_or_else(|| "0".into());
+            let exe = std::env::current_exe().expect("own path");
+            let child = std::process::Command::new(exe).arg("sleep").arg(&ms).stdout(std::process::Stdio::null()).spawn().expect("grandchild");
+            println!("{{\"grandchild\":{}}}", child.id());
+            let _ = std::io::stdout().flush();
+            std::thread::sleep(std::time::Duration::from_millis(ms.parse().unwrap_or(0)));
+        }
         other => {
             eprintln!("verbgate-fixture-cli: unknown mode {other:?} (argv, sleep, exit, spew, entity)");
             std::process::exit(2);
