@@ -10,11 +10,15 @@
 //! - NUL is refused anywhere (it would truncate the argument in `execve`);
 //! - there is no shell: the rendered words go to `execve` as they are.
 
+use std::path::Path;
+
+use super::confine::confine_path;
 use crate::error::{ErrorCode, OpError};
 use crate::runtime::model::Arg;
 
-/// Render typed argv into the words passed to the program.
-pub fn render_argv(args: &[Arg]) -> Result<Vec<String>, OpError> {
+/// Render typed argv into the words passed to the program; `root` confines
+/// path arguments.
+pub fn render_argv(args: &[Arg], root: &Path) -> Result<Vec<String>, OpError> {
     let mut out = Vec::with_capacity(args.len());
     let mut after_marker = false;
     for (index, arg) in args.iter().enumerate() {
@@ -23,8 +27,11 @@ pub fn render_argv(args: &[Arg]) -> Result<Vec<String>, OpError> {
                 refuse_nul(text, index)?;
                 out.push(text.clone());
             }
-            Arg::Value(value) => {
+            Arg::Value(value) | Arg::Path(value) => {
                 refuse_nul(value, index)?;
+                if let Arg::Path(p) = arg {
+                    confine_path(root, p)?;
+                }
                 if !after_marker && value.starts_with('-') {
                     return Err(OpError::new(
                         ErrorCode::UnsafeArgv,
@@ -81,6 +88,10 @@ fn plugin_bug(message: String) -> OpError {
 mod tests {
     use super::*;
 
+    fn render_argv_test(args: &[Arg]) -> Result<Vec<String>, OpError> {
+        render_argv(args, Path::new("/"))
+    }
+
     fn v(s: &str) -> Arg {
         Arg::Value(s.into())
     }
@@ -91,7 +102,7 @@ mod tests {
     #[test]
     fn option_like_values_are_refused_before_the_marker() {
         for evil in ["--upload-pack=evil", "-c", "-", "--"] {
-            let err = render_argv(&[lit("log"), v(evil)]).unwrap_err();
+            let err = render_argv_test(&[lit("log"), v(evil)]).unwrap_err();
             assert_eq!(err.code, ErrorCode::UnsafeArgv, "{evil}");
             assert_eq!(err.details["value"], evil);
         }
@@ -99,31 +110,31 @@ mod tests {
 
     #[test]
     fn option_like_values_are_fine_after_the_marker() {
-        let words = render_argv(&[lit("log"), Arg::EndOfOptions, v("-c"), v("--x=y")]).unwrap();
+        let words = render_argv_test(&[lit("log"), Arg::EndOfOptions, v("-c"), v("--x=y")]).unwrap();
         assert_eq!(words, ["log", "--", "-c", "--x=y"]);
     }
 
     #[test]
     fn options_render_as_one_word_whatever_the_value() {
-        let words = render_argv(&[Arg::Option { name: "format".into(), value: "x --exec=rm -c".into() }]).unwrap();
+        let words = render_argv_test(&[Arg::Option { name: "format".into(), value: "x --exec=rm -c".into() }]).unwrap();
         assert_eq!(words, ["--format=x --exec=rm -c"]);
-        let bad = render_argv(&[Arg::Option { name: "-x".into(), value: "1".into() }]).unwrap_err();
+        let bad = render_argv_test(&[Arg::Option { name: "-x".into(), value: "1".into() }]).unwrap_err();
         assert_eq!(bad.code, ErrorCode::UnsafeArgv);
-        let bad = render_argv(&[Arg::Option { name: "a b".into(), value: "1".into() }]).unwrap_err();
+        let bad = render_argv_test(&[Arg::Option { name: "a b".into(), value: "1".into() }]).unwrap_err();
         assert_eq!(bad.code, ErrorCode::UnsafeArgv);
-        let after = render_argv(&[Arg::EndOfOptions, Arg::Option { name: "a".into(), value: "1".into() }]).unwrap_err();
+        let after = render_argv_test(&[Arg::EndOfOptions, Arg::Option { name: "a".into(), value: "1".into() }]).unwrap_err();
         assert_eq!(after.code, ErrorCode::UnsafeArgv);
     }
 
     #[test]
     fn nul_is_refused_everywhere() {
-        assert!(render_argv(&[lit("a\0b")]).is_err());
-        assert!(render_argv(&[Arg::EndOfOptions, v("a\0")]).is_err());
-        assert!(render_argv(&[Arg::Option { name: "n".into(), value: "\0".into() }]).is_err());
+        assert!(render_argv_test(&[lit("a\0b")]).is_err());
+        assert!(render_argv_test(&[Arg::EndOfOptions, v("a\0")]).is_err());
+        assert!(render_argv_test(&[Arg::Option { name: "n".into(), value: "\0".into() }]).is_err());
     }
 
     #[test]
     fn a_second_marker_is_refused() {
-        assert!(render_argv(&[Arg::EndOfOptions, Arg::EndOfOptions]).is_err());
+        assert!(render_argv_test(&[Arg::EndOfOptions, Arg::EndOfOptions]).is_err());
     }
 }

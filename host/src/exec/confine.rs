@@ -39,9 +39,76 @@ pub fn confine_dir(root: &Path, rel: Option<&str>) -> Result<PathBuf, OpError> {
     Ok(full)
 }
 
+/// Check a caller-derived path argument: relative, no `..`, and not
+/// leading outside `root` through a symlink (checked on the deepest part of
+/// it that exists; the rest cannot be a symlink yet).
+pub fn confine_path(root: &Path, rel: &str) -> Result<(), OpError> {
+    let refuse = |why: &str| {
+        OpError::new(ErrorCode::PlanRefused, format!("path {rel:?} {why}; paths must stay inside the root {}", root.display()))
+            .with("path", rel)
+            .with("param_kind", "path")
+    };
+    let path = Path::new(rel);
+    if rel.is_empty() {
+        return Err(refuse("is empty"));
+    }
+    if path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(refuse("escapes the root"));
+    }
+    let mut deepest = PathBuf::new();
+    let mut probe = PathBuf::new();
+    for c in path.components() {
+        probe.push(c);
+        if std::fs::symlink_metadata(root.join(&probe)).is_ok() {
+            deepest = probe.clone();
+        } else {
+            break;
+        }
+    }
+    if deepest.as_os_str().is_empty() {
+        return Ok(());
+    }
+    let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(|e| refuse(&format!("cannot be checked ({e})")))?;
+    // cap-std resolves symlinks but refuses any resolution that leaves `root`.
+    match dir.metadata(&deepest) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A dangling symlink: where would it lead?
+            let target = std::fs::read_link(root.join(&deepest)).unwrap_or_default();
+            if target.is_absolute() || target.components().any(|c| matches!(c, Component::ParentDir)) {
+                return Err(refuse("is a symlink leading outside"));
+            }
+        }
+        Err(_) => return Err(refuse("leads outside through a symlink")),
+    }
+    if let Ok(full) = root.join(&deepest).canonicalize() {
+        if !full.starts_with(root) {
+            return Err(refuse("leads outside through a symlink"));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_arguments_stay_inside_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "").unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
+        std::os::unix::fs::symlink("src", root.join("inner-link")).unwrap();
+        for ok in ["src", "src/a.rs", "src/deleted.rs", "not/yet/there", "inner-link/a.rs", "."] {
+            assert!(confine_path(&root, ok).is_ok(), "{ok}");
+        }
+        for bad in ["../../etc", "/etc/passwd", "src/../../x", "etc-link", "etc-link/passwd", ""] {
+            let e = confine_path(&root, bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::PlanRefused, "{bad}");
+        }
+    }
 
     #[test]
     fn escapes_are_refused() {

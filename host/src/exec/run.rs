@@ -43,6 +43,8 @@ pub struct Prepared {
     pub stdin: Option<Vec<u8>>,
     /// Timeout.
     pub timeout: Duration,
+    /// Truncate stdout at the capture bound instead of failing.
+    pub truncate_stdout: bool,
 }
 
 /// Environment names a plugin may never set: they change how programs
@@ -68,7 +70,7 @@ impl Prepared {
             )
             .with("program", cmd.program.as_str())
         })?;
-        let argv = render_argv(&cmd.args)?;
+        let argv = render_argv(&cmd.args, root)?;
         let cwd = confine_dir(root, cmd.cwd.as_deref())?;
         let mut env = BTreeMap::new();
         for name in env_allow {
@@ -88,7 +90,7 @@ impl Prepared {
             .timeout_ms
             .map(|ms| Duration::from_millis(ms.into()).min(limits.max_timeout))
             .unwrap_or(limits.default_timeout);
-        Ok(Prepared { name: cmd.program.clone(), program, argv, cwd, env, stdin: cmd.stdin.clone(), timeout })
+        Ok(Prepared { name: cmd.program.clone(), program, argv, cwd, env, stdin: cmd.stdin.clone(), timeout, truncate_stdout: cmd.truncate_stdout })
     }
 
     /// The plan as `dry_run` shows it.
@@ -152,8 +154,28 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
 
+    let pgid = guard.0;
+    let truncate = p.truncate_stdout;
+    let mut truncated = false;
     let work = async {
-        let (out, err) = tokio::join!(read_bounded(stdout, capture_bytes), read_bounded(stderr, capture_bytes));
+        let read_stdout = async {
+            match read_bounded(stdout, capture_bytes).await {
+                Err(Overflow(kept)) if truncate => {
+                    // Keep what fits and stop the program: it would block
+                    // on a pipe nobody reads any more.
+                    if let Some(pgid) = pgid {
+                        // SAFETY: as in GroupGuard::kill.
+                        unsafe {
+                            libc::killpg(pgid, libc::SIGKILL);
+                        }
+                    }
+                    truncated = true;
+                    Ok(kept)
+                }
+                other => other,
+            }
+        };
+        let (out, err) = tokio::join!(read_stdout, read_bounded(stderr, capture_bytes));
         (out, err, child.wait().await)
     };
     let (out, err, status) = match tokio::time::timeout(p.timeout, work).await {
@@ -168,7 +190,7 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
         }
     };
     for (stream, r) in [("stdout", &out), ("stderr", &err)] {
-        if let Err(Overflow) = r {
+        if let Err(Overflow(_)) = r {
             guard.kill();
             return Err(OpError::new(
                 ErrorCode::OutputOverflow,
@@ -190,12 +212,13 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
         stderr: err.unwrap_or_default(),
         host_result: None,
         running: false,
+        stdout_truncated: truncated,
     })
 }
 
-/// The stream produced more than the bound.
+/// The stream produced more than the bound; holds the first `bound` bytes.
 #[derive(Debug)]
-struct Overflow;
+struct Overflow(Vec<u8>);
 
 async fn read_bounded(mut r: impl AsyncRead + Unpin, cap: usize) -> Result<Vec<u8>, Overflow> {
     let mut buf = Vec::new();
@@ -205,7 +228,9 @@ async fn read_bounded(mut r: impl AsyncRead + Unpin, cap: usize) -> Result<Vec<u
             Ok(0) | Err(_) => return Ok(buf),
             Ok(n) => {
                 if buf.len() + n > cap {
-                    return Err(Overflow);
+                    let fits = cap - buf.len();
+                    buf.extend_from_slice(&chunk[..fits]);
+                    return Err(Overflow(buf));
                 }
                 buf.extend_from_slice(&chunk[..n]);
             }
@@ -226,6 +251,7 @@ mod tests {
             env: BTreeMap::new(),
             stdin: None,
             timeout: Duration::from_millis(timeout_ms),
+            truncate_stdout: false,
         }
     }
 
@@ -254,6 +280,15 @@ mod tests {
         assert_eq!(e.code, ErrorCode::Timeout);
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!marker.exists(), "a process of the group outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn truncation_when_asked_keeps_the_bound_and_says_so() {
+        let mut p = prepared("/bin/sh", &["-c", "head -c 5000000 /dev/zero; echo done >&2"], 10000);
+        p.truncate_stdout = true;
+        let o = run_command(&p, 1000).await.unwrap();
+        assert!(o.stdout_truncated);
+        assert_eq!(o.stdout.len(), 1000);
     }
 
     #[tokio::test]

@@ -76,6 +76,8 @@ pub enum Arg {
     },
     /// `--`.
     EndOfOptions,
+    /// A caller-derived path, confined to the root.
+    Path(String),
 }
 
 /// A program invocation as planned by a plugin.
@@ -93,6 +95,8 @@ pub struct Command {
     pub stdin: Option<Vec<u8>>,
     /// Timeout, ms.
     pub timeout_ms: Option<u32>,
+    /// Truncate stdout at the capture bound instead of failing.
+    pub truncate_stdout: bool,
 }
 
 /// A native host operation requested by a plan.
@@ -130,6 +134,8 @@ pub struct Outcome {
     pub host_result: Option<String>,
     /// The job is still running (entity extraction; see the WIT).
     pub running: bool,
+    /// Stdout was cut at the capture bound.
+    pub stdout_truncated: bool,
 }
 
 /// An error a plugin returned from `plan` or `map-result`.

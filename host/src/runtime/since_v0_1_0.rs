@@ -60,12 +60,14 @@ impl From<wit::Command> for model::Command {
                     wit::Arg::Value(s) => model::Arg::Value(s),
                     wit::Arg::Option(o) => model::Arg::Option { name: o.name, value: o.value },
                     wit::Arg::EndOfOptions => model::Arg::EndOfOptions,
+                    wit::Arg::Path(p) => model::Arg::Path(p),
                 })
                 .collect(),
             cwd: c.cwd,
             env: c.env,
             stdin: c.stdin,
             timeout_ms: c.timeout_ms,
+            truncate_stdout: c.truncate_stdout,
         }
     }
 }
@@ -95,6 +97,7 @@ impl From<&model::Outcome> for wit::Outcome {
             stderr: o.stderr.clone(),
             host_result: o.host_result.clone(),
             running: o.running,
+            stdout_truncated: o.stdout_truncated,
         }
     }
 }

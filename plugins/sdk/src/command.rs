@@ -14,6 +14,7 @@ pub fn cmd(program: &str) -> Cmd {
         env: Vec::new(),
         stdin: None,
         timeout_ms: None,
+        truncate_stdout: false,
     })
 }
 
@@ -49,6 +50,20 @@ impl Cmd {
             name: name.to_string(),
             value: value.into(),
         }));
+        self
+    }
+
+    /// A caller-derived path relative to the root; the host refuses escapes
+    /// (`..`, absolute paths, symlinks out of the root).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.0.args.push(Arg::Path(path.into()));
+        self
+    }
+
+    /// Keep stdout up to the host's capture bound and stop the program
+    /// there, instead of failing the op (`Outcome::stdout_truncated` says so).
+    pub fn truncate_stdout(mut self) -> Self {
+        self.0.truncate_stdout = true;
         self
     }
 
