@@ -120,3 +120,117 @@ fn outside_a_repository_is_not_found() {
     let r = env.op("git.status", json!({}));
     assert_eq!(r["error"]["code"], "not_found", "{r}");
 }
+
+fn commit_all(root: &std::path::Path, msg: &str) {
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", msg]);
+}
+
+#[test]
+fn diff_reports_numstat_and_patch_and_flags_truncation() {
+    let env = repo_env();
+    let root = &env.root;
+    std::fs::write(root.join("a.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(root.join("old.txt"), "rename me please\nsecond line\n").unwrap();
+    std::fs::write(root.join("bin.dat"), [0u8, 1, 2, 3]).unwrap();
+    commit_all(root, "base");
+    std::fs::write(root.join("a.txt"), "one\nTWO\nthree\n").unwrap();
+    std::fs::write(root.join("bin.dat"), [9u8, 0, 8, 7]).unwrap();
+    git(root, &["mv", "old.txt", "new.txt"]);
+
+    let r = env.op("git.diff", json!({"rev": "HEAD"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let files = r["result"]["files"].as_array().unwrap();
+    let a = files.iter().find(|f| f["path"] == "a.txt").unwrap();
+    assert_eq!((a["added"].clone(), a["deleted"].clone()), (json!(2), json!(1)));
+    let renamed = files.iter().find(|f| f["path"] == "new.txt").unwrap();
+    assert_eq!(renamed["orig_path"], "old.txt");
+    assert_eq!(files.iter().find(|f| f["path"] == "bin.dat").unwrap()["binary"], true);
+    assert!(r["result"]["patch"].as_str().unwrap().contains("+TWO"));
+    assert_eq!(r["result"]["truncated"], false);
+    // Numstat agrees with git's own.
+    let numstat = git(root, &["diff", "--numstat", "HEAD", "--", "a.txt"]);
+    assert!(numstat.starts_with("2\t1\ta.txt"), "{numstat}");
+
+    let staged = env.op("git.diff", json!({"staged": true, "patch": false}));
+    let staged_files: Vec<&str> = staged["result"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(staged_files, ["new.txt"], "{staged}");
+    assert_eq!(staged["result"]["patch"], Value::Null);
+
+    // A 5 MB diff: cut at the capture bound, and said so.
+    let big: String = (0..100_000).map(|i| format!("line {i} of a very large change, padded to be long enough\n")).collect();
+    std::fs::write(root.join("big.txt"), &big).unwrap();
+    git(root, &["add", "big.txt"]);
+    let huge = env.op("git.diff", json!({"staged": true}));
+    assert_eq!(huge["ok"], true, "{}", &huge.to_string()[..500.min(huge.to_string().len())]);
+    assert_eq!(huge["result"]["truncated"], true);
+    assert!(huge["result"]["patch"].as_str().unwrap().len() < 1_100_000);
+}
+
+#[test]
+fn show_and_branches_including_a_merge_commit() {
+    let env = repo_env();
+    let root = &env.root;
+    std::fs::write(root.join("base.txt"), "base\n").unwrap();
+    commit_all(root, "base");
+    git(root, &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(root.join("feature.txt"), "f\n").unwrap();
+    commit_all(root, "feature work");
+    git(root, &["checkout", "-q", "main"]);
+    std::fs::write(root.join("main.txt"), "m\n").unwrap();
+    commit_all(root, "main work");
+    git(root, &["merge", "-q", "--no-ff", "feature", "-m", "merge feature"]);
+
+    let show = env.op("git.show", json!({}));
+    assert_eq!(show["ok"], true, "{show}");
+    let c = &show["result"]["commit"];
+    assert_eq!(c["subject"], "merge feature");
+    assert_eq!(c["parents"].as_array().unwrap().len(), 2, "a merge has two parents: {show}");
+    let files: Vec<&str> = show["result"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(files, ["feature.txt"], "first-parent diff of the merge: {show}");
+
+    let log = env.op("git.log", json!({"limit": 1}));
+    assert_eq!(log["result"]["commits"][0]["hash"], c["hash"]);
+
+    let b = env.op("git.branches", json!({}));
+    let branches = b["result"]["branches"].as_array().unwrap();
+    let names: Vec<&str> = branches.iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["feature", "main"], "{b}");
+    let main = branches.iter().find(|x| x["name"] == "main").unwrap();
+    assert_eq!(main["current"], true);
+    assert_eq!(main["commit"], c["hash"]);
+    assert_eq!(main["kind"], "local");
+}
+
+#[test]
+fn paths_outside_the_root_are_refused() {
+    let env = repo_env();
+    std::fs::write(env.root.join("f"), "x").unwrap();
+    commit_all(&env.root, "one");
+    std::os::unix::fs::symlink("/etc", env.root.join("escape")).unwrap();
+    for bad in ["../../etc", "/etc", "escape", "escape/passwd"] {
+        let r = env.op("git.log", json!({ "path": bad }));
+        assert_eq!(r["ok"], false, "{bad}: {r}");
+        assert_eq!(r["error"]["code"], "plan_refused", "{bad}: {r}");
+        assert_eq!(r["error"]["path"], bad);
+    }
+    let r = env.op("git.status", json!({ "repo": "../" }));
+    assert_eq!(r["error"]["code"], "plan_refused", "{r}");
+    assert_eq!(env.op("git.log", json!({ "path": "f" }))["ok"], true);
+}
+
+#[test]
+fn status_survives_a_non_utf8_file_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = repo_env();
+    std::fs::write(env.root.join("ok.txt"), "x").unwrap();
+    commit_all(&env.root, "one");
+    let name = std::ffi::OsStr::from_bytes(b"bad-\xff-name.txt");
+    std::fs::write(env.root.join(name), "x").unwrap();
+    let r = env.op("git.status", json!({}));
+    assert_eq!(r["ok"], true, "{r}");
+    let entries = r["result"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["kind"], "untracked");
+    assert_eq!(entries[0]["path"], "bad-\u{fffd}-name.txt", "non-UTF-8 bytes are replaced, not dropped");
+}

@@ -25,28 +25,33 @@ pub fn parse(bytes: &[u8], limit: usize, body: bool) -> Result<Value, OpError> {
             truncated = true;
             break;
         }
-        let f: Vec<&str> = rec.splitn(10, '\u{1f}').collect();
-        if f.len() != 10 {
-            return Err(errors::invalid_output(&format!("git log record has {} fields, expected 10", f.len())));
-        }
-        let parents: Vec<&str> = f[1].split(' ').filter(|p| !p.is_empty()).collect();
-        let mut c = json!({
-            "hash": f[0],
-            "parents": parents,
-            "author": { "name": f[2], "email": f[3], "time": to_utc(f[4]) },
-            "committer": { "name": f[5], "email": f[6], "time": to_utc(f[7]) },
-            "subject": f[8],
-        });
-        if body {
-            c["body"] = json!(f[9].trim_end_matches('\n'));
-        }
-        commits.push(c);
+        commits.push(commit(rec, body)?);
     }
     Ok(json!({ "commits": commits, "truncated": truncated }))
 }
 
-/// The result schema of `git.log`.
-pub fn result_schema() -> Value {
+/// One `FORMAT` record as a commit object.
+pub fn commit(rec: &str, body: bool) -> Result<Value, OpError> {
+    let f: Vec<&str> = rec.splitn(10, '\u{1f}').collect();
+    if f.len() != 10 {
+        return Err(errors::invalid_output(&format!("git commit record has {} fields, expected 10", f.len())));
+    }
+    let parents: Vec<&str> = f[1].split(' ').filter(|p| !p.is_empty()).collect();
+    let mut c = json!({
+        "hash": f[0],
+        "parents": parents,
+        "author": { "name": f[2], "email": f[3], "time": to_utc(f[4]) },
+        "committer": { "name": f[5], "email": f[6], "time": to_utc(f[7]) },
+        "subject": f[8],
+    });
+    if body {
+        c["body"] = json!(f[9].trim_end_matches('\n'));
+    }
+    Ok(c)
+}
+
+/// The schema of one commit object.
+pub fn commit_schema() -> Value {
     let person = json!({
         "type": "object",
         "required": ["name", "email", "time"],
@@ -54,22 +59,24 @@ pub fn result_schema() -> Value {
     });
     json!({
         "type": "object",
+        "required": ["hash", "parents", "author", "committer", "subject"],
+        "properties": {
+            "hash": { "type": "string" },
+            "parents": { "type": "array", "items": { "type": "string" } },
+            "author": person, "committer": person,
+            "subject": { "type": "string" },
+            "body": { "type": "string", "description": "present when body=true" }
+        }
+    })
+}
+
+/// The result schema of `git.log`.
+pub fn result_schema() -> Value {
+    json!({
+        "type": "object",
         "required": ["commits", "truncated"],
         "properties": {
-            "commits": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["hash", "parents", "author", "committer", "subject"],
-                    "properties": {
-                        "hash": { "type": "string" },
-                        "parents": { "type": "array", "items": { "type": "string" } },
-                        "author": person, "committer": person,
-                        "subject": { "type": "string" },
-                        "body": { "type": "string", "description": "present when body=true" }
-                    }
-                }
-            },
+            "commits": { "type": "array", "items": commit_schema() },
             "truncated": { "type": "boolean", "description": "more commits exist beyond `limit`" }
         }
     })
