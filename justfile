@@ -32,7 +32,7 @@ python-env:
 # Run the whole test suite: host, end-to-end, and the plugins' own parsers.
 test: build python-env
     cargo test --workspace -- --test-threads 2
-    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p verbgate-plugin-sdk --lib
+    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p cargo -p verbgate-plugin-sdk --lib
 
 # Build, sign, serve, and show a real session.
 demo: build

@@ -4,6 +4,7 @@
 
 mod argv;
 mod cache;
+mod cargo;
 mod check;
 mod envelope;
 mod git;
