@@ -8,6 +8,7 @@ mod cargo;
 mod check;
 mod envelope;
 mod git;
+mod golden;
 mod hostile;
 mod jobs;
 mod mcp;

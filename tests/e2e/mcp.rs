@@ -52,7 +52,7 @@ fn help_ops_and_errors_over_mcp() {
 
         let catalog = s.request(json!({"help": true})).await.unwrap();
         assert!(!catalog.is_error);
-        let sigs: Vec<&str> = catalog.structured["help"]["verbs"].as_array().unwrap().iter().map(|v| v["sig"].as_str().unwrap()).collect();
+        let sigs: Vec<&str> = catalog.structured["help"]["verbs"].as_object().unwrap().values().flat_map(|g| g.as_array().unwrap()).map(|v| v.as_str().unwrap()).collect();
         assert!(sigs.iter().any(|s| s.starts_with("git.log(")), "{sigs:?}");
         assert!(!sigs.iter().any(|s| s.starts_with("echo.args(")), "aliases are never listed");
 
@@ -134,11 +134,14 @@ fn the_catalog_stays_compact_per_verb() {
     let env = Env::new();
     env.install("fixture-many");
     let out = env.request(&json!({"help": true}));
-    let verbs = out["help"]["verbs"].as_array().unwrap();
-    assert!(verbs.len() >= 62, "{}", verbs.len());
+    let count: usize = out["help"]["verbs"].as_object().unwrap().values().map(|g| g.as_array().unwrap().len()).sum();
+    assert!(count >= 62, "{count}");
     let bytes = serde_json::to_string(&out["help"]["verbs"]).unwrap().len();
-    let per_verb = bytes / verbs.len();
+    let per_verb = bytes / count;
     assert!(per_verb <= 120, "catalog is {per_verb} bytes per verb");
+    // The spawn group is the one that needs fingerprints.
+    assert!(out["help"]["verbs"]["spawn"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().starts_with("cargo.test(")));
+    assert_eq!(out["help"]["fingerprint_required"], json!(["spawn"]));
 }
 
 #[test]

@@ -31,7 +31,7 @@ async def main() -> None:
             print(json.dumps({
                 "protocol": init.protocol_version,
                 "tools": [t.model_dump(mode="json", exclude_none=True) for t in tools.tools],
-                "catalog_verbs": [v["sig"] for v in catalog.structured_content["help"]["verbs"]],
+                "catalog_verbs": [sig for group in catalog.structured_content["help"]["verbs"].values() for sig in group],
                 "ops": ops.structured_content,
                 "ops_is_error": bool(ops.is_error),
                 "bad_is_error": bool(bad.is_error),

@@ -129,7 +129,9 @@ pub fn signature(name: &str, schema: &Value, returns_job: bool, summary: &str) -
                 if !want_required {
                     text.push('?');
                 }
-                if let Some(d) = s.get("default") {
+                // `false` is what an absent flag means anyway; leaving it out
+                // keeps the catalog short.
+                if let Some(d) = s.get("default").filter(|d| **d != Value::Bool(false)) {
                     text.push('=');
                     text.push_str(&d.to_string());
                 }
@@ -189,6 +191,6 @@ mod tests {
             "release": {"type": "boolean", "default": false},
             "package": {"type": "string"}},
             "required": ["package"], "additionalProperties": false});
-        assert_eq!(signature("cargo.test", &schema, true, "run tests"), "cargo.test(package, release?=false) -> job — run tests");
+        assert_eq!(signature("cargo.test", &schema, true, "run tests"), "cargo.test(package, release?) -> job — run tests");
     }
 }

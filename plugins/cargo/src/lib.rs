@@ -14,10 +14,10 @@ struct Cargo;
 
 /// The spawn verbs and the cargo subcommand each runs.
 const BUILD_VERBS: &[(&str, &str, &str)] = &[
-    ("cargo.check", "check", "Type-check a crate or workspace as a job"),
-    ("cargo.build", "build", "Build as a job"),
-    ("cargo.test", "test", "Run tests as a job: per-test outcomes and counts"),
-    ("cargo.clippy", "clippy", "Run clippy lints as a job"),
+    ("cargo.check", "check", "Type-check; diagnostics with file and line"),
+    ("cargo.build", "build", "Build; diagnostics with file and line"),
+    ("cargo.test", "test", "Run tests; per-test outcomes and counts"),
+    ("cargo.clippy", "clippy", "Clippy lints with file and line"),
 ];
 
 fn common_params(s: Schema) -> Schema {
