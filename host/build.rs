@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// Components compiled into the binary, in load order.
-const BUNDLED: &[&str] = &["core", "git", "cargo"];
+const BUNDLED: &[&str] = &["core", "git", "cargo", "just"];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=VERBGATE_COMPONENTS_DIR");

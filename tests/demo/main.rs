@@ -73,6 +73,23 @@ async fn main() -> Result<()> {
         let reply = session.request(request.clone()).await?;
         show(title, &request, &reply.structured);
     }
+
+    // A job: cargo.check of one small package of this workspace.
+    let help = json!({"help": "cargo.check"});
+    let contract = session.request(help.clone()).await?.structured;
+    show("cargo.check's contract (spawn verbs need its fingerprint)", &help, &json!({ "signature": contract["help"]["signature"], "schema_fingerprint": contract["help"]["schema_fingerprint"] }));
+    let fp = contract["help"]["schema_fingerprint"].clone();
+    let spawn = json!({"ops": [{"op": "cargo.check", "args": {"package": "verbgate-fixture-cli"}, "schema_fingerprint": fp}]});
+    let started = session.request(spawn.clone()).await?.structured;
+    show("cargo.check starts as a background job", &spawn, &started);
+    let id = started["results"][0]["result"]["job"]["id"].as_str().context("no job id")?.to_string();
+    let wait = json!({"ops": [{"op": "job.wait", "args": {"ids": [&id], "max_wait_seconds": 240}}]});
+    let waited = session.request(wait.clone()).await?.structured;
+    show("job.wait joins it (a bounded wait, every id accounted for)", &wait, &waited);
+    let result = json!({"ops": [{"op": "job.result", "args": {"id": &id}}]});
+    let mapped = session.request(result.clone()).await?.structured;
+    show("job.result: cargo's JSON messages mapped by the cargo plugin", &result, &mapped);
+    anyhow::ensure!(mapped["results"][0]["result"]["status"] == "succeeded", "cargo.check did not succeed: {mapped}");
     session.close().await?;
     println!("\nDone. Point your MCP host at `verbgate serve` (see README.md).");
     Ok(())

@@ -11,6 +11,7 @@ mod git;
 mod golden;
 mod hostile;
 mod jobs;
+mod just;
 mod mcp;
 mod python_sdk;
 mod trust;

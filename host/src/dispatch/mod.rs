@@ -18,6 +18,7 @@ pub mod help;
 mod host;
 pub mod op;
 pub mod request;
+pub mod target;
 
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -100,7 +101,7 @@ impl Dispatcher {
         };
         match decoded {
             Request::Catalog => success_help(help::catalog(&self.registry, self.batch_cap())),
-            Request::HelpVerb(name) => match help::verb_help(&self.registry, &name) {
+            Request::HelpVerb(name) => match self.help_with_target(&name).await {
                 Ok(h) => success_help(h),
                 Err(e) => request_error(e),
             },

@@ -14,6 +14,7 @@ use crate::jobs::SpawnRequest;
 use crate::json::near_matches;
 use crate::registry::Verb;
 use crate::runtime::model::{Outcome, Plan, PluginOpError};
+use crate::registry::schema;
 use crate::runtime::model::VerbKind;
 
 /// The result of one op, before it is put in the envelope.
@@ -57,10 +58,54 @@ impl Dispatcher {
     }
 
     async fn run_verb(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<Value, OpError> {
-        verb.validate_args(&req.args)?;
-        if verb.kind == VerbKind::Spawn {
-            check_fingerprint(verb, req.fingerprint.as_deref())?;
+        let reordered;
+        let (target, req) = if verb.two_stage {
+            let (target, args) = self.check_target(verb, req).await?;
+            reordered = OpRequest { args, ..req.clone() };
+            (Some(target), &reordered)
+        } else {
+            verb.validate_args(&req.args)?;
+            if verb.kind == VerbKind::Spawn {
+                check_fingerprint(verb, req.fingerprint.as_deref())?;
+            }
+            (None, req)
+        };
+        let mut result = self.execute(verb, req).await?;
+        if let (Some(t), Value::Object(map)) = (target, &mut result) {
+            map.insert("target".into(), t);
         }
+        Ok(result)
+    }
+
+    /// A two-stage verb's op: re-resolve its target now, validate the args
+    /// against the resolved schema, and say whether the target changed since
+    /// the caller read its fingerprint (the change is reported, not refused:
+    /// the args still had to validate against the target as it is now).
+    async fn check_target(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<(Value, Value), OpError> {
+        let name = req.args.get("target").and_then(Value::as_str).ok_or_else(|| {
+            OpError::new(ErrorCode::InvalidArgs, format!("`{}` needs `target`; list them with {{\"help\": \"{}\"}}", verb.name, verb.name)).with("param", "target")
+        })?;
+        let resolved = self.resolve_target(verb, name).await?;
+        let help_call = json!({ "help": format!("{}:{name}", verb.name) });
+        schema::validate_args(&resolved.validator, &resolved.schema, &verb.name, &req.args).map_err(|e| {
+            e.with("target_schema", resolved.schema.clone()).with("target_fingerprint", resolved.fingerprint.as_str()).with("target_help", help_call.clone())
+        })?;
+        let given = req.fingerprint.as_deref();
+        if verb.kind == VerbKind::Spawn && given.is_none() {
+            return Err(OpError::new(
+                ErrorCode::FingerprintRequired,
+                format!("`{}` starts a job, so the op must carry the target's `schema_fingerprint` (from {help_call}, also included here)", verb.name),
+            )
+            .with("target_schema", resolved.schema.clone())
+            .with("target_fingerprint", resolved.fingerprint.as_str())
+            .with("target_help", help_call));
+        }
+        let changed = given.is_some_and(|g| g != resolved.fingerprint);
+        let info = json!({ "name": name, "fingerprint": resolved.fingerprint, "fingerprint_given": given, "changed": changed });
+        Ok((info, in_schema_order(&resolved.schema, &req.args)))
+    }
+
+    async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<Value, OpError> {
         let args_text = req.args.to_string();
         let runtime = self.registry.runtime();
         let component = &verb.plugin.component;
@@ -142,6 +187,29 @@ impl Dispatcher {
     }
 }
 
+/// The args in the order the schema declares its properties — the order a
+/// target's positional parameters take — with declared defaults filled in
+/// for any parameter left out before one that was given.
+fn in_schema_order(schema: &Value, args: &Value) -> Value {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return args.clone() };
+    let last_given = props.keys().rposition(|k| args.get(k).is_some());
+    let mut out = serde_json::Map::new();
+    for (i, (name, prop)) in props.iter().enumerate() {
+        match args.get(name) {
+            Some(v) => {
+                out.insert(name.clone(), v.clone());
+            }
+            None if last_given.is_some_and(|last| i < last) => {
+                if let Some(d) = prop.get("default") {
+                    out.insert(name.clone(), d.clone());
+                }
+            }
+            None => {}
+        }
+    }
+    Value::Object(out)
+}
+
 /// Spawn verbs must carry the fingerprint of the schema the caller read.
 fn check_fingerprint(verb: &Verb, given: Option<&str>) -> Result<(), OpError> {
     match given {
@@ -159,7 +227,7 @@ fn check_fingerprint(verb: &Verb, given: Option<&str>) -> Result<(), OpError> {
 }
 
 /// Map a plugin's error into the closed vocabulary, keeping its details.
-fn plugin_error(plugin: &str, e: PluginOpError) -> OpError {
+pub(crate) fn plugin_error(plugin: &str, e: PluginOpError) -> OpError {
     let known = ErrorCode::from_wire(&e.code).filter(|c| PLUGIN_CODES.contains(c));
     let mut err = OpError::new(known.unwrap_or(ErrorCode::PluginError), e.message.clone());
     if let Some(Value::Object(details)) = e.details.as_deref().and_then(|d| serde_json::from_str(d).ok()) {

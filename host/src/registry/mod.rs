@@ -89,6 +89,8 @@ pub struct Verb {
     pub aliases: Vec<String>,
     /// Declared program names → resolved absolute paths.
     pub programs: BTreeMap<String, PathBuf>,
+    /// Whether the verb resolves a target (`help: "<verb>:<target>"`).
+    pub two_stage: bool,
     /// The providing plugin.
     pub plugin: Arc<Plugin>,
     validator: Validator,
@@ -302,6 +304,7 @@ impl Registry {
             result_schema,
             aliases: spec.aliases.clone(),
             programs: resolved,
+            two_stage: spec.two_stage,
             plugin: plugin.clone(),
             validator,
             result_validator,

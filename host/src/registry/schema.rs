@@ -79,7 +79,10 @@ pub fn validate_args(validator: &Validator, schema: &Value, verb: &str, args: &V
             _ => (ErrorCode::InvalidArgs, top_param.clone(), format!("parameter `{top_param}`: {err}")),
         };
         problems.push(json!({ "param": param, "message": message }));
-        if first.is_none() {
+        // A misspelt name usually also leaves a required one missing; the
+        // misspelling is the thing to fix, so it wins.
+        let replaces = first.as_ref().is_some_and(|f| f.code != ErrorCode::UnknownParam && code == ErrorCode::UnknownParam);
+        if first.is_none() || replaces {
             let mut e = OpError::new(code, message).with("param", param.as_str());
             if code == ErrorCode::UnknownParam {
                 let known = declared_params(schema);

@@ -25,7 +25,7 @@ use wasmtime::{Engine, Store};
 use crate::config::Limits;
 use crate::error::{ErrorCode, OpError};
 pub use cache::CacheStatus;
-use model::{Command, Outcome, Plan, PluginInfo, PluginOpError};
+use model::{Command, Outcome, Plan, PluginInfo, PluginOpError, Resolved};
 use sandbox::SandboxState;
 use wit::{PluginInstance, PluginPre};
 
@@ -273,6 +273,27 @@ impl Runtime {
         let r = inst.map_result(&mut store, verb, args, outcome).await;
         match self.finish(store, r)? {
             Ok(text) => self.bounded(text).map(Ok),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    /// Call `resolve-plan`.
+    pub async fn resolve_plan(&self, c: &LoadedComponent, verb: &str, target: &str) -> Result<Result<Command, PluginOpError>, SandboxError> {
+        let (mut store, inst) = self.instantiate(c).await?;
+        let r = inst.resolve_plan(&mut store, verb, target).await;
+        self.finish(store, r)
+    }
+
+    /// Call `resolve`; the returned JSON texts are size-bounded.
+    pub async fn resolve(&self, c: &LoadedComponent, verb: &str, target: &str, outcome: &Outcome) -> Result<Result<Resolved, PluginOpError>, SandboxError> {
+        let (mut store, inst) = self.instantiate(c).await?;
+        let r = inst.resolve(&mut store, verb, target, outcome).await;
+        match self.finish(store, r)? {
+            Ok(res) => {
+                self.bounded(res.params_schema.clone())?;
+                self.bounded(res.identity.clone())?;
+                Ok(Ok(res))
+            }
             Err(e) => Ok(Err(e)),
         }
     }

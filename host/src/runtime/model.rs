@@ -47,6 +47,19 @@ pub struct VerbSpec {
     pub aliases: Vec<String>,
     /// Program names plans may run.
     pub programs: Vec<String>,
+    /// Whether the verb resolves a target (two-stage).
+    pub two_stage: bool,
+}
+
+/// A resolved target of a two-stage verb.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// Closed params schema for the target, as text.
+    pub params_schema: String,
+    /// One line.
+    pub summary: String,
+    /// What was resolved, as JSON text.
+    pub identity: String,
 }
 
 /// What `describe` returns.

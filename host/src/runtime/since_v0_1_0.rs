@@ -42,6 +42,7 @@ impl From<wit::PluginInfo> for model::PluginInfo {
                     result_schema: v.result_schema,
                     aliases: v.aliases,
                     programs: v.programs,
+                    two_stage: v.two_stage,
                 })
                 .collect(),
         }
@@ -79,6 +80,12 @@ impl From<wit::VerbPlan> for model::Plan {
             wit::VerbPlan::Spawn(c) => model::Plan::Spawn(c.into()),
             wit::VerbPlan::Host(h) => model::Plan::Host(model::HostCall { name: h.name, args: h.args }),
         }
+    }
+}
+
+impl From<wit::Resolved> for model::Resolved {
+    fn from(r: wit::Resolved) -> Self {
+        model::Resolved { params_schema: r.params_schema, summary: r.summary, identity: r.identity }
     }
 }
 

@@ -6,7 +6,7 @@
 use wasmtime::component::InstancePre;
 use wasmtime::Store;
 
-use super::model::{Command, Outcome, Plan, PluginInfo, PluginOpError};
+use super::model::{Command, Outcome, Plan, PluginInfo, PluginOpError, Resolved};
 use super::sandbox::SandboxState;
 use super::since_v0_1_0;
 
@@ -81,6 +81,27 @@ impl PluginInstance {
         outcome: &Outcome,
     ) -> wasmtime::Result<Result<String, PluginOpError>> {
         versioned!(self, g => Ok(g.call_map_result(store, &verb.to_owned(), &args.to_owned(), &outcome.into()).await?.map_err(Into::into)))
+    }
+
+    /// `resolve-plan`.
+    pub async fn resolve_plan(
+        &self,
+        store: &mut Store<SandboxState>,
+        verb: &str,
+        target: &str,
+    ) -> wasmtime::Result<Result<Command, PluginOpError>> {
+        versioned!(self, g => Ok(g.call_resolve_plan(store, &verb.to_owned(), &target.to_owned()).await?.map(Into::into).map_err(Into::into)))
+    }
+
+    /// `resolve`.
+    pub async fn resolve(
+        &self,
+        store: &mut Store<SandboxState>,
+        verb: &str,
+        target: &str,
+        outcome: &Outcome,
+    ) -> wasmtime::Result<Result<Resolved, PluginOpError>> {
+        versioned!(self, g => Ok(g.call_resolve(store, &verb.to_owned(), &target.to_owned(), &outcome.into()).await?.map(Into::into).map_err(Into::into)))
     }
 
     /// `kill-plan`.

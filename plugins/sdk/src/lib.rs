@@ -48,7 +48,7 @@ pub mod bindings {
 }
 
 pub use bindings::verbgate::verbs::types::{
-    Arg, Command, HostCall, LongOption, OpError, Outcome, PluginInfo, VerbKind, VerbPlan as Plan,
+    Arg, Command, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan,
     VerbSpec,
 };
 
@@ -69,6 +69,14 @@ pub trait Plugin {
     fn kill_plan(_verb: &str, _entity: &Value) -> Option<Command> {
         None
     }
+    /// Two-stage verbs: the command that resolves `target` (empty: list).
+    fn resolve_plan(verb: &str, _target: &str) -> Result<Command, OpError> {
+        Err(errors::unknown_verb(verb))
+    }
+    /// Two-stage verbs: the target's closed schema and identity.
+    fn resolve(verb: &str, _target: &str, _outcome: &Outcome) -> Result<Resolved, OpError> {
+        Err(errors::unknown_verb(verb))
+    }
 }
 
 /// Declare a verb, for [`Plugin::describe`].
@@ -81,6 +89,7 @@ pub fn verb(name: &str, kind: VerbKind, summary: &str, params: Schema) -> VerbSp
         result_schema: None,
         aliases: Vec::new(),
         programs: Vec::new(),
+        two_stage: false,
     }
 }
 
@@ -92,6 +101,8 @@ pub trait VerbSpecExt {
     fn result_schema(self, schema: Value) -> Self;
     /// Declare other accepted names (never listed in the catalog).
     fn aliases(self, aliases: &[&str]) -> Self;
+    /// Make it a two-stage verb (see [`Plugin::resolve`]).
+    fn two_stage(self) -> Self;
 }
 
 impl VerbSpecExt for VerbSpec {
@@ -105,6 +116,10 @@ impl VerbSpecExt for VerbSpec {
     }
     fn aliases(mut self, aliases: &[&str]) -> Self {
         self.aliases = aliases.iter().map(|a| a.to_string()).collect();
+        self
+    }
+    fn two_stage(mut self) -> Self {
+        self.two_stage = true;
         self
     }
 }
@@ -200,6 +215,12 @@ macro_rules! plugin {
             }
             fn kill_plan(verb: String, entity: String) -> Option<$crate::Command> {
                 $crate::__private::kill_plan::<$ty>(verb, entity)
+            }
+            fn resolve_plan(verb: String, target: String) -> Result<$crate::Command, $crate::OpError> {
+                <$ty as $crate::Plugin>::resolve_plan(&verb, &target)
+            }
+            fn resolve(verb: String, target: String, outcome: $crate::Outcome) -> Result<$crate::Resolved, $crate::OpError> {
+                <$ty as $crate::Plugin>::resolve(&verb, &target, &outcome)
             }
         }
         $crate::bindings::__export_verb_plugin!(__VerbgateExport with_types_in $crate::bindings);

@@ -1,0 +1,104 @@
+//! Two-stage verbs (SPEC §2.1): a verb whose parameters depend on a target
+//! — a just recipe, a playbook — resolved through the plugin at help time
+//! (`help: "<verb>:<target>"`) and again at every run, so a caller always
+//! validates against the target as it is now and learns when it changed.
+
+use jsonschema::Validator;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+use super::Dispatcher;
+use crate::error::{ErrorCode, OpError};
+use crate::exec::run_command;
+use crate::json::fingerprint;
+use crate::registry::schema::{compile, open_objects};
+use crate::registry::Verb;
+
+/// A resolved target.
+pub struct ResolvedTarget {
+    /// Closed params schema for the target.
+    pub schema: Value,
+    /// One line about it.
+    pub summary: String,
+    /// What was resolved.
+    pub identity: Value,
+    /// `sha256:` of schema + identity: changes when the target is edited.
+    pub fingerprint: String,
+    /// Validator for `schema`.
+    pub validator: Validator,
+}
+
+impl Dispatcher {
+    /// Resolve `target` of a two-stage verb (empty: list the targets).
+    pub(crate) async fn resolve_target(&self, verb: &Arc<Verb>, target: &str) -> Result<ResolvedTarget, OpError> {
+        let runtime = self.registry.runtime();
+        let plugin = verb.plugin.name.as_str();
+        let cmd = runtime
+            .resolve_plan(&verb.plugin.component, &verb.name, target)
+            .await
+            .map_err(|e| e.to_op_error(plugin))?
+            .map_err(|e| super::op::plugin_error(plugin, e))?;
+        let prepared = self.prepare(verb, &cmd)?;
+        let outcome = run_command(&prepared, self.run_limits.capture_bytes).await?;
+        let resolved = runtime
+            .resolve(&verb.plugin.component, &verb.name, target, &outcome)
+            .await
+            .map_err(|e| e.to_op_error(plugin))?
+            .map_err(|e| super::op::plugin_error(plugin, e))?;
+        let bad = |what: String| OpError::new(ErrorCode::InvalidOutput, format!("plugin `{plugin}` resolved `{target}` badly: {what}")).with("plugin", plugin);
+        let schema: Value = serde_json::from_str(&resolved.params_schema).map_err(|e| bad(format!("the schema is not JSON ({e})")))?;
+        let identity: Value = serde_json::from_str(&resolved.identity).map_err(|e| bad(format!("the identity is not JSON ({e})")))?;
+        if let Some(p) = open_objects(&schema).first() {
+            return Err(bad(format!("the resolved schema is open at {p}")));
+        }
+        let validator = compile(&schema).map_err(|e| bad(format!("the schema is invalid ({e})")))?;
+        let fingerprint = fingerprint(&json!({ "schema": schema, "identity": identity }));
+        Ok(ResolvedTarget { schema, summary: resolved.summary, identity, fingerprint, validator })
+    }
+
+    /// `help: "<verb>"` for a two-stage verb gets its targets listed;
+    /// `help: "<verb>:<target>"` gets the resolved contract.
+    pub(crate) async fn help_with_target(&self, name: &str) -> Result<Value, OpError> {
+        let (verb_name, target) = match name.split_once(':') {
+            Some((v, t)) => (v, Some(t)),
+            None => (name, None),
+        };
+        let mut contract = super::help::verb_help(&self.registry, verb_name)?;
+        let verb = self.registry.resolve(verb_name).cloned().expect("verb_help found it");
+        if !verb.two_stage {
+            if target.is_some() {
+                return Err(OpError::new(ErrorCode::InvalidRequest, format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name)).with("verb", verb.name.as_str()));
+            }
+            return Ok(contract);
+        }
+        match target {
+            None | Some("") => {
+                // The contract stands even when the targets cannot be listed
+                // (no justfile here, say): the reason is shown beside it.
+                match self.resolve_target(&verb, "").await {
+                    Ok(listing) => contract["targets"] = listing.identity.get("targets").cloned().unwrap_or(Value::Array(vec![])),
+                    Err(e) => {
+                        contract["targets"] = Value::Null;
+                        contract["targets_error"] = e.to_json();
+                    }
+                }
+                contract["target_help"] = json!(format!("{{\"help\": \"{}:<target>\"}} gives a target's parameters and fingerprint", verb.name));
+                Ok(contract)
+            }
+            Some(t) => {
+                let r = self.resolve_target(&verb, t).await?;
+                Ok(json!({
+                    "verb": verb.name,
+                    "target": t,
+                    "kind": verb.kind.as_str(),
+                    "summary": r.summary,
+                    "params_schema": r.schema,
+                    "schema_fingerprint": r.fingerprint,
+                    "fingerprint_required": verb.kind == crate::runtime::model::VerbKind::Spawn,
+                    "resolved": r.identity,
+                    "plugin": contract["plugin"],
+                }))
+            }
+        }
+    }
+}
