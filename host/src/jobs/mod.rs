@@ -81,21 +81,8 @@ impl Jobs {
             cwd: p.cwd.display().to_string(),
             env: serde_json::to_string(&p.env).unwrap_or_default(),
             time_limit_ms: req.time_limit.map(|d| d.as_millis() as u64).unwrap_or(0),
-            status: Status::Preparing,
-            reason_code: None,
-            version: 0,
             created_ms: process::now_ms(),
-            started_ms: None,
-            ended_ms: None,
-            exit_code: None,
-            signal: None,
-            supervisor_pid: None,
-            supervisor_start: None,
-            pid: None,
-            pid_start: None,
-            entity: None,
-            kill_requested_ms: None,
-            error: None,
+            ..Job::default()
         };
         self.store.insert(&job).map_err(db_error)?;
         let mut cmd = Command::new(&self.supervisor_exe);

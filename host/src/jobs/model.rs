@@ -5,10 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 /// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Recorded; the supervisor has not yet started the program.
+    #[default]
     Preparing,
     /// The program is running under its supervisor.
     Running,
@@ -84,8 +85,9 @@ pub mod reason {
         &[EXITED_ZERO, EXITED_NONZERO, SIGNALED, LAUNCH_FAILED, KILL_REQUESTED, TIME_LIMIT, PROCESS_GONE_NO_END];
 }
 
-/// One job as stored.
-#[derive(Debug, Clone, PartialEq)]
+/// One job as stored. `Job::default()` is a fresh `preparing` record with
+/// nothing recorded yet.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Job {
     /// Time-ordered unique id.
     pub id: String,

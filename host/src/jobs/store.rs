@@ -205,22 +205,8 @@ pub(crate) mod tests {
             argv: "[]".into(),
             cwd: "/".into(),
             env: "{}".into(),
-            time_limit_ms: 0,
-            status: Status::Preparing,
-            reason_code: None,
-            version: 0,
             created_ms: 1,
-            started_ms: None,
-            ended_ms: None,
-            exit_code: None,
-            signal: None,
-            supervisor_pid: None,
-            supervisor_start: None,
-            pid: None,
-            pid_start: None,
-            entity: None,
-            kill_requested_ms: None,
-            error: None,
+            ..Job::default()
         }
     }
 
