@@ -57,11 +57,10 @@ pub fn inspect(bytes: &[u8]) -> Result<Shape, ShapeError> {
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| ShapeError::Invalid(e.to_string()))?;
         match payload {
-            Payload::Version { encoding, .. } if depth == 0 => {
-                if encoding != wasmparser::Encoding::Component {
+            Payload::Version { encoding, .. } if depth == 0
+                && encoding != wasmparser::Encoding::Component => {
                     return Err(ShapeError::Invalid("a core module, not a component".into()));
                 }
-            }
             Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
             Payload::End(_) => depth = depth.saturating_sub(1),
             Payload::ComponentImportSection(reader) if depth == 0 => {

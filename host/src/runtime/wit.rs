@@ -69,7 +69,7 @@ impl PluginInstance {
         verb: &str,
         args: &str,
     ) -> wasmtime::Result<Result<Plan, PluginOpError>> {
-        versioned!(self, g => Ok(g.call_plan(store, &verb.to_owned(), &args.to_owned()).await?.map(Into::into).map_err(Into::into)))
+        versioned!(self, g => Ok(g.call_plan(store, verb, &args.to_owned()).await?.map(Into::into).map_err(Into::into)))
     }
 
     /// `map-result`.
@@ -80,7 +80,7 @@ impl PluginInstance {
         args: &str,
         outcome: &Outcome,
     ) -> wasmtime::Result<Result<String, PluginOpError>> {
-        versioned!(self, g => Ok(g.call_map_result(store, &verb.to_owned(), &args.to_owned(), &outcome.into()).await?.map_err(Into::into)))
+        versioned!(self, g => Ok(g.call_map_result(store, verb, &args.to_owned(), &outcome.into()).await?.map_err(Into::into)))
     }
 
     /// `resolve-plan`.
@@ -90,7 +90,7 @@ impl PluginInstance {
         verb: &str,
         target: &str,
     ) -> wasmtime::Result<Result<Command, PluginOpError>> {
-        versioned!(self, g => Ok(g.call_resolve_plan(store, &verb.to_owned(), &target.to_owned()).await?.map(Into::into).map_err(Into::into)))
+        versioned!(self, g => Ok(g.call_resolve_plan(store, verb, target).await?.map(Into::into).map_err(Into::into)))
     }
 
     /// `resolve`.
@@ -101,7 +101,7 @@ impl PluginInstance {
         target: &str,
         outcome: &Outcome,
     ) -> wasmtime::Result<Result<Resolved, PluginOpError>> {
-        versioned!(self, g => Ok(g.call_resolve(store, &verb.to_owned(), &target.to_owned(), &outcome.into()).await?.map(Into::into).map_err(Into::into)))
+        versioned!(self, g => Ok(g.call_resolve(store, verb, target, &outcome.into()).await?.map(Into::into).map_err(Into::into)))
     }
 
     /// `kill-plan`.
@@ -111,6 +111,6 @@ impl PluginInstance {
         verb: &str,
         entity: &str,
     ) -> wasmtime::Result<Option<Command>> {
-        versioned!(self, g => Ok(g.call_kill_plan(store, &verb.to_owned(), &entity.to_owned()).await?.map(Into::into)))
+        versioned!(self, g => Ok(g.call_kill_plan(store, verb, &entity.to_owned()).await?.map(Into::into)))
     }
 }

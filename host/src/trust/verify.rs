@@ -147,7 +147,6 @@ fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
         Section::Custom(c) if c.is_signature_header() => c,
         _ => return Err(TrustError::Unsigned),
     };
-    drop(sections);
     let content_start = cursor.position() as usize;
     let data = custom.signature_data().map_err(|e| TrustError::Malformed(e.to_string()))?;
     let mut signed_hashes = Vec::new();
@@ -170,7 +169,7 @@ fn explain_failure(bytes: &[u8], header: &Header) -> TrustError {
     use sha2::{Digest, Sha256};
     let content = bytes.get(header.content_start..).unwrap_or_default();
     let hash = Sha256::digest(content).to_vec();
-    if header.signed_hashes.iter().any(|h| *h == hash) {
+    if header.signed_hashes.contains(&hash) {
         let ids = if header.key_ids.is_empty() { "none recorded".to_string() } else { header.key_ids.join(", ") };
         TrustError::UntrustedKey(ids)
     } else {
