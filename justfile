@@ -34,6 +34,15 @@ test: build python-env
     cargo test --workspace -- --test-threads 2
     cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p cargo -p verbgate-plugin-sdk --lib
 
+# Benchmarks against same-run baselines (release build): table, target/bench/results.json, BENCHMARKS.md.
+bench: plugins
+    cargo build --release --workspace --bins
+    ./target/release/verbgate-bench
+
+# Property tests with many generated inputs (the smoke run in `just test` uses 256 a property).
+fuzz cases="20000":
+    PROPTEST_CASES={{cases}} cargo test -p verbgate --test properties -- --nocapture
+
 # Build, sign, serve, and show a real session.
 demo: build
     ./scripts/demo.sh

@@ -16,7 +16,7 @@
 
 use std::io::Cursor;
 use thiserror::Error;
-use wasmsign2::{Module, PublicKey, PublicKeySet, Section, SecretKey, WSError};
+use wasmsign2::{CustomSection, Module, PublicKey, PublicKeySet, Section, SecretKey, SignatureData, SignatureForHashes, SignedHashes, WSError};
 
 use super::keys::key_id;
 use super::store::TrustStore;
@@ -53,6 +53,12 @@ pub enum TrustError {
     /// in the trust store.
     #[error("signed by a key that is not trusted (signature key ids: {0}); an operator can trust it with `verbgate trust add`")]
     UntrustedKey(String),
+    /// Besides a trusted signature, the component carries a signature no
+    /// trusted key verifies, or a signature whose key id names another key:
+    /// bytes of the signature section changed after signing (or an
+    /// untrusted party co-signed).
+    #[error("tampered: the signature section carries a signature or key id that does not match a trusted key ({0})")]
+    ForeignSignature(String),
     /// The trust store is empty, so nothing can verify.
     #[error("no trusted keys: the trust store is empty (add one with `verbgate trust add <key.pub.pem>`)")]
     NoTrustedKeys,
@@ -67,6 +73,7 @@ impl TrustError {
             TrustError::Malformed(_) => "malformed_signature",
             TrustError::Tampered => "tampered",
             TrustError::UntrustedKey(_) => "untrusted_key",
+            TrustError::ForeignSignature(_) => "tampered",
             TrustError::NoTrustedKeys => "no_trusted_keys",
         }
     }
@@ -116,6 +123,7 @@ fn verify_with(
     }
     match keys.verify(&mut Cursor::new(bytes), None) {
         Ok(valid) => {
+            check_every_signature(bytes, &header, keys)?;
             // Several trusted keys may have signed; report a stable one.
             let mut ids: Vec<&PublicKey> = valid.into_iter().collect();
             ids.sort_by_key(|pk| key_id(pk));
@@ -132,6 +140,7 @@ struct Header {
     signed_hashes: Vec<Vec<u8>>,
     key_ids: Vec<String>,
     content_start: usize,
+    data: SignatureData,
 }
 
 fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
@@ -151,7 +160,7 @@ fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
     let data = custom.signature_data().map_err(|e| TrustError::Malformed(e.to_string()))?;
     let mut signed_hashes = Vec::new();
     let mut key_ids = Vec::new();
-    for set in data.signed_hashes_set {
+    for set in data.signed_hashes_set.clone() {
         signed_hashes.extend(set.hashes);
         for sig in set.signatures {
             if let Some(id) = sig.key_id {
@@ -159,7 +168,47 @@ fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
             }
         }
     }
-    Ok(Header { signed_hashes, key_ids, content_start })
+    Ok(Header { signed_hashes, key_ids, content_start, data })
+}
+
+/// `wasmsign2` accepts a component when *some* signature verifies, and treats
+/// key ids as unauthenticated hints — so a changed key id, or a signature
+/// added beside a valid one, would go unnoticed. We require every signature
+/// to verify on its own against a trusted key, and its key id (if any) to
+/// name that key: then no byte of the signature section can change either.
+fn check_every_signature(bytes: &[u8], header: &Header, keys: &PublicKeySet) -> Result<(), TrustError> {
+    let content = &bytes[header.content_start..];
+    for set in &header.data.signed_hashes_set {
+        for sig in &set.signatures {
+            let alone = SignatureData {
+                specification_version: header.data.specification_version,
+                content_type: header.data.content_type,
+                hash_function: header.data.hash_function,
+                signed_hashes_set: vec![SignedHashes {
+                    hashes: set.hashes.clone(),
+                    signatures: vec![SignatureForHashes { key_id: None, alg_id: sig.alg_id, signature: sig.signature.clone() }],
+                }],
+            };
+            let payload = alone.serialize().map_err(|e| TrustError::Malformed(e.to_string()))?;
+            let mut one = COMPONENT_PREAMBLE.to_vec();
+            Section::Custom(CustomSection::new("signature".to_string(), payload))
+                .serialize(&mut one)
+                .map_err(|e| TrustError::Malformed(e.to_string()))?;
+            one.extend_from_slice(content);
+            let matched = keys.items().iter().find(|pk| pk.verify(&mut Cursor::new(&one), None).is_ok());
+            let Some(pk) = matched else {
+                return Err(TrustError::ForeignSignature("a signature no trusted key verifies".into()));
+            };
+            if let Some(id) = &sig.key_id {
+                let ours = key_id(pk).into_bytes();
+                let theirs = pk.clone().attach_default_key_id().key_id().cloned().unwrap_or_default();
+                if *id != ours && *id != theirs {
+                    return Err(TrustError::ForeignSignature(format!("key id {:?} does not name the key that signed", String::from_utf8_lossy(id))));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Tell "changed after signing" from "signed by someone we don't trust":

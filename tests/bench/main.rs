@@ -1,0 +1,394 @@
+//! `just bench`: verbgate's figures, each beside a baseline measured in the
+//! same run, printed as one table and written to `target/bench/results.json`
+//! and `BENCHMARKS.md`.
+//!
+//! In-process figures use the library directly (median of many runs);
+//! whole-process figures drive the release `verbgate` binary over stdio.
+//! Goals are checked and marked met or not — honestly, whatever they say.
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use verbgate::config::{Config, Overrides};
+use verbgate::dispatch::Dispatcher;
+use verbgate::exec::Prepared;
+use verbgate::jobs::Jobs;
+use verbgate::registry::Registry;
+use verbgate::runtime::model::Outcome;
+use verbgate::runtime::{Runtime, SandboxLimits};
+use verbgate_tests::{bin_dir, component};
+
+/// One row of the table.
+struct Row {
+    figure: String,
+    value: f64,
+    unit: &'static str,
+    baseline_name: String,
+    baseline: f64,
+    goal: Option<(&'static str, f64)>,
+}
+
+impl Row {
+    fn ratio(&self) -> f64 {
+        if self.baseline == 0.0 { f64::NAN } else { self.value / self.baseline }
+    }
+    fn met(&self) -> Option<bool> {
+        self.goal.map(|(op, g)| match op {
+            "<=" => self.value <= g,
+            ">=" => self.value >= g,
+            _ => false,
+        })
+    }
+    fn json(&self) -> Value {
+        json!({
+            "figure": self.figure, "value": self.value, "unit": self.unit,
+            "baseline": self.baseline_name, "baseline_value": self.baseline, "ratio": self.ratio(),
+            "goal": self.goal.map(|(op, g)| format!("{op} {g}")), "met": self.met(),
+        })
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// A private home with a trusted key and signed components installed.
+struct Home {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    root: PathBuf,
+}
+
+impl Home {
+    fn new(components: &[&str], config: &str) -> Result<Home> {
+        let tmp = tempfile::tempdir()?;
+        let home = tmp.path().join("home");
+        let root = std::env::current_dir()?;
+        let keys = home.join("keys");
+        let files = verbgate::trust::keys::generate(&keys, "bench", false)?;
+        verbgate::trust::TrustStore::add(&home.join("trust"), &files.public, None)?;
+        let sk = verbgate::trust::keys::read_secret_key(&files.secret)?;
+        let pk = verbgate::trust::keys::read_public_key(&files.public)?;
+        std::fs::create_dir_all(home.join("plugins"))?;
+        for c in components {
+            let signed = verbgate::trust::sign_component(&std::fs::read(component(c))?, &sk, &pk)?;
+            std::fs::write(home.join("plugins").join(format!("{c}.wasm")), signed)?;
+        }
+        let cli = bin_dir().join("verbgate-fixture-cli");
+        std::fs::write(home.join("verbgate.toml"), format!("{config}\n[programs]\nverbgate-fixture-cli = {:?}\n", cli.display().to_string()))?;
+        Ok(Home { _tmp: tmp, home, root })
+    }
+
+    fn config(&self) -> Result<Config> {
+        Config::load(&Overrides { home: Some(self.home.clone()), root: Some(self.root.clone()), ..Overrides::default() })
+    }
+
+    async fn dispatcher(&self) -> Result<(Arc<Dispatcher>, Arc<Registry>)> {
+        let config = Arc::new(self.config()?);
+        let runtime = Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
+        let registry = Arc::new(Registry::load(&config, runtime).await?);
+        let jobs = Jobs::open(&config.state_dir(), bin_dir().join("verbgate"))?;
+        Ok((Dispatcher::new(registry.clone(), config, Some(jobs)), registry))
+    }
+
+    fn verbgate(&self) -> Command {
+        let mut c = Command::new(bin_dir().join("verbgate"));
+        c.env("VERBGATE_HOME", &self.home).arg("--root").arg(&self.root);
+        c
+    }
+}
+
+/// A raw stdio MCP session with `verbgate serve`.
+struct Stdio_ {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    next_id: i64,
+}
+
+impl Stdio_ {
+    fn start(home: &Home) -> Result<Stdio_> {
+        let mut child = home.verbgate().arg("serve").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        let stdin = child.stdin.take().context("stdin")?;
+        let stdout = BufReader::new(child.stdout.take().context("stdout")?);
+        Ok(Stdio_ { child, stdin, stdout, next_id: 1 })
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        self.stdin.flush()?;
+        loop {
+            let mut line = String::new();
+            anyhow::ensure!(self.stdout.read_line(&mut line)? > 0, "server closed");
+            let v: Value = serde_json::from_str(&line)?;
+            if v["id"] == id {
+                return Ok(v);
+            }
+        }
+    }
+
+    fn handshake(&mut self) -> Result<()> {
+        self.call("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}))?;
+        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        Ok(())
+    }
+
+    fn request(&mut self, args: Value) -> Result<Value> {
+        let r = self.call("tools/call", json!({"name": "request", "arguments": args}))?;
+        Ok(r["result"]["structuredContent"].clone())
+    }
+}
+
+impl Drop for Stdio_ {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Advertised bytes, ours vs one-tool-per-verb, with `n` verbs loaded.
+async fn tool_bytes(n: usize) -> Result<Row> {
+    let home = Home::new(&["fixture-many", "fixture-echo"], "")?;
+    let (_, registry) = home.dispatcher().await?;
+    let verbs: Vec<_> = registry.verbs().take(n).collect();
+    anyhow::ensure!(verbs.len() == n, "only {} verbs loaded", verbs.len());
+    let ours = serde_json::to_string(&verbgate::mcp::tool::tool(8))?.len() as f64;
+    let per_verb: usize = verbs
+        .iter()
+        .map(|v| json!({"name": v.name, "description": v.summary, "inputSchema": v.params_schema}).to_string().len())
+        .sum();
+    Ok(Row { figure: format!("tools/list bytes, {n} verbs"), value: ours, unit: "B", baseline_name: "one tool per verb".into(), baseline: per_verb as f64, goal: Some(("<=", 1500.0)) })
+}
+
+/// Catalog bytes per verb vs the full schema per verb.
+async fn catalog_bytes() -> Result<Row> {
+    let home = Home::new(&[], "")?;
+    let (d, registry) = home.dispatcher().await?;
+    let cat = d.handle(&json!({"help": true})).await.body;
+    let n = registry.verbs().count() as f64;
+    let ours = cat["help"]["verbs"].to_string().len() as f64 / n;
+    let full: usize = registry.verbs().map(|v| v.params_schema.to_string().len() + v.name.len()).sum();
+    Ok(Row { figure: "catalog bytes per verb (bundled)".into(), value: ours, unit: "B", baseline_name: "full schema per verb".into(), baseline: full as f64 / n, goal: Some(("<=", 120.0)) })
+}
+
+/// Host overhead of one component verb op without its subprocess.
+async fn overhead() -> Result<Row> {
+    let home = Home::new(&["fixture-echo"], "")?;
+    let (_, registry) = home.dispatcher().await?;
+    let config = home.config()?;
+    let verb = registry.resolve("echo.argv").context("echo.argv")?.clone();
+    let runtime = registry.runtime().clone();
+    let args = json!({"word": "hello", "flag": "x", "tail": ["a", "b"]});
+    let stdout = br#"{"argv":["hello","--flag=x","--","a","b"],"cwd":"/","env":{},"stdin":""}"#.to_vec();
+    let outcome = Outcome { exit_code: Some(0), stdout: stdout.clone(), ..Outcome::default() };
+    let limits = verbgate::exec::RunLimits { default_timeout: Duration::from_secs(5), max_timeout: Duration::from_secs(5), capture_bytes: 1 << 20 };
+    let iterations = 2000;
+    let mut ours = Vec::with_capacity(iterations);
+    let mut floor = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        verb.validate_args(&args)?;
+        let text = args.to_string();
+        let plan = runtime.plan(&verb.plugin.component, &verb.name, &text).await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        let verbgate::runtime::model::Plan::Exec(cmd) = plan else { anyhow::bail!("not exec") };
+        let _prepared = Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
+        let mapped = runtime.map_result(&verb.plugin.component, &verb.name, &text, &outcome).await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        let v: Value = serde_json::from_str(&mapped)?;
+        let _ = verb.result_problems(&v);
+        ours.push(t.elapsed().as_secs_f64() * 1e6);
+
+        // The same work as native Rust: validate, build argv, parse output.
+        let t = Instant::now();
+        verb.validate_args(&args)?;
+        let text = args.to_string();
+        let parsed: Value = serde_json::from_str(&text)?;
+        let mut argv = vec!["argv".to_string(), parsed["word"].as_str().unwrap_or_default().to_string()];
+        argv.push(format!("--flag={}", parsed["flag"].as_str().unwrap_or_default()));
+        argv.push("--".into());
+        argv.extend(parsed["tail"].as_array().into_iter().flatten().filter_map(|x| x.as_str().map(String::from)));
+        let out: Value = serde_json::from_slice(&stdout)?;
+        let _ = verb.result_problems(&out);
+        std::hint::black_box((argv, out));
+        floor.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok(Row { figure: "host overhead per component op (no subprocess)".into(), value: median(ours), unit: "µs", baseline_name: "same logic native".into(), baseline: median(floor), goal: Some(("<=", 100.0)) })
+}
+
+/// git.status end to end vs the same argv run directly.
+async fn exec_end_to_end() -> Result<Row> {
+    let home = Home::new(&[], "")?;
+    let (d, registry) = home.dispatcher().await?;
+    let git = registry.resolve("git.status").context("git.status")?.programs["git"].clone();
+    let req = json!({"ops": [{"op": "git.status"}]});
+    let dry = d.handle(&json!({"ops": [{"op": "git.status", "dry_run": true}]})).await.body;
+    let argv: Vec<String> = serde_json::from_value(dry["results"][0]["result"]["plan"]["command"]["argv"].clone())?;
+    let runs = 40;
+    let (mut ours, mut direct) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let t = Instant::now();
+        let r = d.handle(&req).await.body;
+        anyhow::ensure!(r["status"] == "success", "{r}");
+        ours.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        let out = Command::new(&git).args(&argv).env("GIT_OPTIONAL_LOCKS", "0").current_dir(&home.root).output()?;
+        anyhow::ensure!(out.status.success());
+        direct.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let (o, b) = (median(ours), median(direct));
+    Ok(Row { figure: "git.status end to end".into(), value: o, unit: "ms", baseline_name: "same git argv run directly".into(), baseline: b, goal: Some(("<=", 1.10 * b)) })
+}
+
+/// Start `verbgate serve` and time until tools/list is answered.
+fn cold_start(home: &Home) -> Result<f64> {
+    let t = Instant::now();
+    let mut s = Stdio_::start(home)?;
+    s.handshake()?;
+    let tools = s.call("tools/list", json!({}))?;
+    anyhow::ensure!(tools["result"]["tools"].as_array().map(Vec::len) == Some(1));
+    Ok(t.elapsed().as_secs_f64() * 1e3)
+}
+
+fn start_rows() -> Result<Vec<Row>> {
+    let floor = median((0..10).map(|_| {
+        let t = Instant::now();
+        let _ = Command::new(bin_dir().join("verbgate")).arg("--version").output();
+        t.elapsed().as_secs_f64() * 1e3
+    }).collect());
+    let warm_home = Home::new(&[], "")?;
+    cold_start(&warm_home)?;
+    let warm = median((0..10).map(|_| cold_start(&warm_home).unwrap_or(f64::NAN)).collect());
+    let cold = median((0..3).map(|_| Home::new(&[], "").and_then(|h| cold_start(&h)).unwrap_or(f64::NAN)).collect());
+    Ok(vec![
+        Row { figure: "start to tools/list, warm compile cache".into(), value: warm, unit: "ms", baseline_name: "`verbgate --version` process".into(), baseline: floor, goal: Some(("<=", 100.0)) },
+        Row { figure: "start to tools/list, cold compile cache".into(), value: cold, unit: "ms", baseline_name: "`verbgate --version` process".into(), baseline: floor, goal: None },
+    ])
+}
+
+/// How long after a job's end `job.wait` (poll interval 1 s) returns.
+async fn wake_latency() -> Result<Row> {
+    let home = Home::new(&["fixture-echo"], "")?;
+    let (d, _) = home.dispatcher().await?;
+    let fp = d.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
+    let mut lat = Vec::new();
+    for _ in 0..8 {
+        let r = d.handle(&json!({"ops": [{"op": "echo.job", "args": {"sleep_ms": 300}, "schema_fingerprint": fp}]})).await.body;
+        let id = r["results"][0]["result"]["job"]["id"].as_str().context("job id")?.to_string();
+        let w = d.handle(&json!({"ops": [{"op": "job.wait", "args": {"ids": [&id], "max_wait_seconds": 30, "poll_interval_seconds": 1}}]})).await.body;
+        let returned = verbgate::jobs::process::now_ms();
+        anyhow::ensure!(w["results"][0]["result"]["all_terminal"] == true, "{w}");
+        let st = d.handle(&json!({"ops": [{"op": "job.status", "args": {"id": &id}}]})).await.body;
+        let ended = st["results"][0]["result"]["ended_ms"].as_i64().context("ended")?;
+        lat.push((returned - ended) as f64);
+    }
+    Ok(Row { figure: "job.wait wake latency after exit (poll 1 s)".into(), value: median(lat), unit: "ms", baseline_name: "poll interval".into(), baseline: 1000.0, goal: Some(("<=", 50.0)) })
+}
+
+/// 16-op batches of job.status over stdio MCP vs the same via CLI processes.
+async fn batch_throughput() -> Result<Row> {
+    let home = Home::new(&["fixture-echo"], "")?;
+    let (d, _) = home.dispatcher().await?;
+    let fp = d.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
+    let r = d.handle(&json!({"ops": [{"op": "echo.job", "args": {"word": "x"}, "schema_fingerprint": fp}]})).await.body;
+    let id = r["results"][0]["result"]["job"]["id"].as_str().context("job id")?.to_string();
+    let batch = json!({"ops": (0..16).map(|_| json!({"op": "job.status", "args": {"id": &id}})).collect::<Vec<_>>()});
+    let cap16 = Home::new(&["fixture-echo"], "[limits]\nbatch_cap = 16")?;
+    // Same store for the CLI baseline: reuse `home` but with cap 16.
+    std::fs::write(home.home.join("verbgate.toml"), std::fs::read_to_string(cap16.home.join("verbgate.toml"))?)?;
+    let mut s = Stdio_::start(&home)?;
+    s.handshake()?;
+    s.request(batch.clone())?;
+    let n = 200;
+    let t = Instant::now();
+    for _ in 0..n {
+        let r = s.request(batch.clone())?;
+        anyhow::ensure!(r["status"] == "success", "{r}");
+    }
+    let ours = (n * 16) as f64 / t.elapsed().as_secs_f64();
+    let m = 10;
+    let t = Instant::now();
+    for _ in 0..m {
+        let out = home.verbgate().arg("request").arg(batch.to_string()).output()?;
+        anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+    let cli = (m * 16) as f64 / t.elapsed().as_secs_f64();
+    Ok(Row { figure: "16-op job.status batches over stdio MCP".into(), value: ours, unit: "ops/s", baseline_name: "same batches, one CLI process each".into(), baseline: cli, goal: Some((">=", 5000.0)) })
+}
+
+fn rss_kib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
+fn idle_rss() -> Result<Row> {
+    let home = Home::new(&[], "")?;
+    let mut s = Stdio_::start(&home)?;
+    s.handshake()?;
+    s.call("tools/list", json!({}))?;
+    std::thread::sleep(Duration::from_millis(300));
+    let ours = rss_kib(s.child.id()) / 1024.0;
+    let mut cat = Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::null()).spawn()?;
+    std::thread::sleep(Duration::from_millis(100));
+    let base = rss_kib(cat.id()) / 1024.0;
+    let _ = cat.kill();
+    let _ = cat.wait();
+    Ok(Row { figure: "idle RSS, bundled components loaded".into(), value: ours, unit: "MiB", baseline_name: "an idle `cat`".into(), baseline: base, goal: Some(("<=", 40.0)) })
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| s.lines().next().and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .map(|kib| format!("{:.0} GiB", kib / 1024.0 / 1024.0))
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores, {mem} RAM, {}", std::env::consts::OS)
+}
+
+fn fmt(v: f64) -> String {
+    if v.is_nan() { "n/a".into() } else if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let mut rows = Vec::new();
+    for n in [5, 20, 100] {
+        rows.push(tool_bytes(n).await?);
+    }
+    rows.push(catalog_bytes().await?);
+    rows.push(overhead().await?);
+    rows.push(exec_end_to_end().await?);
+    rows.extend(start_rows()?);
+    rows.push(wake_latency().await?);
+    rows.push(batch_throughput().await?);
+    rows.push(idle_rss()?);
+
+    let mut table = String::from("| figure | value | baseline (same run) | ratio | goal | met |\n|---|---|---|---|---|---|\n");
+    for r in &rows {
+        let goal = r.goal.map(|(op, g)| format!("{op} {} {}", fmt(g), r.unit)).unwrap_or_else(|| "—".into());
+        let met = match r.met() { Some(true) => "met", Some(false) => "NOT met", None => "—" };
+        table.push_str(&format!("| {} | {} {} | {}: {} {} | {} | {goal} | {met} |\n", r.figure, fmt(r.value), r.unit, r.baseline_name, fmt(r.baseline), r.unit, fmt(r.ratio())));
+    }
+    let machine = machine();
+    println!("verbgate benchmarks — {machine}\n\n{table}");
+    let out_dir = Path::new("target/bench");
+    std::fs::create_dir_all(out_dir)?;
+    std::fs::write(out_dir.join("results.json"), serde_json::to_string_pretty(&json!({ "machine": machine, "rows": rows.iter().map(Row::json).collect::<Vec<_>>() }))?)?;
+    let md = format!(
+        "# Benchmarks\n\nProduced by `just bench` (release build) on: {machine}.\nEach figure sits beside a baseline measured in the same run; the ratio is figure ÷ baseline.\nRaw numbers: `target/bench/results.json`.\n\n{table}\nNotes:\n- `tools/list` bytes do not depend on the verbs loaded (one tool); the baseline is what one tool per verb would advertise.\n- The git.status goal is 1.10 × the direct run of the same argv.\n- Wake latency is the time from the job's recorded end to `job.wait` returning, with a 1 s poll interval.\n"
+    );
+    std::fs::write("BENCHMARKS.md", md)?;
+    Ok(())
+}
