@@ -258,6 +258,27 @@ mod tests {
     }
 
     #[test]
+    fn key_ids_the_wasmsign2_way_are_accepted_and_forged_ones_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let kp = wasmsign2::KeyPair::generate();
+        let pk_file = dir.path().join("pk.key");
+        kp.pk.to_file(&pk_file).unwrap();
+        let trust_dir = dir.path().join("trust");
+        TrustStore::add(&trust_dir, &pk_file, None).unwrap();
+        let store = TrustStore::load(&trust_dir).unwrap();
+        let sign_with = |id: Option<Vec<u8>>| {
+            let module = Module::deserialize(&mut Cursor::new(component())).unwrap();
+            let mut out = Vec::new();
+            kp.sk.sign(module, id.as_ref()).unwrap().serialize(&mut out).unwrap();
+            out
+        };
+        let default_id = kp.pk.clone().attach_default_key_id().key_id().cloned();
+        assert!(verify_component(&sign_with(default_id), &store).is_ok());
+        let forged = sign_with(Some(b"someone else".to_vec()));
+        assert_eq!(verify_component(&forged, &store).unwrap_err().kind(), "tampered");
+    }
+
+    #[test]
     fn an_empty_trust_store_says_so() {
         let kp = wasmsign2::KeyPair::generate();
         let signed = sign_component(component(), &kp.sk, &kp.pk).unwrap();
