@@ -12,6 +12,7 @@ mod golden;
 mod hostile;
 mod jobs;
 mod just;
+mod load;
 mod mcp;
 mod python_sdk;
 mod trust;

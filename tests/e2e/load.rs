@@ -1,0 +1,122 @@
+//! Load and faults: many concurrent spawns through one MCP server, a client
+//! that disconnects mid-request, a plugin file replaced while serving.
+
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use verbgate_tests::mcp::Session;
+use verbgate_tests::Env;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn two_hundred_concurrent_spawns_lose_nothing() {
+    rt().block_on(async {
+        let env = Env::new();
+        env.install("fixture-echo");
+        let fp = env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"].clone();
+        let s = Arc::new(Session::start(env.serve_command()).await.unwrap());
+        let mut set = tokio::task::JoinSet::new();
+        for batch in 0..25 {
+            let s = s.clone();
+            let fp = fp.clone();
+            set.spawn(async move {
+                let ops: Vec<Value> = (0..8).map(|i| json!({"op": "echo.job", "args": {"word": format!("w{}", batch * 8 + i)}, "schema_fingerprint": fp})).collect();
+                s.request(json!({ "ops": ops })).await.unwrap().structured
+            });
+        }
+        let mut ids = Vec::new();
+        while let Some(r) = set.join_next().await {
+            let out = r.unwrap();
+            for res in out["results"].as_array().unwrap() {
+                assert_eq!(res["ok"], true, "a spawn failed: {res}");
+                ids.push(res["result"]["job"]["id"].as_str().unwrap().to_string());
+            }
+        }
+        assert_eq!(ids.len(), 200);
+        let unique: std::collections::HashSet<&String> = ids.iter().collect();
+        assert_eq!(unique.len(), 200, "job ids must be unique");
+        // Wait for all of them in two concurrent waits of 100 ids.
+        let mut waits = tokio::task::JoinSet::new();
+        for chunk in ids.chunks(100) {
+            let s = s.clone();
+            let chunk = chunk.to_vec();
+            waits.spawn(async move {
+                s.request(json!({"ops": [{"op": "job.wait", "args": {"ids": chunk, "max_wait_seconds": 120}}]})).await.unwrap().structured
+            });
+        }
+        while let Some(w) = waits.join_next().await {
+            let w = w.unwrap();
+            let r = &w["results"][0];
+            assert_eq!(r["ok"], true, "{r}");
+            assert_eq!(r["result"]["all_terminal"], true, "{}", r["result"]["pending"]);
+            for job in r["result"]["jobs"].as_array().unwrap() {
+                assert_eq!(job["status"], "succeeded", "{job}");
+            }
+        }
+        // Every record is there, with the right output.
+        let listed = s.request(json!({"ops": [{"op": "job.list", "args": {"limit": 500, "verb": "echo.job"}}]})).await.unwrap().structured;
+        assert_eq!(listed["results"][0]["result"]["jobs"].as_array().unwrap().len(), 200);
+        let one = s.request(json!({"ops": [{"op": "job.result", "args": {"id": ids[137]}}]})).await.unwrap().structured;
+        assert_eq!(one["results"][0]["result"]["result"]["argv"].as_array().unwrap().len(), 1, "{one}");
+    });
+}
+
+#[test]
+fn a_client_that_disconnects_mid_request_does_not_hang_the_server() {
+    rt().block_on(async {
+        let env = Env::new();
+        env.install("fixture-echo");
+        let mut cmd = env.serve_command();
+        cmd.kill_on_drop(false);
+        let mut child = cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        let send = |v: Value| format!("{v}\n");
+        stdin.write_all(send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})).as_bytes()).await.unwrap();
+        stdin.write_all(send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).as_bytes()).await.unwrap();
+        stdin.write_all(send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "request", "arguments": {"ops": [{"op": "echo.sleep", "args": {"ms": 5000}}]}}})).as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The client goes away mid-request.
+        drop(stdin);
+        drop(child.stdout.take());
+        let start = Instant::now();
+        let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("the server must exit once its client is gone").unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(status.success(), "clean exit, got {status}");
+        // A new session works.
+        let s = Session::start(env.serve_command()).await.unwrap();
+        assert_eq!(s.request(json!({"help": true})).await.unwrap().structured["status"], "success");
+        s.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_plugin_replaced_while_serving_keeps_serving_until_the_next_load_which_refuses_it() {
+    rt().block_on(async {
+        let env = Env::new();
+        let path = env.install("fixture-echo");
+        let s = Session::start(env.serve_command()).await.unwrap();
+        let before = s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "a"}}]})).await.unwrap();
+        assert_eq!(before.structured["results"][0]["ok"], true);
+        // Replace the installed component with a tampered copy.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n - 10] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+        // The running server loaded (and verified) its copy at start: it keeps serving it.
+        let during = s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "b"}}]})).await.unwrap();
+        assert_eq!(during.structured["results"][0]["result"]["argv"], json!(["b"]));
+        s.close().await.unwrap();
+        // The next load refuses the tampered file.
+        let verbs = env.verbs();
+        let refused = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap_or("").ends_with("fixture-echo.wasm")).cloned();
+        assert_eq!(refused.unwrap_or_default()["code"], "tampered", "{verbs}");
+        let s = Session::start(env.serve_command()).await.unwrap();
+        let after = s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "c"}}]})).await.unwrap();
+        assert_eq!(after.structured["results"][0]["error"]["code"], "unknown_verb");
+        s.close().await.unwrap();
+    });
+}
