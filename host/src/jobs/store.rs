@@ -9,6 +9,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::model::{Job, Status};
@@ -28,11 +29,39 @@ const COLUMNS: &str = "id, verb, plugin, plugin_digest, args, label, program, ar
 reason_code, version, created_ms, started_ms, ended_ms, exit_code, signal, supervisor_pid, supervisor_start, pid, \
 pid_start, entity, kill_requested_ms, error";
 
-/// Handle to the job database.
+/// Handle to the job database. Clones share one pool of connections:
+/// opening SQLite costs more than most queries here.
 #[derive(Debug, Clone)]
 pub struct Store {
     path: PathBuf,
     dir: PathBuf,
+    pool: Arc<Mutex<Vec<Connection>>>,
+}
+
+/// Most idle connections kept for reuse.
+const POOL_MAX: usize = 8;
+
+/// A pooled connection, returned to the pool when dropped.
+pub struct PooledConn {
+    conn: Option<Connection>,
+    pool: Arc<Mutex<Vec<Connection>>>,
+}
+
+impl std::ops::Deref for PooledConn {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn.as_ref().expect("present until drop")
+    }
+}
+
+impl Drop for PooledConn {
+    fn drop(&mut self) {
+        if let (Some(conn), Ok(mut pool)) = (self.conn.take(), self.pool.lock()) {
+            if pool.len() < POOL_MAX {
+                pool.push(conn);
+            }
+        }
+    }
 }
 
 impl Store {
@@ -46,7 +75,7 @@ impl Store {
             // database file's permissions.
             std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path)?;
         }
-        let store = Store { path, dir: state_dir.to_path_buf() };
+        let store = Store { path, dir: state_dir.to_path_buf(), pool: Arc::new(Mutex::new(Vec::new())) };
         let conn = store.conn()?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -77,11 +106,18 @@ impl Store {
         self.dir.join("jobs").join(id)
     }
 
-    /// A connection (cheap; one per operation keeps threads independent).
-    pub fn conn(&self) -> rusqlite::Result<Connection> {
-        let conn = Connection::open(&self.path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        Ok(conn)
+    /// A connection from the pool (opened when the pool is empty).
+    pub fn conn(&self) -> rusqlite::Result<PooledConn> {
+        let pooled = self.pool.lock().ok().and_then(|mut p| p.pop());
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open(&self.path)?;
+                c.busy_timeout(BUSY_TIMEOUT)?;
+                c
+            }
+        };
+        Ok(PooledConn { conn: Some(conn), pool: self.pool.clone() })
     }
 
     /// Insert a new job.
@@ -100,7 +136,9 @@ impl Store {
 
     /// One job by exact id.
     pub fn get(&self, id: &str) -> rusqlite::Result<Option<Job>> {
-        self.conn()?.query_row(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"), [id], row_to_job).optional()
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"))?;
+        stmt.query_row([id], row_to_job).optional()
     }
 
     /// Resolve an id or unique prefix: `not_found` / `ambiguous_id` name it.
@@ -110,7 +148,7 @@ impl Store {
             return Err(OpError::new(ErrorCode::NotFound, format!("no job {id_or_prefix:?}: job ids are letters and digits")).with("id", id_or_prefix));
         }
         let conn = self.conn().map_err(db_error)?;
-        let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM jobs WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6")).map_err(db_error)?;
+        let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6")).map_err(db_error)?;
         let jobs: Vec<Job> = stmt.query_map([id_or_prefix], row_to_job).map_err(db_error)?.collect::<Result<_, _>>().map_err(db_error)?;
         if let Some(exact) = jobs.iter().find(|j| j.id == id_or_prefix) {
             return Ok(exact.clone());
@@ -267,7 +305,7 @@ impl Store {
     /// check `job.wait` runs between full observations.
     pub fn statuses(&self, ids: &[String]) -> rusqlite::Result<Vec<(String, Status)>> {
         let conn = self.conn()?;
-        let mut stmt = conn.prepare("SELECT status FROM jobs WHERE id = ?1")?;
+        let mut stmt = conn.prepare_cached("SELECT status FROM jobs WHERE id = ?1")?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(s) = stmt.query_row([id], |r| r.get::<_, String>(0)).optional()? {
