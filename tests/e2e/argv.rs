@@ -5,9 +5,7 @@ use serde_json::json;
 use verbgate_tests::Env;
 
 fn echo_env() -> Env {
-    let env = Env::new();
-    env.install("fixture-echo");
-    env
+    Env::with_plugin("fixture-echo")
 }
 
 #[test]

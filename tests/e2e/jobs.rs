@@ -9,9 +9,7 @@ use verbgate_tests::mcp::Session;
 use verbgate_tests::Env;
 
 fn jobs_env() -> Env {
-    let env = Env::new();
-    env.install("fixture-echo");
-    env
+    Env::with_plugin("fixture-echo")
 }
 
 fn fingerprint(env: &Env) -> String {
@@ -148,7 +146,7 @@ fn unsafe_kill(pid: i64) {
 
 #[test]
 fn jobs_survive_the_server_and_are_shared_between_cli_and_mcp() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = verbgate_tests::runtime();
     let env = jobs_env();
     let fp = fingerprint(&env);
     let id = rt.block_on(async {
@@ -281,7 +279,7 @@ fn kill_reaches_grandchildren_and_programs_that_ignore_term() {
 
 #[test]
 fn five_jobs_outlive_a_killed_server_with_their_real_exit_codes() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = verbgate_tests::runtime();
     let env = jobs_env();
     let fp = fingerprint(&env);
     let ids: Vec<String> = rt.block_on(async {
@@ -305,7 +303,7 @@ fn five_jobs_outlive_a_killed_server_with_their_real_exit_codes() {
 
 #[test]
 fn a_wait_cancelled_by_the_client_leaves_the_record_unchanged() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = verbgate_tests::runtime();
     let env = jobs_env();
     let id = spawn(&env, json!({"sleep_ms": 30000}));
     std::thread::sleep(Duration::from_millis(300));

@@ -8,7 +8,7 @@ use verbgate_tests::mcp::Session;
 use verbgate_tests::Env;
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    verbgate_tests::runtime()
 }
 
 #[test]

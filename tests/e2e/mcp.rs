@@ -14,7 +14,7 @@ async fn session(env: &Env) -> Session {
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    verbgate_tests::runtime()
 }
 
 #[test]

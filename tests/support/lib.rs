@@ -77,6 +77,13 @@ impl Env {
         env
     }
 
+    /// A fresh environment with component `name` signed and installed.
+    pub fn with_plugin(name: &str) -> Env {
+        let env = Env::new();
+        env.install(name);
+        env
+    }
+
     /// Add lines to verbgate.toml (top-level keys must come before tables).
     pub fn with_config(mut self, extra: &str) -> Env {
         self.config = extra.to_string();
@@ -173,6 +180,11 @@ impl Default for Env {
     fn default() -> Self {
         Env::new()
     }
+}
+
+/// A small multi-threaded tokio runtime for async tests.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime")
 }
 
 /// Run git in `dir`, panicking on failure; returns stdout.
