@@ -29,8 +29,12 @@ python-env:
     @test -x target/py/bin/python || python3 -m venv target/py
     @target/py/bin/python -c "import mcp" 2>/dev/null || target/py/bin/pip install --quiet "mcp>=2,<3"
 
+# The Python and JavaScript guest toolchains (componentize-py, componentize-js) in target/guest-tools.
+guest-tools:
+    ./scripts/guest-tools.sh
+
 # Run the whole test suite: host, end-to-end, and the plugins' own parsers.
-test: build python-env
+test: build python-env guest-tools
     cargo test --workspace -- --test-threads 2
     cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p cargo -p verbgate-plugin-sdk --lib
 

@@ -29,6 +29,11 @@ pub struct Limits {
     pub capture_bytes: usize,
     /// Most ops in one request. Default 8.
     pub batch_cap: usize,
+    /// Operator cap on any one component's memory, MiB: no
+    /// `[components.<name>]` setting may exceed it. Default 1024.
+    pub plugin_memory_cap_mib: u64,
+    /// Operator cap on any one component's call deadline, ms. Default 30000.
+    pub plugin_timeout_cap_ms: u64,
 }
 
 impl Default for Limits {
@@ -41,8 +46,47 @@ impl Default for Limits {
             exec_timeout_max_ms: 600_000,
             capture_bytes: 1 << 20,
             batch_cap: 8,
+            plugin_memory_cap_mib: 1024,
+            plugin_timeout_cap_ms: 30_000,
         }
     }
+}
+
+/// Per-component limits (`[components.<plugin-name>]`), raising or
+/// lowering the `[limits]` defaults for one component within the operator
+/// caps. A Python or JavaScript guest, for instance, may need more memory
+/// than a Rust one.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentLimits {
+    /// Linear memory cap per instance, MiB (≤ `limits.plugin_memory_cap_mib`).
+    pub memory_mib: Option<u64>,
+    /// Deadline per call, ms (≤ `limits.plugin_timeout_cap_ms`).
+    pub timeout_ms: Option<u64>,
+}
+
+/// Refuse a config whose per-component limits leave the operator caps (or
+/// whose defaults already do), naming the setting.
+fn check_component_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>) -> Result<()> {
+    if limits.plugin_memory_mib > limits.plugin_memory_cap_mib {
+        bail!("limits.plugin_memory_mib = {} exceeds limits.plugin_memory_cap_mib = {}; raise the cap or lower the default", limits.plugin_memory_mib, limits.plugin_memory_cap_mib);
+    }
+    if limits.plugin_timeout_ms > limits.plugin_timeout_cap_ms {
+        bail!("limits.plugin_timeout_ms = {} exceeds limits.plugin_timeout_cap_ms = {}; raise the cap or lower the default", limits.plugin_timeout_ms, limits.plugin_timeout_cap_ms);
+    }
+    for (name, c) in components {
+        if let Some(m) = c.memory_mib {
+            if m == 0 || m > limits.plugin_memory_cap_mib {
+                bail!("components.{name}.memory_mib = {m} is outside 1..={} (limits.plugin_memory_cap_mib); lower it or raise the cap", limits.plugin_memory_cap_mib);
+            }
+        }
+        if let Some(t) = c.timeout_ms {
+            if t == 0 || t > limits.plugin_timeout_cap_ms {
+                bail!("components.{name}.timeout_ms = {t} is outside 1..={} (limits.plugin_timeout_cap_ms); lower it or raise the cap", limits.plugin_timeout_cap_ms);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Environment variables passed to programs by default (everything else is
@@ -64,6 +108,8 @@ struct FileConfig {
     limits: Limits,
     #[serde(default)]
     programs: BTreeMap<String, PathBuf>,
+    #[serde(default)]
+    components: BTreeMap<String, ComponentLimits>,
 }
 
 /// Settings given on the command line; `None` means "not given".
@@ -99,6 +145,8 @@ pub struct Config {
     pub limits: Limits,
     /// Program name → absolute path, overriding the `PATH` lookup.
     pub programs: BTreeMap<String, PathBuf>,
+    /// Plugin name → its own limits (checked against the caps at load).
+    pub components: BTreeMap<String, ComponentLimits>,
 }
 
 impl Config {
@@ -137,6 +185,7 @@ impl Config {
         if file.limits.batch_cap == 0 {
             bail!("limits.batch_cap must be at least 1");
         }
+        check_component_limits(&file.limits, &file.components)?;
         for (name, path) in &file.programs {
             if !path.is_absolute() {
                 bail!("programs.{name} must be an absolute path, got {}", path.display());
@@ -152,6 +201,7 @@ impl Config {
                 .unwrap_or_else(|| DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect()),
             limits: file.limits,
             programs: file.programs,
+            components: file.components,
         })
     }
 
@@ -241,6 +291,21 @@ mod tests {
         let f: FileConfig = toml::from_str("[limits]\nbatch_cap = 3").unwrap();
         assert_eq!(f.limits.batch_cap, 3);
         assert_eq!(f.limits.capture_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn component_limits_stay_within_the_operator_caps() {
+        let f: FileConfig = toml::from_str("[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 128\ntimeout_ms = 5000").unwrap();
+        check_component_limits(&f.limits, &f.components).unwrap();
+        assert_eq!(f.components["py-echo"].memory_mib, Some(128));
+        let f: FileConfig = toml::from_str("[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 512").unwrap();
+        let err = check_component_limits(&f.limits, &f.components).unwrap_err().to_string();
+        assert!(err.contains("components.py-echo.memory_mib = 512") && err.contains("256"), "{err}");
+        let f: FileConfig = toml::from_str("[components.x]\ntimeout_ms = 999999").unwrap();
+        let err = check_component_limits(&f.limits, &f.components).unwrap_err().to_string();
+        assert!(err.contains("components.x.timeout_ms"), "{err}");
+        let err = toml::from_str::<FileConfig>("[components.x]\nmemory = 3").unwrap_err();
+        assert!(err.to_string().contains("memory"), "{err}");
     }
 
     #[test]

@@ -71,3 +71,78 @@ fn broken_components_are_refused_at_load_with_reasons() {
     assert_eq!(owner["plugin"], "git");
     assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["verb"] == "trust.add" || v["verb"] == "open.thing"));
 }
+
+/// Every lint code fires on the verb of `fixture-lint` built to trigger it,
+/// at the right verb, with a one-line fix; the clean verb gets none.
+#[test]
+fn each_lint_code_fires_on_its_fixture_verb() {
+    let env = Env::new();
+    let (code, out) = check(&env, "fixture-lint");
+    assert_eq!(code, 1, "{out}");
+    let mut findings: Vec<&Value> = out["errors"].as_array().unwrap().iter().collect();
+    findings.extend(out["lint"].as_array().unwrap());
+    let expect = [
+        ("lint.open", "open_schema", Some("/")),
+        ("lint.nosummary", "missing_summary", None),
+        ("lint.multiline", "summary_multiline", None),
+        ("lint.nodesc", "param_without_description", Some("/properties/x")),
+        ("lint.reqdefault", "required_with_default", Some("/properties/x")),
+        ("lint.shadow", "alias_shadows_verb", None),
+        ("lint.spawn", "missing_result_schema", None),
+        ("lint.undeclared", "undeclared_program", None),
+        ("trust.lint", "reserved_namespace", None),
+        ("lint.noprograms", "no_programs", None),
+    ];
+    for (verb, code, pointer) in expect {
+        let f = findings
+            .iter()
+            .find(|f| f["verb"] == verb && f["code"] == code)
+            .unwrap_or_else(|| panic!("no `{code}` finding for {verb}: {out}"));
+        assert!(!f["fix"].as_str().unwrap().is_empty() && !f["fix"].as_str().unwrap().contains('\n'), "{f}");
+        if let Some(p) = pointer {
+            assert_eq!(f["pointer"], p, "{f}");
+        }
+    }
+    let undeclared = findings.iter().find(|f| f["code"] == "undeclared_program").unwrap();
+    assert!(undeclared["message"].as_str().unwrap().contains("`sh`"), "{undeclared}");
+    assert!(!findings.iter().any(|f| f["verb"] == "lint.clean"), "the clean verb has findings: {out}");
+}
+
+/// Components that should pass have no finding at all (errors or lint).
+#[test]
+fn clean_components_have_no_findings() {
+    let env = Env::new();
+    for name in ["fixture-echo", "git"] {
+        let (_, out) = check(&env, name);
+        let collisions_only = out["errors"].as_array().unwrap().iter().all(|e| e["code"] == "verb_collision");
+        assert!(collisions_only, "{name}: {out}");
+        assert!(out["lint"].as_array().unwrap().is_empty(), "{name}: {out}");
+    }
+}
+
+/// A component importing `wasi:http` (which verbgate never provides) is
+/// refused at load and by `check`, with the import named.
+#[test]
+fn a_wasi_http_import_is_refused_with_its_name() {
+    let env = Env::new();
+    let bytes = wat::parse_str(
+        r#"(component
+            (import "wasi:http/outgoing-handler@0.2.0" (instance))
+            (instance $plugin)
+            (export "verbgate:verbs/plugin@0.1.0" (instance $plugin)))"#,
+    )
+    .unwrap();
+    let unsigned = env.tmp.path().join("http.wasm");
+    std::fs::write(&unsigned, &bytes).unwrap();
+    let (code, out, _) = env.run(&["check", unsigned.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    let e = &out["errors"][0];
+    assert_eq!(e["code"], "import_outside_policy", "{out}");
+    assert_eq!(e["import"], "wasi:http/outgoing-handler@0.2.0", "{out}");
+    let dest = env.plugins.join("http.wasm");
+    env.run_ok(&["sign", unsigned.to_str().unwrap(), "--key", env.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+    let verbs = env.verbs();
+    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap().ends_with("http.wasm")).unwrap_or_else(|| panic!("{verbs}"));
+    assert_eq!(refusal["code"], "import_outside_policy", "{refusal}");
+    assert!(refusal["reason"].as_str().unwrap().contains("wasi:http/outgoing-handler@0.2.0"), "{refusal}");
+}

@@ -3,6 +3,7 @@
 //! one module per area.
 
 mod argv;
+mod authoring;
 mod cache;
 mod cargo;
 mod check;

@@ -91,6 +91,10 @@ fn cli_and_mcp_give_byte_identical_json() {
     rt().block_on(async {
         let env = Env::new();
         env.install("fixture-echo");
+        // Compile it into the cache first: a server compiles uncached
+        // components in the background and lists them under `loading`
+        // meanwhile, which a one-shot CLI run never does.
+        env.verbs();
         let s = session(&env).await;
         for request in [
             json!({"help": true}),

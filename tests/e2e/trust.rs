@@ -164,9 +164,10 @@ fn a_component_built_for_an_unknown_contract_version_is_refused_by_name() {
     let dest = env.plugins.join("future.wasm");
     env.run_ok(&["sign", unsigned.to_str().unwrap(), "--key", env.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
     let r = refusal(&env, "future.wasm").unwrap_or_else(|| panic!("not refused: {}", env.verbs()));
-    assert_eq!(r["code"], "load_failed");
+    assert_eq!(r["code"], "unknown_wit_version");
     assert!(r["reason"].as_str().unwrap().contains("verbgate:verbs@9.9.9"), "{r}");
     let (_, check, _) = env.run(&["check", dest.to_str().unwrap()]);
     assert_eq!(check["ok"], false);
+    assert_eq!(check["errors"][0]["code"], "unknown_wit_version", "{check}");
     assert!(check["errors"][0]["message"].as_str().unwrap().contains("9.9.9"), "{check}");
 }

@@ -31,6 +31,30 @@ pub fn verbgate_bin() -> PathBuf {
     p
 }
 
+/// The Python and JavaScript guest toolchains (`scripts/guest-tools.sh`).
+pub struct GuestTools {
+    /// componentize-py.
+    pub componentize_py: PathBuf,
+    /// componentize-js.
+    pub componentize_js: PathBuf,
+}
+
+/// The guest toolchains, if `scripts/guest-tools.sh` installed them.
+pub fn guest_tools() -> Option<GuestTools> {
+    let root = target_dir().join("guest-tools");
+    let tools = GuestTools {
+        componentize_py: root.join("py/bin/componentize-py"),
+        componentize_js: root.join("node/node_modules/.bin/componentize-js"),
+    };
+    (tools.componentize_py.exists() && tools.componentize_js.exists()).then_some(tools)
+}
+
+/// The guest toolchains; a test that needs them fails (never skips)
+/// without them.
+pub fn require_guest_tools() -> GuestTools {
+    guest_tools().expect("the Python/JS guest toolchains are missing: run `just guest-tools` (scripts/guest-tools.sh)")
+}
+
 /// The fixture CLI binary.
 pub fn fixture_cli() -> PathBuf {
     let p = bin_dir().join("verbgate-fixture-cli");

@@ -16,7 +16,12 @@ use std::process::ExitCode;
 use super::context::Context;
 use super::{print_json, GlobalArgs};
 use crate::exec::Programs;
+use crate::json::sha256_hex;
 use crate::registry::lint::{lint_plugin, Finding, Severity};
+use crate::registry::schema::{compile, sample_args};
+use crate::runtime::inspect::{inspect, ALLOWED_IMPORT_PACKAGES};
+use crate::runtime::model::{Plan, VerbKind, VerbSpec};
+use crate::runtime::LoadedComponent;
 use crate::trust::{verify_component, TrustStore};
 
 /// Arguments of `check`.
@@ -35,21 +40,15 @@ pub async fn run(g: &GlobalArgs, a: CheckArgs) -> Result<ExitCode> {
     let bytes = std::fs::read(&a.component).with_context(|| format!("cannot read {}", a.component.display()))?;
     let ctx = Context::load(g).await?;
     let report = check_bytes(&ctx, &bytes).await;
-    let ok = report.errors.is_empty();
-    print_json(&json!({
-        "ok": ok,
-        "file": a.component,
-        "wit_version": report.wit_version,
-        "plugin": report.plugin,
-        "verbs": report.verbs,
-        "errors": report.errors,
-        "warnings": report.warnings,
-        "lint": report.lint,
-    }));
+    let ok = report.ok();
+    let mut out = report.to_json();
+    out["file"] = json!(a.component);
+    print_json(&out);
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-struct Report {
+/// What `check` found.
+pub(super) struct Report {
     wit_version: Option<String>,
     plugin: Value,
     verbs: Vec<String>,
@@ -58,7 +57,28 @@ struct Report {
     lint: Vec<Finding>,
 }
 
-async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
+impl Report {
+    /// No errors (warnings and lint do not fail a check).
+    pub(super) fn ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// The report as printed.
+    pub(super) fn to_json(&self) -> Value {
+        json!({
+            "ok": self.ok(),
+            "wit_version": self.wit_version,
+            "plugin": self.plugin,
+            "verbs": self.verbs,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "lint": self.lint,
+        })
+    }
+}
+
+/// Check component bytes against this machine's runtime and registry.
+pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
     let mut r = Report { wit_version: None, plugin: Value::Null, verbs: vec![], errors: vec![], warnings: vec![], lint: vec![] };
     match verify_component(bytes, &TrustStore::load(&ctx.config.trust_dir()).unwrap_or_default()) {
         Ok(s) => r.plugin = json!({ "signer": s.key_id }),
@@ -68,10 +88,28 @@ async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
             "fix": "sign it with `verbgate sign` using a key the operator trusts",
         })),
     }
-    let component = match ctx.runtime.load_uncached(bytes) {
+    // Every import outside the policy is named, not just the first.
+    if let Ok(shape) = inspect(bytes) {
+        for import in shape.forbidden_imports() {
+            r.errors.push(json!({
+                "code": "import_outside_policy",
+                "severity": "error",
+                "import": import,
+                "message": format!("the component imports `{import}`, which verbgate does not provide (allowed: {})", ALLOWED_IMPORT_PACKAGES.join(", ")),
+                "fix": load_fix("import_outside_policy"),
+            }));
+        }
+        if !r.errors.is_empty() {
+            return r;
+        }
+    }
+    // Through the compile cache (keyed by the bytes' digest, used only for
+    // these very bytes): a Python or JS guest is compiled once for `check`,
+    // `dev` and the next start together.
+    let component = match ctx.runtime.load(bytes, &sha256_hex(bytes)) {
         Ok(c) => c,
         Err(e) => {
-            r.errors.push(problem("load_failed", e.to_string(), "build against a supported verbgate:verbs version with the SDK"));
+            r.errors.push(problem(e.code(), e.to_string(), load_fix(e.code())));
             return r;
         }
     };
@@ -109,6 +147,48 @@ async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
                 r.warnings.push(json!({ "code": "missing_program", "verb": spec.name, "message": why, "fix": "install it or set programs.<name> in verbgate.toml" }));
             }
         }
+        if let Some(f) = undeclared_program(ctx, &component, spec).await {
+            r.errors.push(serde_json::to_value(&f).unwrap_or_default());
+        }
     }
     r
+}
+
+/// The one-line fix for a component the runtime refused to load.
+fn load_fix(code: &str) -> &'static str {
+    match code {
+        "import_outside_policy" => "import only WASI p2 io/cli/clocks/random/filesystem/sockets (for componentize-js: `-d http -d fetch-event`)",
+        "unknown_wit_version" => "rebuild against a supported verbgate:verbs version (the SDK, or `verbgate new`)",
+        "not_a_plugin" => "export verbgate:verbs/plugin@<version> (world `verb-plugin`)",
+        "not_a_component" => "build a WebAssembly component (wasm32-wasip2, componentize-py, componentize-js), not a core module",
+        _ => "build with the SDK or a `verbgate new` template",
+    }
+}
+
+/// Plan a sample call of an exec/spawn verb and report a plan that names a
+/// program the verb did not declare (the host would refuse every such call
+/// with `plan_refused`). A plan that fails on the sample proves nothing, so
+/// it is not reported.
+async fn undeclared_program(ctx: &Context, component: &LoadedComponent, spec: &VerbSpec) -> Option<Finding> {
+    if !matches!(spec.kind, VerbKind::Exec | VerbKind::Spawn) || spec.two_stage {
+        return None;
+    }
+    let schema: Value = serde_json::from_str(&spec.params_schema).ok()?;
+    let args = sample_args(&schema);
+    if !compile(&schema).ok()?.is_valid(&args) {
+        return None;
+    }
+    let plan = ctx.runtime.plan(component, &spec.name, &args.to_string()).await.ok()?.ok()?;
+    let program = match plan {
+        Plan::Exec(c) | Plan::Spawn(c) => c.program,
+        Plan::Host(_) => return None,
+    };
+    (!spec.programs.contains(&program)).then(|| Finding {
+        code: "undeclared_program",
+        severity: Severity::Error,
+        verb: Some(spec.name.clone()),
+        pointer: None,
+        message: format!("planning {} with {args} runs `{program}`, which the verb does not declare (declared: {:?})", spec.name, spec.programs),
+        fix: "add the program to the verb's `programs`, or plan only declared programs",
+    })
 }

@@ -8,7 +8,8 @@ use super::GlobalArgs;
 use crate::config::Config;
 use crate::dispatch::Dispatcher;
 use crate::jobs::Jobs;
-use crate::registry::Registry;
+use crate::registry::live::LiveRegistry;
+use crate::registry::{LoadMode, Registry};
 use crate::runtime::{Runtime, SandboxLimits};
 
 /// The loaded state behind a request.
@@ -17,8 +18,11 @@ pub struct Context {
     pub config: Arc<Config>,
     /// The runtime.
     pub runtime: Arc<Runtime>,
-    /// The registry.
+    /// The registry as loaded (for one-shot commands, complete).
     pub registry: Arc<Registry>,
+    /// The registry requests are served from (grows as background
+    /// compiles finish in [`LoadMode::Background`]).
+    pub live: Arc<LiveRegistry>,
     /// The job store.
     pub jobs: Jobs,
 }
@@ -26,16 +30,27 @@ pub struct Context {
 impl Context {
     /// Load config, runtime and registry.
     pub async fn load(g: &GlobalArgs) -> Result<Context> {
+        Self::load_with(g, LoadMode::Eager).await
+    }
+
+    /// Load, compiling uncached disk components in the background when
+    /// `mode` says so (the server, so that none delays the others).
+    pub async fn load_with(g: &GlobalArgs, mode: LoadMode) -> Result<Context> {
         let config = Arc::new(Config::load(&g.overrides())?);
         let runtime = Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
-        let registry = Arc::new(Registry::load(&config, runtime.clone()).await?);
+        let loaded = Registry::load_with(&config, runtime.clone(), mode).await?;
+        let live = match mode {
+            LoadMode::Eager => LiveRegistry::fixed(Arc::new(loaded)),
+            LoadMode::Background => LiveRegistry::start(loaded, config.clone()),
+        };
+        let registry = live.current();
         let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the verbgate binary for job supervisors: {e}"))?;
         let jobs = Jobs::open(&config.state_dir(), exe)?;
-        Ok(Context { config, runtime, registry, jobs })
+        Ok(Context { config, runtime, registry, live, jobs })
     }
 
     /// A dispatcher over this context.
     pub fn dispatcher(&self) -> Arc<Dispatcher> {
-        Dispatcher::new(self.registry.clone(), self.config.clone(), Some(self.jobs.clone()))
+        Dispatcher::live(self.live.clone(), self.config.clone(), Some(self.jobs.clone()))
     }
 }

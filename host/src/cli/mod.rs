@@ -5,7 +5,9 @@
 
 mod check;
 mod context;
+mod dev;
 mod keys;
+mod new;
 mod request;
 mod serve;
 mod trust;
@@ -61,6 +63,10 @@ enum Command {
     Verbs(verbs::VerbsArgs),
     /// Check a component for its author: contract, schemas, names, lint. Needs no trust, runs nothing.
     Check(check::CheckArgs),
+    /// Scaffold a plugin project (Rust, Python or JavaScript) with one example verb.
+    New(new::NewArgs),
+    /// Build, sign with your dev key, install and check a plugin project; print its catalog lines.
+    Dev(dev::DevArgs),
     /// Generate an ed25519 signing key pair.
     Keygen(keys::KeygenArgs),
     /// Sign a component with your secret key.
@@ -110,6 +116,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Request(a) => request::run(g, a).await,
         Command::Verbs(a) => verbs::run(g, a).await,
         Command::Check(a) => check::run(g, a).await,
+        Command::New(a) => new::run(g, a),
+        Command::Dev(a) => dev::run(g, a).await,
         Command::Keygen(a) => keys::keygen(g, a),
         Command::Sign(a) => keys::sign(g, a),
         Command::Verify(a) => keys::verify(g, a),

@@ -5,6 +5,7 @@ use anyhow::Result;
 use std::process::ExitCode;
 
 use super::context::Context;
+use crate::registry::LoadMode;
 use super::GlobalArgs;
 
 /// Arguments of `serve`.
@@ -13,8 +14,15 @@ pub struct ServeArgs {}
 
 /// Serve until the client disconnects.
 pub async fn run(g: &GlobalArgs, _a: ServeArgs) -> Result<ExitCode> {
-    let ctx = Context::load(g).await?;
-    tracing::info!(verbs = ctx.registry.verbs().count(), unavailable = ctx.registry.unavailable().len(), "serving MCP on stdio");
+    // Uncached plugin components compile in the background: the server
+    // answers at once, and their verbs join when ready.
+    let ctx = Context::load_with(g, LoadMode::Background).await?;
+    tracing::info!(
+        verbs = ctx.registry.verbs().count(),
+        unavailable = ctx.registry.unavailable().len(),
+        compiling = ctx.registry.deferred().len(),
+        "serving MCP on stdio"
+    );
     crate::mcp::serve_stdio(ctx.dispatcher()).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -21,7 +21,7 @@ pub fn surface_version(registry: &Registry) -> String {
 /// `help: true`: one signature line per verb, grouped by kind (which also
 /// says which verbs need a fingerprint: the `spawn` group). Grouping keeps
 /// the catalog near 110 bytes a verb.
-pub fn catalog(registry: &Registry, batch_cap: usize) -> Value {
+pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Value {
     let mut groups = serde_json::Map::new();
     for kind in [VerbKind::Read, VerbKind::Exec, VerbKind::Spawn, VerbKind::Control] {
         let sigs: Vec<&str> = registry.verbs().filter(|v| v.kind == kind).map(|v| v.signature.as_str()).collect();
@@ -29,13 +29,19 @@ pub fn catalog(registry: &Registry, batch_cap: usize) -> Value {
             groups.insert(kind.as_str().to_string(), json!(sigs));
         }
     }
-    json!({
+    let mut out = json!({
         "surface_version": surface_version(registry),
         "batch_cap": batch_cap,
         "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"} gives its schema and schema_fingerprint",
         "fingerprint_required": ["spawn"],
         "verbs": Value::Object(groups),
-    })
+    });
+    if !loading.is_empty() {
+        // Components compiling in the background: their verbs join soon,
+        // and an op naming one waits for it.
+        out["loading"] = json!(loading);
+    }
+    out
 }
 
 /// `help: "<verb>"`.

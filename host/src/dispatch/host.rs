@@ -54,7 +54,7 @@ impl Dispatcher {
     async fn job_kill(&self, args: &Value) -> Result<Value, OpError> {
         let jobs = self.jobs()?;
         let job = jobs.store().resolve(args["id"].as_str().unwrap_or_default())?;
-        let verb = self.registry.resolve(&job.verb).cloned();
+        let verb = self.registry().resolve(&job.verb).cloned();
         let (Status::Running, Some(verb)) = (job.status, verb) else {
             return jobs.host_call("job.kill", args).await;
         };
@@ -63,7 +63,8 @@ impl Dispatcher {
             None => self.extract_entity(&verb, &job).await,
         };
         let Some(entity) = entity else { return jobs.host_call("job.kill", args).await };
-        let runtime = self.registry.runtime();
+        let registry = self.registry();
+        let runtime = registry.runtime();
         let cmd = runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
         let Some(cmd) = cmd else { return jobs.host_call("job.kill", args).await };
         let prepared = self.prepare(&verb, &cmd)?;
@@ -131,7 +132,7 @@ impl Dispatcher {
         let jobs = self.jobs.as_ref()?;
         let stdout = read_prefix(jobs.store(), &job.id, "stdout", ENTITY_OUTPUT_BYTES);
         let outcome = Outcome { stdout, running: true, ..Outcome::default() };
-        let text = self.registry.runtime().map_result(&verb.plugin.component, &verb.name, &job.args, &outcome).await.ok()?.ok()?;
+        let text = self.registry().runtime().map_result(&verb.plugin.component, &verb.name, &job.args, &outcome).await.ok()?.ok()?;
         let value: Value = serde_json::from_str(&text).ok()?;
         let entity = match &value["entity"] {
             v @ (Value::String(_) | Value::Number(_)) => v.to_string(),
@@ -161,7 +162,7 @@ impl Dispatcher {
             })
         };
         let outcome = Outcome { exit_code: job.exit_code, signal: job.signal, stdout: read("stdout")?, stderr: read("stderr")?, ..Outcome::default() };
-        let verb = self.registry.resolve(&job.verb).cloned().ok_or_else(|| {
+        let verb = self.registry().resolve(&job.verb).cloned().ok_or_else(|| {
             OpError::new(ErrorCode::Unavailable, format!("`{}`, which started job {}, is no longer loaded, so its output cannot be mapped; read it with job.output", job.verb, job.id))
         })?;
         let plugin_changed = verb.plugin.digest != job.plugin_digest;

@@ -29,6 +29,7 @@ use crate::config::Config;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::RunLimits;
 use crate::jobs::Jobs;
+use crate::registry::live::LiveRegistry;
 use crate::registry::Registry;
 use op::OpOutcome;
 use request::Request;
@@ -58,7 +59,7 @@ pub struct Response {
 
 /// The dispatcher: registry plus the settings ops run with.
 pub struct Dispatcher {
-    registry: Arc<Registry>,
+    registry: Arc<LiveRegistry>,
     config: Arc<Config>,
     run_limits: RunLimits,
     jobs: Option<Jobs>,
@@ -68,6 +69,12 @@ impl Dispatcher {
     /// A dispatcher over a loaded registry; `jobs` is the job store spawn
     /// and job verbs use (without it they answer `unavailable`).
     pub fn new(registry: Arc<Registry>, config: Arc<Config>, jobs: Option<Jobs>) -> Arc<Self> {
+        Self::live(LiveRegistry::fixed(registry), config, jobs)
+    }
+
+    /// A dispatcher over a registry that grows as background compiles
+    /// finish (the server).
+    pub fn live(registry: Arc<LiveRegistry>, config: Arc<Config>, jobs: Option<Jobs>) -> Arc<Self> {
         let l = &config.limits;
         let run_limits = RunLimits {
             default_timeout: Duration::from_millis(l.exec_timeout_ms),
@@ -77,8 +84,13 @@ impl Dispatcher {
         Arc::new(Dispatcher { registry, config, run_limits, jobs })
     }
 
-    /// The registry.
-    pub fn registry(&self) -> &Arc<Registry> {
+    /// The registry as it is now (take it once per op: it may grow).
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.current()
+    }
+
+    /// The live registry (what is still compiling).
+    pub fn live_registry(&self) -> &Arc<LiveRegistry> {
         &self.registry
     }
 
@@ -100,7 +112,7 @@ impl Dispatcher {
             Err(e) => return request_error(e),
         };
         match decoded {
-            Request::Catalog => success_help(help::catalog(&self.registry, self.batch_cap())),
+            Request::Catalog => success_help(help::catalog(&self.registry(), self.batch_cap(), &self.registry.loading())),
             Request::HelpVerb(name) => match self.help_with_target(&name).await {
                 Ok(h) => success_help(h),
                 Err(e) => request_error(e),

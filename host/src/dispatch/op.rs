@@ -40,11 +40,27 @@ const PLUGIN_CODES: &[ErrorCode] = &[
     ErrorCode::UnknownVerb,
 ];
 
+/// How long an op naming an unknown verb waits for background compiles.
+const LOADING_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Dispatcher {
+    /// The registry to look `name` up in: if it is unknown while components
+    /// are still compiling in the background, wait for them (it may be one
+    /// of theirs) rather than call it unknown.
+    pub(crate) async fn registry_for(&self, name: &str) -> Arc<crate::registry::Registry> {
+        let registry = self.registry();
+        if registry.resolve(name).is_some() || self.live_registry().loading().is_empty() {
+            return registry;
+        }
+        self.live_registry().wait_loaded(LOADING_WAIT).await;
+        self.registry()
+    }
+
     /// Run one op to its outcome. Never panics on caller input.
     pub(crate) async fn run_op(&self, req: OpRequest) -> OpOutcome {
-        let Some(verb) = self.registry.resolve(&req.op).cloned() else {
-            let hints = near_matches(&req.op, self.registry.verb_names());
+        let registry = self.registry_for(&req.op).await;
+        let Some(verb) = registry.resolve(&req.op).cloned() else {
+            let hints = near_matches(&req.op, registry.verb_names());
             let mut msg = format!("no verb named `{}`", req.op);
             match hints.first() {
                 Some(h) => msg.push_str(&format!("; did you mean `{h}`?")),
@@ -107,7 +123,8 @@ impl Dispatcher {
 
     async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<Value, OpError> {
         let args_text = req.args.to_string();
-        let runtime = self.registry.runtime();
+        let registry = self.registry();
+        let runtime = registry.runtime();
         let component = &verb.plugin.component;
         let plan = runtime
             .plan(component, &verb.name, &args_text)
@@ -165,7 +182,7 @@ impl Dispatcher {
 
     pub(crate) async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome) -> Result<Value, OpError> {
         let text = self
-            .registry
+            .registry()
             .runtime()
             .map_result(&verb.plugin.component, &verb.name, args_text, outcome)
             .await

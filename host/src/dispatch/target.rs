@@ -31,7 +31,8 @@ pub struct ResolvedTarget {
 impl Dispatcher {
     /// Resolve `target` of a two-stage verb (empty: list the targets).
     pub(crate) async fn resolve_target(&self, verb: &Arc<Verb>, target: &str) -> Result<ResolvedTarget, OpError> {
-        let runtime = self.registry.runtime();
+        let registry = self.registry();
+        let runtime = registry.runtime();
         let plugin = verb.plugin.name.as_str();
         let cmd = runtime
             .resolve_plan(&verb.plugin.component, &verb.name, target)
@@ -63,8 +64,9 @@ impl Dispatcher {
             Some((v, t)) => (v, Some(t)),
             None => (name, None),
         };
-        let mut contract = super::help::verb_help(&self.registry, verb_name)?;
-        let verb = self.registry.resolve(verb_name).cloned().expect("verb_help found it");
+        let registry = self.registry_for(verb_name).await;
+        let mut contract = super::help::verb_help(&registry, verb_name)?;
+        let verb = registry.resolve(verb_name).cloned().expect("verb_help found it");
         if !verb.two_stage {
             if target.is_some() {
                 return Err(OpError::new(ErrorCode::InvalidRequest, format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name)).with("verb", verb.name.as_str()));

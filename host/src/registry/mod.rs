@@ -14,6 +14,7 @@
 pub mod bundled;
 pub mod fence;
 pub mod lint;
+pub mod live;
 pub mod schema;
 
 use jsonschema::Validator;
@@ -27,7 +28,7 @@ use crate::config::Config;
 use crate::exec::Programs;
 use crate::json::{fingerprint, sha256_hex};
 use crate::runtime::model::{VerbKind, VerbSpec};
-use crate::runtime::{CacheStatus, LoadedComponent, Runtime};
+use crate::runtime::{CacheStatus, LoadedComponent, Runtime, SandboxLimits};
 use crate::trust::{verify_component, TrustStore};
 use lint::Severity;
 
@@ -148,13 +149,58 @@ pub struct PluginReport {
     pub cache: CacheStatus,
 }
 
-/// The loaded verb surface.
+/// The loaded verb surface. Cloned (cheaply: verbs are shared) when a
+/// component compiled in the background joins it.
+#[derive(Clone)]
 pub struct Registry {
     verbs: BTreeMap<String, Arc<Verb>>,
     aliases: BTreeMap<String, String>,
     plugins: Vec<PluginReport>,
     unavailable: Vec<Unavailable>,
     runtime: Arc<Runtime>,
+    /// Verified components waiting to be compiled (see [`LoadMode`]).
+    deferred: Vec<Arc<Deferred>>,
+}
+
+/// How to treat components whose compiled code is not cached yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadMode {
+    /// Compile everything before returning (one-shot commands).
+    Eager,
+    /// Return at once with what is bundled or cached, and leave the rest in
+    /// [`Registry::deferred`] for [`live::LiveRegistry`] to compile in the
+    /// background: a Python guest's seconds-long first compile never delays
+    /// the other verbs (the server).
+    Background,
+}
+
+/// A verified component whose compilation was deferred.
+pub struct Deferred {
+    candidate: Candidate,
+    digest: String,
+    signer: Option<String>,
+}
+
+impl Deferred {
+    /// Where it came from (for `loading` lists).
+    pub fn source(&self) -> String {
+        self.candidate.source.describe()
+    }
+}
+
+/// The limits for the plugin named `name`: the defaults, with whatever
+/// `[components.<name>]` sets (already checked against the operator caps).
+fn component_limits(config: &Config, defaults: SandboxLimits, name: &str) -> SandboxLimits {
+    let mut l = defaults;
+    if let Some(c) = config.components.get(name) {
+        if let Some(m) = c.memory_mib {
+            l.memory_bytes = (m as usize) << 20;
+        }
+        if let Some(t) = c.timeout_ms {
+            l.timeout = std::time::Duration::from_millis(t);
+        }
+    }
+    l
 }
 
 /// A component's bytes before loading.
@@ -168,9 +214,14 @@ impl Registry {
     /// Load bundled components and every component in the configured plugin
     /// directories.
     pub async fn load(config: &Config, runtime: Arc<Runtime>) -> anyhow::Result<Registry> {
+        Self::load_with(config, runtime, LoadMode::Eager).await
+    }
+
+    /// Load, deferring uncached disk components in [`LoadMode::Background`].
+    pub async fn load_with(config: &Config, runtime: Arc<Runtime>, mode: LoadMode) -> anyhow::Result<Registry> {
         let trust = TrustStore::load(&config.trust_dir())?;
         let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
-        let mut reg = Registry { verbs: BTreeMap::new(), aliases: BTreeMap::new(), plugins: Vec::new(), unavailable: Vec::new(), runtime };
+        let mut reg = Registry { verbs: BTreeMap::new(), aliases: BTreeMap::new(), plugins: Vec::new(), unavailable: Vec::new(), runtime, deferred: Vec::new() };
         for b in bundled::BUNDLED {
             // The pin is re-checked against the embedded bytes so a build
             // that embedded the wrong file cannot go unnoticed.
@@ -201,7 +252,13 @@ impl Registry {
                     }
                 };
                 let digest = sha256_hex(&bytes);
-                reg.admit(Candidate { bytes, source, bundled: false }, digest, Some(signer.key_id), config, &programs).await;
+                let candidate = Candidate { bytes, source, bundled: false };
+                if mode == LoadMode::Background && !reg.runtime.is_cached(&digest) {
+                    tracing::info!(source = %candidate.source.describe(), "not in the compile cache: compiling in the background");
+                    reg.deferred.push(Arc::new(Deferred { candidate, digest, signer: Some(signer.key_id) }));
+                    continue;
+                }
+                reg.admit(candidate, digest, Some(signer.key_id), config, &programs).await;
             }
         }
         Ok(reg)
@@ -219,10 +276,54 @@ impl Registry {
     }
 
     async fn admit(&mut self, c: Candidate, digest: String, signer: Option<String>, config: &Config, programs: &Programs) {
-        let component = match self.runtime.load(&c.bytes, &digest) {
+        let loaded = self.runtime.load(&c.bytes, &digest);
+        self.admit_loaded(&c, loaded, digest, signer, config, programs).await
+    }
+
+    /// Components waiting to be compiled (empty after an eager load).
+    pub fn deferred(&self) -> &[Arc<Deferred>] {
+        &self.deferred
+    }
+
+    /// Compile a deferred component (on a blocking thread: it takes
+    /// seconds) and return the registry with it admitted and no longer
+    /// deferred. The compiled code lands in the cache, so the next start
+    /// loads it eagerly in milliseconds.
+    pub async fn with_deferred_loaded(&self, d: &Arc<Deferred>, config: &Config) -> Registry {
+        let runtime = self.runtime.clone();
+        let job = d.clone();
+        let loaded = tokio::task::spawn_blocking(move || runtime.load(&job.candidate.bytes, &job.digest)).await;
+        let mut next = self.clone();
+        next.deferred.retain(|x| !Arc::ptr_eq(x, d));
+        let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
+        match loaded {
+            Ok(loaded) => next.admit_loaded(&d.candidate, loaded, d.digest.clone(), d.signer.clone(), config, &programs).await,
+            Err(e) => next.refuse(None, None, &d.candidate.source, "load_failed", format!("background compile stopped: {e}")),
+        }
+        next
+    }
+
+    async fn admit_loaded(
+        &mut self,
+        c: &Candidate,
+        loaded: Result<LoadedComponent, crate::runtime::LoadError>,
+        digest: String,
+        signer: Option<String>,
+        config: &Config,
+        programs: &Programs,
+    ) {
+        let mut component = match loaded {
             Ok(l) => l,
-            Err(e) => return self.refuse(None, None, &c.source, "load_failed", format!("{}: {e}", c.source.describe())),
+            Err(e) => return self.refuse(None, None, &c.source, e.code(), format!("{}: {e}", c.source.describe())),
         };
+        // Per-component limits are keyed by plugin name; `describe` itself
+        // runs under the limits of the file's stem (`py-echo.wasm` →
+        // `py-echo`), so a guest that needs more memory to start can get it.
+        if let Source::File { path } = &c.source {
+            if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                component.set_limits(component_limits(config, self.runtime.limits(), stem));
+            }
+        }
         let info = match self.runtime.describe(&component).await {
             Ok(i) => i,
             Err(e) => return self.refuse(None, None, &c.source, "describe_failed", format!("{}: describe() failed: {e}", c.source.describe())),
@@ -231,6 +332,7 @@ impl Registry {
             let msg = format!("a plugin named `{}` is already loaded; {} is ignored", info.name, c.source.describe());
             return self.refuse(None, Some(&info.name), &c.source, "duplicate_plugin", msg);
         }
+        component.set_limits(component_limits(config, self.runtime.limits(), &info.name));
         let is_core = c.bundled && info.name == "core";
         let findings = lint::lint_plugin(&info, is_core);
         if let Some(f) = findings.iter().find(|f| f.severity == Severity::Error && f.verb.is_none()) {

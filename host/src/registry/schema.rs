@@ -50,6 +50,39 @@ fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 
+/// A small args object that satisfies `schema`'s required parameters, made
+/// from each one's `default`, first `examples` or `enum` entry, or a plain
+/// value of its type. `verbgate check` plans it to see which program a verb
+/// really runs; the caller validates it first, because a pattern or a
+/// length bound may make the guess wrong.
+pub fn sample_args(schema: &Value) -> Value {
+    let required = schema.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    let props = schema.get("properties").and_then(Value::as_object);
+    let mut out = serde_json::Map::new();
+    for name in required.iter().filter_map(Value::as_str) {
+        let p = props.and_then(|p| p.get(name)).cloned().unwrap_or(Value::Null);
+        out.insert(name.to_string(), sample_value(&p));
+    }
+    Value::Object(out)
+}
+
+fn sample_value(p: &Value) -> Value {
+    if let Some(v) = p.get("default").or_else(|| p.get("examples").and_then(|e| e.get(0))).or_else(|| p.get("enum").and_then(|e| e.get(0))) {
+        return v.clone();
+    }
+    if let Some(c) = p.get("const") {
+        return c.clone();
+    }
+    match p.get("type").and_then(Value::as_str) {
+        Some("integer") | Some("number") => p.get("minimum").cloned().unwrap_or(json!(1)),
+        Some("boolean") => json!(false),
+        Some("array") => json!([]),
+        Some("object") => sample_args(p),
+        Some("null") => Value::Null,
+        _ => json!("example"),
+    }
+}
+
 /// Compile a schema as JSON Schema 2020-12. Remote `$ref`s are not
 /// resolvable (verbgate never fetches anything), so they fail here.
 pub fn compile(schema: &Value) -> Result<Validator, String> {

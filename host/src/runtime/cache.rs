@@ -44,6 +44,11 @@ impl CompileCache {
         dir.join(format!("{digest}-{}.cwasm", self.engine_key))
     }
 
+    /// Whether compiled code for `digest` is stored (a load would be a hit).
+    pub fn is_cached(&self, digest: &str) -> bool {
+        self.dir.as_ref().is_some_and(|d| self.path_for(d, digest).is_file())
+    }
+
     /// The component for already-verified `bytes` whose SHA-256 is `digest`.
     pub fn load(&self, engine: &Engine, bytes: &[u8], digest: &str) -> Result<(Component, CacheStatus)> {
         let Some(dir) = &self.dir else {

@@ -87,9 +87,14 @@ pub fn inspect(bytes: &[u8]) -> Result<Shape, ShapeError> {
 impl Shape {
     /// Check imports against the policy.
     pub fn check_imports(&self) -> Result<(), ShapeError> {
-        match self.imports.iter().find(|i| !ALLOWED_IMPORT_PACKAGES.iter().any(|p| i.starts_with(p))) {
-            Some(bad) => Err(ShapeError::ForbiddenImport(bad.clone())),
+        match self.forbidden_imports().next() {
+            Some(bad) => Err(ShapeError::ForbiddenImport(bad.to_string())),
             None => Ok(()),
         }
+    }
+
+    /// Every import outside the policy, in the component's order.
+    pub fn forbidden_imports(&self) -> impl Iterator<Item = &str> {
+        self.imports.iter().map(String::as_str).filter(|i| !ALLOWED_IMPORT_PACKAGES.iter().any(|p| i.starts_with(p)))
     }
 }

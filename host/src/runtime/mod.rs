@@ -105,6 +105,20 @@ pub enum LoadError {
     Compile(String),
 }
 
+impl LoadError {
+    /// The stable code reported for this refusal (registry `unavailable`
+    /// entries and `verbgate check` findings).
+    pub fn code(&self) -> &'static str {
+        match self {
+            LoadError::Shape(inspect::ShapeError::ForbiddenImport(_)) => "import_outside_policy",
+            LoadError::Shape(inspect::ShapeError::NoPluginExport) => "not_a_plugin",
+            LoadError::Shape(inspect::ShapeError::Invalid(_)) => "not_a_component",
+            LoadError::UnsupportedVersion { .. } => "unknown_wit_version",
+            LoadError::Compile(_) => "load_failed",
+        }
+    }
+}
+
 /// A compiled, pre-linked component ready to instantiate per call.
 pub struct LoadedComponent {
     pre: PluginPre,
@@ -112,6 +126,22 @@ pub struct LoadedComponent {
     pub wit_version: String,
     /// Whether compiled code came from the cache.
     pub cache: CacheStatus,
+    /// The limits its calls run under: the runtime's defaults unless the
+    /// operator set `[components.<name>]` (see [`LoadedComponent::set_limits`]).
+    limits: SandboxLimits,
+}
+
+impl LoadedComponent {
+    /// Run this component's calls under other limits (per-component
+    /// settings, already checked against the operator caps).
+    pub fn set_limits(&mut self, limits: SandboxLimits) {
+        self.limits = limits;
+    }
+
+    /// The limits this component's calls run under.
+    pub fn limits(&self) -> SandboxLimits {
+        self.limits
+    }
 }
 
 /// The engine, linker and compile cache shared by all components.
@@ -161,15 +191,10 @@ impl Runtime {
         self.prelink(component, &shape.wit_version, cache)
     }
 
-    /// Compile without the cache and without trust: for `verbgate check`.
-    pub fn load_uncached(&self, bytes: &[u8]) -> Result<LoadedComponent, LoadError> {
-        let shape = inspect::inspect(bytes)?;
-        shape.check_imports()?;
-        if !wit::SUPPORTED_VERSIONS.contains(&shape.wit_version.as_str()) {
-            return Err(LoadError::UnsupportedVersion { found: shape.wit_version });
-        }
-        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))?;
-        self.prelink(component, &shape.wit_version, CacheStatus::Compiled)
+    /// Whether compiled code for `digest` is in the compile cache, so that
+    /// loading it takes milliseconds rather than seconds.
+    pub fn is_cached(&self, digest: &str) -> bool {
+        self.cache.is_cached(digest)
     }
 
     fn prelink(&self, component: Component, version: &str, cache: CacheStatus) -> Result<LoadedComponent, LoadError> {
@@ -177,13 +202,13 @@ impl Runtime {
         let pre = PluginPre::new(version, instance_pre)
             .map_err(|e| LoadError::Compile(format!("{e:#}")))?
             .ok_or_else(|| LoadError::UnsupportedVersion { found: version.to_string() })?;
-        Ok(LoadedComponent { pre, wit_version: version.to_string(), cache })
+        Ok(LoadedComponent { pre, wit_version: version.to_string(), cache, limits: self.limits })
     }
 
-    fn new_store(&self) -> Store<SandboxState> {
-        let mut store = Store::new(&self.engine, SandboxState::new(self.limits.memory_bytes));
+    fn new_store(&self, limits: SandboxLimits) -> Store<SandboxState> {
+        let mut store = Store::new(&self.engine, SandboxState::new(limits.memory_bytes, limits.timeout));
         store.limiter(|s| &mut s.limiter);
-        let ticks = self.limits.timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1) as u64;
+        let ticks = limits.timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1) as u64;
         store.set_epoch_deadline(ticks);
         store.epoch_deadline_trap();
         store
@@ -193,7 +218,7 @@ impl Runtime {
         &self,
         c: &LoadedComponent,
     ) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
-        let mut store = self.new_store();
+        let mut store = self.new_store(c.limits);
         match c.pre.instantiate(&mut store).await {
             Ok(i) => Ok((store, i)),
             Err(e) => Err(self.classify(&store, e)),
@@ -208,7 +233,7 @@ impl Runtime {
             return SandboxError::Limit { limit, detail: format!("{:#}", err).lines().next().unwrap_or("").to_string() };
         }
         match err.downcast_ref::<wasmtime::Trap>() {
-            Some(wasmtime::Trap::Interrupt) => SandboxError::Timeout(self.limits.timeout.as_millis()),
+            Some(wasmtime::Trap::Interrupt) => SandboxError::Timeout(data.timeout.as_millis()),
             Some(trap) => SandboxError::Trap(trap.to_string()),
             None => SandboxError::Trap(format!("{err:#}").lines().next().unwrap_or("unknown failure").to_string()),
         }
@@ -225,6 +250,8 @@ impl Runtime {
     }
 
     fn bounded(&self, text: String) -> Result<String, SandboxError> {
+        // Output is bounded by the operator-wide limit, never per component:
+        // it protects the host's memory and the caller's context alike.
         if text.len() > self.limits.output_bytes {
             return Err(SandboxError::Limit {
                 limit: "output_bytes",

@@ -21,11 +21,13 @@ pub struct SandboxState {
     pub stdout: MemoryOutputPipe,
     /// Guest stderr, bounded.
     pub stderr: MemoryOutputPipe,
+    /// The call's deadline (for the error message when it is hit).
+    pub timeout: std::time::Duration,
 }
 
 impl SandboxState {
     /// A deny-by-default state with a memory cap in bytes.
-    pub fn new(memory_bytes: usize) -> Self {
+    pub fn new(memory_bytes: usize, timeout: std::time::Duration) -> Self {
         let stdout = MemoryOutputPipe::new(GUEST_STDIO_BYTES);
         let stderr = MemoryOutputPipe::new(GUEST_STDIO_BYTES);
         // WasiCtxBuilder::new() starts with no preopens, no env, no args and
@@ -39,6 +41,7 @@ impl SandboxState {
             limiter: Limiter { memory_bytes, hit: None },
             stdout,
             stderr,
+            timeout,
         }
     }
 }
