@@ -33,8 +33,12 @@ python-env:
 guest-tools:
     ./scripts/guest-tools.sh
 
+# Build the Python and JavaScript fixture components (py-echo, js-echo) into target/components.
+guests: guest-tools
+    ./scripts/build-guests.sh
+
 # Run the whole test suite: host, end-to-end, and the plugins' own parsers.
-test: build python-env guest-tools
+test: build python-env guests
     cargo test --workspace -- --test-threads 2
     cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p cargo -p verbgate-plugin-sdk --lib
 

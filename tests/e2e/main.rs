@@ -10,6 +10,7 @@ mod check;
 mod envelope;
 mod git;
 mod golden;
+mod guests;
 mod hostile;
 mod jobs;
 mod just;

@@ -208,6 +208,18 @@ mod tests {
         assert!(sdk.contains("path: \"../wit\""), "the vendored SDK must read the project's WIT");
     }
 
+    /// docs/authoring.md shows each template's example verb as
+    /// `verbgate new mytool` writes it: the guide cannot drift from the code.
+    #[test]
+    fn the_authoring_guide_shows_the_templates_as_written() {
+        let guide = include_str!("../../../docs/authoring.md");
+        for (lang, source) in [(Lang::Rust, "src/lib.rs"), (Lang::Python, "app.py"), (Lang::Js, "guest.js")] {
+            let files = render("mytool", lang);
+            let text = &files.iter().find(|f| f.0 == source).unwrap().1;
+            assert!(guide.contains(text.trim_end()), "docs/authoring.md does not show the {lang:?} template ({source}) as written");
+        }
+    }
+
     #[test]
     fn a_non_empty_directory_is_never_overwritten() {
         let dir = tempfile::tempdir().unwrap();

@@ -183,6 +183,25 @@ pub fn signature(name: &str, schema: &Value, returns_job: bool, summary: &str) -
 mod tests {
     use super::*;
 
+    #[test]
+    fn sample_args_satisfy_required_params() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 3},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+                "flag": {"type": "boolean", "default": true},
+                "name": {"type": "string"},
+                "skip": {"type": "string"}
+            },
+            "required": ["n", "mode", "flag", "name"],
+            "additionalProperties": false
+        });
+        let args = sample_args(&schema);
+        assert_eq!(args, json!({"n": 3, "mode": "a", "flag": true, "name": "example"}));
+        assert!(compile(&schema).unwrap().is_valid(&args));
+    }
+
     fn closed(props: Value) -> Value {
         json!({"type": "object", "properties": props, "additionalProperties": false})
     }

@@ -230,7 +230,7 @@ impl Runtime {
         let data = store.data();
         log_guest_stdio(data);
         if let Some(limit) = data.limiter.hit {
-            return SandboxError::Limit { limit, detail: format!("{:#}", err).lines().next().unwrap_or("").to_string() };
+            return SandboxError::Limit { limit, detail: data.limiter.detail() };
         }
         match err.downcast_ref::<wasmtime::Trap>() {
             Some(wasmtime::Trap::Interrupt) => SandboxError::Timeout(data.timeout.as_millis()),

@@ -63,6 +63,18 @@ pub struct Limiter {
 /// enough that a table bomb stops quickly.
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 
+impl Limiter {
+    /// What the hit limit was, for the error message (`memory limit of
+    /// 67108864 bytes (64 MiB)`): the wasm backtrace says nothing useful.
+    pub fn detail(&self) -> String {
+        match self.hit {
+            Some("memory") => format!("memory limit of {} bytes ({} MiB) per call", self.memory_bytes, self.memory_bytes >> 20),
+            Some("table") => format!("table limit of {MAX_TABLE_ELEMENTS} elements"),
+            _ => String::new(),
+        }
+    }
+}
+
 impl ResourceLimiter for Limiter {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
