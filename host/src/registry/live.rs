@@ -42,6 +42,7 @@ impl LiveRegistry {
                 let remaining = grown.deferred().iter().map(|d| d.source()).collect();
                 *worker.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(grown);
                 worker.loading.send_replace(remaining);
+                crate::runtime::release_freed_memory();
             }
         });
         live

@@ -59,9 +59,10 @@ pub struct Limiter {
     pub hit: Option<&'static str>,
 }
 
-/// Table elements a guest may grow to; generous for real guests, small
-/// enough that a table bomb stops quickly.
-const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// Table elements a guest may grow to: generous for real guests (CPython
+/// and SpiderMonkey need tens of thousands), small enough that a table bomb
+/// stops quickly. Also the size of each table slot in the instance pool.
+pub const MAX_TABLE_ELEMENTS: usize = 1 << 18;
 
 impl Limiter {
     /// What the hit limit was, for the error message (`memory limit of
