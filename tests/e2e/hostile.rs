@@ -32,6 +32,17 @@ fn an_infinite_loop_in_plan_is_a_plugin_timeout() {
     assert_error_then_ok("hostile.loop", "plugin_timeout");
 }
 
+/// A guest that waits (a WASI clock sleep of an hour) runs no wasm code in
+/// which the epoch deadline could fire; the wall-clock guard stops it at
+/// the same deadline.
+#[test]
+fn an_hour_long_sleep_in_plan_is_a_plugin_timeout_at_the_deadline() {
+    let started = std::time::Instant::now();
+    assert_error_then_ok("hostile.sleep", "plugin_timeout");
+    // Generous: the deadline is 500 ms; an unguarded sleep would take an hour.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
+}
+
 #[test]
 fn a_memory_bomb_is_a_plugin_limit() {
     assert_error_then_ok("hostile.oom", "plugin_limit");

@@ -220,10 +220,22 @@ impl Runtime {
         c: &LoadedComponent,
     ) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
         let mut store = self.new_store(c.limits);
-        match c.pre.instantiate(&mut store).await {
+        match self.within(c, c.pre.instantiate(&mut store)).await? {
             Ok(i) => Ok((store, i)),
             Err(e) => Err(self.classify(&store, e)),
         }
+    }
+
+    /// The wall-clock guard on a guest call. The epoch deadline stops a
+    /// guest that *runs* too long; a guest that *waits* (a WASI sleep or
+    /// poll, linked because guest runtimes import clocks) runs no wasm code
+    /// in which an epoch check could fire, so the same deadline is enforced
+    /// here too, and the call is abandoned (its store dropped) when it passes.
+    async fn within<T>(&self, c: &LoadedComponent, call: impl std::future::Future<Output = wasmtime::Result<T>>) -> Result<wasmtime::Result<T>, SandboxError> {
+        // The epoch deadline fires first for a running guest (its message is
+        // the same); the grace keeps the two from racing.
+        let limit = c.limits.timeout + EPOCH_TICK * 4;
+        tokio::time::timeout(limit, call).await.map_err(|_| SandboxError::Timeout(c.limits.timeout.as_millis()))
     }
 
     /// Turn a wasmtime error into the op-level reason.
@@ -270,7 +282,7 @@ impl Runtime {
     /// Call `describe`.
     pub async fn describe(&self, c: &LoadedComponent) -> Result<PluginInfo, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
-        let r = inst.describe(&mut store).await;
+        let r = self.within(c, inst.describe(&mut store)).await?;
         let info = self.finish(store, r)?;
         let size: usize = info
             .verbs
@@ -289,7 +301,7 @@ impl Runtime {
     /// Call `plan`.
     pub async fn plan(&self, c: &LoadedComponent, verb: &str, args: &str) -> Result<Result<Plan, PluginOpError>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
-        let r = inst.plan(&mut store, verb, args).await;
+        let r = self.within(c, inst.plan(&mut store, verb, args)).await?;
         self.finish(store, r)
     }
 
@@ -303,7 +315,7 @@ impl Runtime {
         outcome: &Outcome,
     ) -> Result<Result<String, PluginOpError>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
-        let r = inst.map_result(&mut store, verb, args, outcome).await;
+        let r = self.within(c, inst.map_result(&mut store, verb, args, outcome)).await?;
         match self.finish(store, r)? {
             Ok(text) => self.bounded(text).map(Ok),
             Err(e) => Ok(Err(e)),
@@ -313,14 +325,14 @@ impl Runtime {
     /// Call `resolve-plan`.
     pub async fn resolve_plan(&self, c: &LoadedComponent, verb: &str, target: &str) -> Result<Result<Command, PluginOpError>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
-        let r = inst.resolve_plan(&mut store, verb, target).await;
+        let r = self.within(c, inst.resolve_plan(&mut store, verb, target)).await?;
         self.finish(store, r)
     }
 
     /// Call `resolve`; the returned JSON texts are size-bounded.
     pub async fn resolve(&self, c: &LoadedComponent, verb: &str, target: &str, outcome: &Outcome) -> Result<Result<Resolved, PluginOpError>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
-        let r = inst.resolve(&mut store, verb, target, outcome).await;
+        let r = self.within(c, inst.resolve(&mut store, verb, target, outcome)).await?;
         match self.finish(store, r)? {
             Ok(res) => {
                 self.bounded(res.params_schema.clone())?;
@@ -334,7 +346,7 @@ impl Runtime {
     /// Call `kill-plan`.
     pub async fn kill_plan(&self, c: &LoadedComponent, verb: &str, entity: &str) -> Result<Option<Command>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
-        let r = inst.kill_plan(&mut store, verb, entity).await;
+        let r = self.within(c, inst.kill_plan(&mut store, verb, entity)).await?;
         self.finish(store, r)
     }
 }
