@@ -34,6 +34,10 @@ pub struct Limits {
     pub plugin_memory_cap_mib: u64,
     /// Operator cap on any one component's call deadline, ms. Default 30000.
     pub plugin_timeout_cap_ms: u64,
+    /// Plugin calls that may hold an instance at once (the instance pool);
+    /// past it a call fails with `plugin_limit` (`concurrent_calls`).
+    /// Default 256.
+    pub plugin_concurrent_calls: u32,
 }
 
 impl Default for Limits {
@@ -48,6 +52,7 @@ impl Default for Limits {
             batch_cap: 8,
             plugin_memory_cap_mib: 1024,
             plugin_timeout_cap_ms: 30_000,
+            plugin_concurrent_calls: 256,
         }
     }
 }
@@ -182,6 +187,9 @@ impl Config {
         let mut plugin_dirs = vec![home.join("plugins")];
         plugin_dirs.extend(file.plugin_dirs.unwrap_or_default());
         plugin_dirs.extend(over.plugin_dirs.iter().cloned());
+        if file.limits.plugin_concurrent_calls == 0 {
+            bail!("limits.plugin_concurrent_calls must be at least 1");
+        }
         if file.limits.batch_cap == 0 {
             bail!("limits.batch_cap must be at least 1");
         }

@@ -43,6 +43,23 @@ fn an_hour_long_sleep_in_plan_is_a_plugin_timeout_at_the_deadline() {
     assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
 }
 
+/// Past the instance pool, a call is refused at once with a limit that
+/// says so (never queued, never a crash), and the pool recovers.
+#[test]
+fn calls_past_the_instance_pool_get_concurrent_calls_and_the_pool_recovers() {
+    let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 800\nplugin_concurrent_calls = 2");
+    env.install("fixture-hostile");
+    let r = results(&env, &["hostile.sleep", "hostile.sleep", "hostile.sleep"]);
+    let codes: Vec<(&str, &str)> = r.iter().map(|r| (r["error"]["code"].as_str().unwrap_or("ok"), r["error"]["limit"].as_str().unwrap_or(""))).collect();
+    assert_eq!(codes.iter().filter(|c| c.0 == "plugin_timeout").count(), 2, "{codes:?}");
+    let refused = r.iter().find(|r| r["error"]["code"] == "plugin_limit").unwrap_or_else(|| panic!("{r:?}"));
+    assert_eq!(refused["error"]["limit"], "concurrent_calls", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("retry"), "{refused}");
+    // The sleepers' slots are back: the next call runs.
+    let r = results(&env, &["hostile.ok"]);
+    assert_eq!(r[0]["ok"], true, "{}", r[0]);
+}
+
 #[test]
 fn a_memory_bomb_is_a_plugin_limit() {
     assert_error_then_ok("hostile.oom", "plugin_limit");

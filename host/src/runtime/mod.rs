@@ -41,6 +41,8 @@ pub struct SandboxLimits {
     pub memory_bytes: usize,
     /// Largest JSON text a plugin may return, bytes.
     pub output_bytes: usize,
+    /// Plugin calls that may hold an instance at once (the instance pool).
+    pub concurrent_calls: u32,
 }
 
 impl From<&Limits> for SandboxLimits {
@@ -49,6 +51,7 @@ impl From<&Limits> for SandboxLimits {
             timeout: Duration::from_millis(l.plugin_timeout_ms),
             memory_bytes: (l.plugin_memory_mib as usize) << 20,
             output_bytes: l.plugin_output_bytes,
+            concurrent_calls: l.plugin_concurrent_calls,
         }
     }
 }
@@ -158,7 +161,7 @@ impl Runtime {
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(instance_pool()));
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(instance_pool(limits.concurrent_calls)));
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         // Every standard WASI p2 interface is linked, but each call's context
@@ -373,26 +376,26 @@ pub fn release_freed_memory() {
     }
 }
 
-/// Concurrent plugin calls the instance pool holds. A call holds its
-/// instance only while the guest runs (plans never block), so live
-/// instances stay near the number of worker threads; the rest is headroom.
-const POOL_INSTANCES: u32 = 256;
-
 /// The instance pool. Every call gets a fresh instance (nothing leaks
 /// between calls), but its memory, tables and fiber stack come from slots
 /// reserved once, instead of an mmap/munmap per instantiation: on two cores
 /// those unmaps (TLB shootdowns, mmap lock contention) were most of the
 /// cost of a small op. A slot is reset to the module's initial image before
-/// reuse.
-fn instance_pool() -> wasmtime::PoolingAllocationConfig {
+/// reuse. `calls` is how many calls may hold an instance at once: a call
+/// holds one only while its guest runs or waits (at most its deadline), so
+/// live instances stay near the number of worker threads unless guests
+/// wait; past the pool, a call fails with `plugin_limit`
+/// (`concurrent_calls`) rather than queueing.
+fn instance_pool(calls: u32) -> wasmtime::PoolingAllocationConfig {
+    let calls = calls.max(1);
     let mut pool = wasmtime::PoolingAllocationConfig::new();
-    pool.total_component_instances(POOL_INSTANCES)
-        .total_stacks(POOL_INSTANCES)
-        // Python and JS guests hold a few dozen core instances, memories
-        // and tables each.
-        .total_core_instances(POOL_INSTANCES * 8)
-        .total_memories(POOL_INSTANCES * 2)
-        .total_tables(POOL_INSTANCES * 4)
+    pool.total_component_instances(calls)
+        .total_stacks(calls)
+        // A Rust guest holds a few core instances, tables and a memory;
+        // Python and JS guests hold more.
+        .total_core_instances(calls * 8)
+        .total_memories(calls * 2)
+        .total_tables(calls * 4)
         .table_elements(sandbox::MAX_TABLE_ELEMENTS)
         // The per-call memory cap is the limiter's job (it says which limit
         // was hit); a slot can hold any 32-bit memory.
