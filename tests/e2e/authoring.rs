@@ -143,3 +143,25 @@ fn a_new_js_plugin_builds_signs_checks_and_answers_over_mcp() {
     verbgate_tests::require_guest_tools();
     author_round_trip("js", "demo-js");
 }
+
+#[test]
+fn dev_explains_a_missing_or_failing_build() {
+    let env = Env::new();
+    let dir = env.tmp.path().join("project");
+    std::fs::create_dir_all(&dir).unwrap();
+    let message = |env: &Env| {
+        let (code, out, _) = env.run(&["dev", dir.to_str().unwrap()]);
+        assert_eq!(code, 1, "{out}");
+        out["error"]["message"].as_str().unwrap().to_string()
+    };
+    let m = message(&env);
+    assert!(m.contains("has no build.sh") && m.contains("verbgate new"), "{m}");
+    std::fs::write(dir.join("build.sh"), "echo compiling >&2; exit 3\n").unwrap();
+    let m = message(&env);
+    assert!(m.contains("build.sh failed") && m.contains("3"), "{m}");
+    std::fs::write(dir.join("build.sh"), "mkdir -p build\n").unwrap();
+    let m = message(&env);
+    assert!(m.contains("produced no build/*.wasm"), "{m}");
+    // Nothing was signed or installed, and no key was made for a failed build.
+    assert!(!env.home.join("keys/dev.sk.pem").exists());
+}
