@@ -199,7 +199,7 @@ async fn overhead() -> Result<Row> {
         let plan = runtime.plan(&verb.plugin.component, &verb.name, &text).await?.map_err(|e| anyhow::anyhow!(e.message))?;
         let verbgate::runtime::model::Plan::Exec(cmd) = plan else { anyhow::bail!("not exec") };
         let _prepared = Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
-        let mapped = runtime.map_result(&verb.plugin.component, &verb.name, &text, &outcome).await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        let mapped = runtime.map_result(&verb.plugin.component, &verb.name, &text, &outcome, None).await?.map_err(|e| anyhow::anyhow!(e.message))?;
         let v: Value = serde_json::from_str(&mapped)?;
         let _ = verb.result_problems(&v);
         ours.push(t.elapsed().as_secs_f64() * 1e6);

@@ -98,3 +98,15 @@ fn a_result_violating_its_schema_is_invalid_output_and_a_failure_is_exit_nonzero
     assert_eq!(r["error"]["code"], "exit_nonzero", "{r}");
     assert_eq!(r["error"]["exit_code"], 3, "{r}");
 }
+
+/// map-result's instance is made while the program runs; its deadline
+/// still counts from the call, so a program that outlives the plugin
+/// deadline is mapped normally (not stopped as if the plugin had run long).
+#[test]
+fn a_program_longer_than_the_plugin_deadline_is_still_mapped() {
+    let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 300");
+    env.install("fixture-echo");
+    let slow = env.op("echo.sleep", json!({"ms": 900}));
+    assert_eq!(slow["ok"], true, "{slow}");
+    assert_eq!(slow["result"], json!({"slept_ms": 900}), "{slow}");
+}

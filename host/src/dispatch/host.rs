@@ -132,7 +132,7 @@ impl Dispatcher {
         let jobs = self.jobs.as_ref()?;
         let stdout = read_prefix(jobs.store(), &job.id, "stdout", ENTITY_OUTPUT_BYTES);
         let outcome = Outcome { stdout, running: true, ..Outcome::default() };
-        let text = self.registry().runtime().map_result(&verb.plugin.component, &verb.name, &job.args, &outcome).await.ok()?.ok()?;
+        let text = self.registry().runtime().map_result(&verb.plugin.component, &verb.name, &job.args, &outcome, None).await.ok()?.ok()?;
         let value: Value = serde_json::from_str(&text).ok()?;
         let entity = match &value["entity"] {
             v @ (Value::String(_) | Value::Number(_)) => v.to_string(),
@@ -166,7 +166,7 @@ impl Dispatcher {
             OpError::new(ErrorCode::Unavailable, format!("`{}`, which started job {}, is no longer loaded, so its output cannot be mapped; read it with job.output", job.verb, job.id))
         })?;
         let plugin_changed = verb.plugin.digest != job.plugin_digest;
-        let mapped = self.map_outcome(&verb, &job.args, &outcome).await;
+        let mapped = self.map_outcome(&verb, &job.args, &outcome, None).await;
         let mut out = json!({
             "id": job.id,
             "kind": job.verb,

@@ -14,6 +14,7 @@ use crate::jobs::SpawnRequest;
 use crate::json::near_matches;
 use crate::registry::Verb;
 use crate::runtime::model::{Outcome, Plan, PluginOpError};
+use crate::runtime::Ready;
 use crate::registry::schema;
 use crate::runtime::model::VerbKind;
 
@@ -137,7 +138,9 @@ impl Dispatcher {
                 if req.dry_run {
                     return Ok(json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
-                run_command(&prepared, self.run_limits.capture_bytes).await?
+                // map-result's instance is made while the program runs.
+                let (outcome, ready) = tokio::join!(run_command(&prepared, self.run_limits.capture_bytes), runtime.ready(component));
+                return self.map_outcome(verb, &args_text, &outcome?, ready).await;
             }
             Plan::Spawn(cmd) => {
                 let prepared = self.prepare(verb, &cmd)?;
@@ -165,7 +168,7 @@ impl Dispatcher {
                 Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
             }
         };
-        self.map_outcome(verb, &args_text, &outcome).await
+        self.map_outcome(verb, &args_text, &outcome, None).await
     }
 
     /// Check and resolve a plan's command; a refusal caused by the plan
@@ -180,11 +183,11 @@ impl Dispatcher {
         })
     }
 
-    pub(crate) async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome) -> Result<Value, OpError> {
+    pub(crate) async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome, ready: Option<Ready>) -> Result<Value, OpError> {
         let text = self
             .registry()
             .runtime()
-            .map_result(&verb.plugin.component, &verb.name, args_text, outcome)
+            .map_result(&verb.plugin.component, &verb.name, args_text, outcome, ready)
             .await
             .map_err(|e| e.to_op_error(&verb.plugin.name))?
             .map_err(|e| plugin_error(&verb.plugin.name, e))?;

@@ -212,10 +212,17 @@ impl Runtime {
     fn new_store(&self, limits: SandboxLimits) -> Store<SandboxState> {
         let mut store = Store::new(&self.engine, SandboxState::new(limits.memory_bytes, limits.timeout));
         store.limiter(|s| &mut s.limiter);
-        let ticks = limits.timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1) as u64;
-        store.set_epoch_deadline(ticks);
+        arm_deadline(&mut store, limits);
         store.epoch_deadline_trap();
         store
+    }
+
+    /// A fresh instance made ahead of its call: `map-result`'s, built while
+    /// the plan's program runs, so the call after the program ends skips
+    /// instantiation. `None` when it cannot be made now (the call then
+    /// instantiates as usual and reports any failure itself).
+    pub async fn ready(&self, c: &LoadedComponent) -> Option<Ready> {
+        self.instantiate(c).await.ok().map(|(store, inst)| Ready { store, inst })
     }
 
     async fn instantiate(
@@ -316,8 +323,17 @@ impl Runtime {
         verb: &str,
         args: &str,
         outcome: &Outcome,
+        ready: Option<Ready>,
     ) -> Result<Result<String, PluginOpError>, SandboxError> {
-        let (mut store, inst) = self.instantiate(c).await?;
+        let (mut store, inst) = match ready {
+            Some(Ready { mut store, inst }) => {
+                // The deadline counts from the call, not from when the
+                // instance was made.
+                arm_deadline(&mut store, c.limits);
+                (store, inst)
+            }
+            None => self.instantiate(c).await?,
+        };
         let r = self.within(c, inst.map_result(&mut store, verb, args, outcome)).await?;
         match self.finish(store, r)? {
             Ok(text) => self.bounded(text).map(Ok),
@@ -361,6 +377,18 @@ fn log_guest_stdio(state: &SandboxState) {
             tracing::debug!(stream, output = %String::from_utf8_lossy(&bytes), "guest output");
         }
     }
+}
+
+/// An instance made ahead of its call (see [`Runtime::ready`]); used once.
+pub struct Ready {
+    store: Store<SandboxState>,
+    inst: PluginInstance,
+}
+
+/// Set a store's epoch deadline to `limits.timeout` from now.
+fn arm_deadline(store: &mut Store<SandboxState>, limits: SandboxLimits) {
+    let ticks = limits.timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1) as u64;
+    store.set_epoch_deadline(ticks);
 }
 
 /// Hand memory freed after compiling back to the operating system.
