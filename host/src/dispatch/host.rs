@@ -63,9 +63,7 @@ impl Dispatcher {
             None => self.extract_entity(&verb, &job).await,
         };
         let Some(entity) = entity else { return jobs.host_call("job.kill", args).await };
-        let registry = self.registry();
-        let runtime = registry.runtime();
-        let cmd = runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
+        let cmd = self.runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
         let Some(cmd) = cmd else { return jobs.host_call("job.kill", args).await };
         let prepared = self.prepare(&verb, &cmd)?;
         let store = jobs.store().clone();
@@ -132,7 +130,7 @@ impl Dispatcher {
         let jobs = self.jobs.as_ref()?;
         let stdout = read_prefix(jobs.store(), &job.id, "stdout", ENTITY_OUTPUT_BYTES);
         let outcome = Outcome { stdout, running: true, ..Outcome::default() };
-        let text = self.registry().runtime().map_result(&verb.plugin.component, &verb.name, &job.args, &outcome, None).await.ok()?.ok()?;
+        let text = self.runtime.map_result(&verb.plugin.component, &verb.name, &job.args, &outcome, None).await.ok()?.ok()?;
         let value: Value = serde_json::from_str(&text).ok()?;
         let entity = match &value["entity"] {
             v @ (Value::String(_) | Value::Number(_)) => v.to_string(),

@@ -31,6 +31,7 @@ use crate::exec::RunLimits;
 use crate::jobs::Jobs;
 use crate::registry::live::LiveRegistry;
 use crate::registry::Registry;
+use crate::runtime::Runtime;
 use op::OpOutcome;
 use request::Request;
 
@@ -60,6 +61,9 @@ pub struct Response {
 /// The dispatcher: registry plus the settings ops run with.
 pub struct Dispatcher {
     registry: Arc<LiveRegistry>,
+    /// The sandbox every component runs in; it never changes while the
+    /// registry grows, so calls reach it without a registry snapshot.
+    runtime: Arc<Runtime>,
     config: Arc<Config>,
     run_limits: RunLimits,
     jobs: Option<Jobs>,
@@ -81,7 +85,8 @@ impl Dispatcher {
             max_timeout: Duration::from_millis(l.exec_timeout_max_ms),
             capture_bytes: l.capture_bytes,
         };
-        Arc::new(Dispatcher { registry, config, run_limits, jobs })
+        let runtime = registry.current().runtime().clone();
+        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs })
     }
 
     /// The registry as it is now (take it once per op: it may grow).

@@ -124,8 +124,7 @@ impl Dispatcher {
 
     async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<Value, OpError> {
         let args_text = req.args.to_string();
-        let registry = self.registry();
-        let runtime = registry.runtime();
+        let runtime = &self.runtime;
         let component = &verb.plugin.component;
         let plan = runtime
             .plan(component, &verb.name, &args_text)
@@ -185,8 +184,7 @@ impl Dispatcher {
 
     pub(crate) async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome, ready: Option<Ready>) -> Result<Value, OpError> {
         let text = self
-            .registry()
-            .runtime()
+            .runtime
             .map_result(&verb.plugin.component, &verb.name, args_text, outcome, ready)
             .await
             .map_err(|e| e.to_op_error(&verb.plugin.name))?

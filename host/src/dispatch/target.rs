@@ -31,8 +31,7 @@ pub struct ResolvedTarget {
 impl Dispatcher {
     /// Resolve `target` of a two-stage verb (empty: list the targets).
     pub(crate) async fn resolve_target(&self, verb: &Arc<Verb>, target: &str) -> Result<ResolvedTarget, OpError> {
-        let registry = self.registry();
-        let runtime = registry.runtime();
+        let runtime = &self.runtime;
         let plugin = verb.plugin.name.as_str();
         let cmd = runtime
             .resolve_plan(&verb.plugin.component, &verb.name, target)
