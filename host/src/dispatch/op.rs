@@ -50,7 +50,7 @@ impl Dispatcher {
     /// of theirs) rather than call it unknown.
     pub(crate) async fn registry_for(&self, name: &str) -> Arc<crate::registry::Registry> {
         let registry = self.registry();
-        if registry.resolve(name).is_some() || self.live_registry().loading().is_empty() {
+        if registry.resolve(name).is_some() || registry.deferred().is_empty() {
             return registry;
         }
         self.live_registry().wait_loaded(LOADING_WAIT).await;

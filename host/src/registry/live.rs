@@ -7,25 +7,23 @@
 //! settled as in an eager load; a verb already serving keeps its name
 //! against one that joins later.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
 use super::Registry;
 use crate::config::Config;
 
-/// A registry that grows as deferred components finish compiling.
+/// A registry that grows as deferred components finish compiling. The
+/// snapshot is the only state: what is still loading is its deferred list.
 pub struct LiveRegistry {
-    current: RwLock<Arc<Registry>>,
-    /// Sources still compiling; empty once everything is loaded.
-    loading: watch::Sender<Vec<String>>,
+    current: watch::Sender<Arc<Registry>>,
 }
 
 impl LiveRegistry {
     /// A registry that never changes.
     pub fn fixed(registry: Arc<Registry>) -> Arc<Self> {
-        let loading = registry.deferred().iter().map(|d| d.source()).collect();
-        Arc::new(LiveRegistry { current: RwLock::new(registry), loading: watch::Sender::new(loading) })
+        Arc::new(LiveRegistry { current: watch::Sender::new(registry) })
     }
 
     /// Serve `registry` now and compile its deferred components in a
@@ -39,9 +37,7 @@ impl LiveRegistry {
                 let Some(next) = snapshot.deferred().first().cloned() else { break };
                 tracing::info!(source = %next.source(), "compiling in the background");
                 let grown = snapshot.with_deferred_loaded(&next, &config).await;
-                let remaining = grown.deferred().iter().map(|d| d.source()).collect();
-                *worker.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(grown);
-                worker.loading.send_replace(remaining);
+                worker.current.send_replace(Arc::new(grown));
                 crate::runtime::release_freed_memory();
             }
         });
@@ -50,17 +46,17 @@ impl LiveRegistry {
 
     /// The registry as it is now.
     pub fn current(&self) -> Arc<Registry> {
-        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.current.borrow().clone()
     }
 
     /// Components still compiling (their sources).
     pub fn loading(&self) -> Vec<String> {
-        self.loading.borrow().clone()
+        self.current.borrow().deferred().iter().map(|d| d.source()).collect()
     }
 
     /// Wait until nothing is compiling, at most `limit`; true if done.
     pub async fn wait_loaded(&self, limit: Duration) -> bool {
-        let mut rx = self.loading.subscribe();
-        tokio::time::timeout(limit, rx.wait_for(|l| l.is_empty())).await.is_ok_and(|r| r.is_ok())
+        let mut rx = self.current.subscribe();
+        tokio::time::timeout(limit, rx.wait_for(|r| r.deferred().is_empty())).await.is_ok_and(|r| r.is_ok())
     }
 }
