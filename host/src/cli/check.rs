@@ -19,9 +19,9 @@ use crate::exec::Programs;
 use crate::json::sha256_hex;
 use crate::registry::lint::{lint_plugin, Finding, Severity};
 use crate::registry::schema::{compile, sample_args};
-use crate::runtime::inspect::{inspect, ALLOWED_IMPORT_PACKAGES};
+use crate::runtime::inspect::{ShapeError, ALLOWED_IMPORT_PACKAGES};
 use crate::runtime::model::{Plan, VerbKind, VerbSpec};
-use crate::runtime::LoadedComponent;
+use crate::runtime::{LoadError, LoadedComponent};
 use crate::trust::{verify_component, TrustStore};
 
 /// Arguments of `check`.
@@ -88,26 +88,24 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
             "fix": "sign it with `verbgate sign` using a key the operator trusts",
         })),
     }
-    // Every import outside the policy is named, not just the first.
-    if let Ok(shape) = inspect(bytes) {
-        for import in shape.forbidden_imports() {
-            r.errors.push(json!({
-                "code": "import_outside_policy",
-                "severity": "error",
-                "import": import,
-                "message": format!("the component imports `{import}`, which verbgate does not provide (allowed: {})", ALLOWED_IMPORT_PACKAGES.join(", ")),
-                "fix": load_fix("import_outside_policy"),
-            }));
-        }
-        if !r.errors.is_empty() {
-            return r;
-        }
-    }
     // Through the compile cache (keyed by the bytes' digest, used only for
     // these very bytes): a Python or JS guest is compiled once for `check`,
     // `dev` and the next start together.
     let component = match ctx.runtime.load(bytes, &sha256_hex(bytes)) {
         Ok(c) => c,
+        Err(LoadError::Shape(ShapeError::ForbiddenImports(imports))) => {
+            // One finding per import outside the policy, each named.
+            for import in imports {
+                r.errors.push(json!({
+                    "code": "import_outside_policy",
+                    "severity": "error",
+                    "import": import,
+                    "message": format!("the component imports `{import}`, which verbgate does not provide (allowed: {})", ALLOWED_IMPORT_PACKAGES.join(", ")),
+                    "fix": load_fix("import_outside_policy"),
+                }));
+            }
+            return r;
+        }
         Err(e) => {
             r.errors.push(problem(e.code(), e.to_string(), load_fix(e.code())));
             return r;

@@ -44,9 +44,10 @@ pub enum ShapeError {
     /// Exports no `verbgate:verbs/plugin@…`.
     #[error("exports no `{PLUGIN_INTERFACE}@<version>` interface; is this a verbgate plugin?")]
     NoPluginExport,
-    /// Imports something the policy does not allow.
-    #[error("imports `{0}`, which verbgate does not provide (plugins may import only {allowed})", allowed = ALLOWED_IMPORT_PACKAGES.join(", "))]
-    ForbiddenImport(String),
+    /// Imports something the policy does not allow (every such import, in
+    /// the component's order).
+    #[error("imports `{}`, which verbgate does not provide (plugins may import only {allowed})", .0.join("`, `"), allowed = ALLOWED_IMPORT_PACKAGES.join(", "))]
+    ForbiddenImports(Vec<String>),
 }
 
 /// Inspect component bytes.
@@ -85,16 +86,9 @@ pub fn inspect(bytes: &[u8]) -> Result<Shape, ShapeError> {
 }
 
 impl Shape {
-    /// Check imports against the policy.
+    /// Check imports against the policy, naming every import outside it.
     pub fn check_imports(&self) -> Result<(), ShapeError> {
-        match self.forbidden_imports().next() {
-            Some(bad) => Err(ShapeError::ForbiddenImport(bad.to_string())),
-            None => Ok(()),
-        }
-    }
-
-    /// Every import outside the policy, in the component's order.
-    pub fn forbidden_imports(&self) -> impl Iterator<Item = &str> {
-        self.imports.iter().map(String::as_str).filter(|i| !ALLOWED_IMPORT_PACKAGES.iter().any(|p| i.starts_with(p)))
+        let bad: Vec<String> = self.imports.iter().filter(|i| !ALLOWED_IMPORT_PACKAGES.iter().any(|p| i.starts_with(p))).cloned().collect();
+        if bad.is_empty() { Ok(()) } else { Err(ShapeError::ForbiddenImports(bad)) }
     }
 }

@@ -113,7 +113,7 @@ impl LoadError {
     /// entries and `verbgate check` findings).
     pub fn code(&self) -> &'static str {
         match self {
-            LoadError::Shape(inspect::ShapeError::ForbiddenImport(_)) => "import_outside_policy",
+            LoadError::Shape(inspect::ShapeError::ForbiddenImports(_)) => "import_outside_policy",
             LoadError::Shape(inspect::ShapeError::NoPluginExport) => "not_a_plugin",
             LoadError::Shape(inspect::ShapeError::Invalid(_)) => "not_a_component",
             LoadError::UnsupportedVersion { .. } => "unknown_wit_version",
