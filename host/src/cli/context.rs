@@ -44,7 +44,6 @@ impl Context {
             LoadMode::Background => LiveRegistry::start(loaded, config.clone()),
         };
         let registry = live.current();
-        crate::runtime::release_freed_memory();
         let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the verbgate binary for job supervisors: {e}"))?;
         let jobs = Jobs::open(&config.state_dir(), exe)?;
         Ok(Context { config, runtime, registry, live, jobs })

@@ -17,6 +17,9 @@ pub async fn run(g: &GlobalArgs, _a: ServeArgs) -> Result<ExitCode> {
     // Uncached plugin components compile in the background: the server
     // answers at once, and their verbs join when ready.
     let ctx = Context::load_with(g, LoadMode::Background).await?;
+    // A server lives long: give back what compiling at start freed. (A
+    // one-shot command exits instead, which is cheaper still.)
+    crate::runtime::release_freed_memory();
     tracing::info!(
         verbs = ctx.registry.verbs().count(),
         unavailable = ctx.registry.unavailable().len(),
