@@ -130,7 +130,7 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
     for spec in &info.verbs {
         r.verbs.push(spec.name.clone());
         for name in std::iter::once(&spec.name).chain(&spec.aliases) {
-            if let Some(owner) = ctx.registry.resolve(name).filter(|v| v.plugin.name != info.name) {
+            if let Some(owner) = ctx.registry().resolve(name).filter(|v| v.plugin.name != info.name) {
                 r.errors.push(json!({
                     "code": "verb_collision",
                     "severity": "error",

@@ -18,8 +18,6 @@ pub struct Context {
     pub config: Arc<Config>,
     /// The runtime.
     pub runtime: Arc<Runtime>,
-    /// The registry as loaded (for one-shot commands, complete).
-    pub registry: Arc<Registry>,
     /// The registry requests are served from (grows as background
     /// compiles finish in [`LoadMode::Background`]).
     pub live: Arc<LiveRegistry>,
@@ -43,10 +41,14 @@ impl Context {
             LoadMode::Eager => LiveRegistry::fixed(Arc::new(loaded)),
             LoadMode::Background => LiveRegistry::start(loaded, config.clone()),
         };
-        let registry = live.current();
         let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the verbgate binary for job supervisors: {e}"))?;
         let jobs = Jobs::open(&config.state_dir(), exe)?;
-        Ok(Context { config, runtime, registry, live, jobs })
+        Ok(Context { config, runtime, live, jobs })
+    }
+
+    /// The registry as it is now (complete, for one-shot commands).
+    pub fn registry(&self) -> Arc<Registry> {
+        self.live.current()
     }
 
     /// A dispatcher over this context.

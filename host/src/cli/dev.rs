@@ -105,8 +105,8 @@ pub async fn run(g: &GlobalArgs, a: DevArgs) -> Result<ExitCode> {
     let ctx = Context::load(&global).await?;
     let report = check_bytes(&ctx, &signed).await;
     let source = Source::File { path: installed.clone() };
-    let catalog: Vec<String> = ctx.registry.verbs().filter(|v| v.plugin.source == source).map(|v| v.signature.clone()).collect();
-    let unavailable: Vec<_> = ctx.registry.unavailable().iter().filter(|u| Path::new(&u.source) == installed).cloned().collect();
+    let catalog: Vec<String> = ctx.registry().verbs().filter(|v| v.plugin.source == source).map(|v| v.signature.clone()).collect();
+    let unavailable: Vec<_> = ctx.registry().unavailable().iter().filter(|u| Path::new(&u.source) == installed).cloned().collect();
     let mut next = Vec::new();
     if !trusted {
         next.push(format!("trust your key so verbgate loads what it signs: verbgate trust add {}", public.display()));

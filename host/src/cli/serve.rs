@@ -21,9 +21,9 @@ pub async fn run(g: &GlobalArgs, _a: ServeArgs) -> Result<ExitCode> {
     // one-shot command exits instead, which is cheaper still.)
     crate::runtime::release_freed_memory();
     tracing::info!(
-        verbs = ctx.registry.verbs().count(),
-        unavailable = ctx.registry.unavailable().len(),
-        compiling = ctx.registry.deferred().len(),
+        verbs = ctx.registry().verbs().count(),
+        unavailable = ctx.registry().unavailable().len(),
+        compiling = ctx.registry().deferred().len(),
         "serving MCP on stdio"
     );
     crate::mcp::serve_stdio(ctx.dispatcher()).await?;

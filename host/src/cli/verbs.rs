@@ -24,7 +24,7 @@ pub async fn run(g: &GlobalArgs, a: VerbsArgs) -> Result<ExitCode> {
     g.plugins.extend(a.dir);
     let ctx = Context::load(&g).await?;
     let verbs: Vec<_> = ctx
-        .registry
+        .registry()
         .verbs()
         .map(|v| {
             json!({
@@ -38,10 +38,10 @@ pub async fn run(g: &GlobalArgs, a: VerbsArgs) -> Result<ExitCode> {
         })
         .collect();
     print_json(&json!({
-        "surface_version": surface_version(&ctx.registry),
+        "surface_version": surface_version(&ctx.registry()),
         "verbs": verbs,
-        "plugins": ctx.registry.plugins(),
-        "unavailable": ctx.registry.unavailable(),
+        "plugins": ctx.registry().plugins(),
+        "unavailable": ctx.registry().unavailable(),
     }));
     Ok(ExitCode::SUCCESS)
 }
