@@ -70,9 +70,15 @@ pub struct ComponentLimits {
     pub timeout_ms: Option<u64>,
 }
 
-/// Refuse a config whose per-component limits leave the operator caps (or
-/// whose defaults already do), naming the setting.
-fn check_component_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>) -> Result<()> {
+/// Refuse limits that cannot work, naming the setting: a zero count, or
+/// defaults or per-component limits outside the operator caps.
+fn check_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>) -> Result<()> {
+    if limits.batch_cap == 0 {
+        bail!("limits.batch_cap must be at least 1");
+    }
+    if limits.plugin_concurrent_calls == 0 {
+        bail!("limits.plugin_concurrent_calls must be at least 1");
+    }
     if limits.plugin_memory_mib > limits.plugin_memory_cap_mib {
         bail!("limits.plugin_memory_mib = {} exceeds limits.plugin_memory_cap_mib = {}; raise the cap or lower the default", limits.plugin_memory_mib, limits.plugin_memory_cap_mib);
     }
@@ -187,13 +193,7 @@ impl Config {
         let mut plugin_dirs = vec![home.join("plugins")];
         plugin_dirs.extend(file.plugin_dirs.unwrap_or_default());
         plugin_dirs.extend(over.plugin_dirs.iter().cloned());
-        if file.limits.plugin_concurrent_calls == 0 {
-            bail!("limits.plugin_concurrent_calls must be at least 1");
-        }
-        if file.limits.batch_cap == 0 {
-            bail!("limits.batch_cap must be at least 1");
-        }
-        check_component_limits(&file.limits, &file.components)?;
+        check_limits(&file.limits, &file.components)?;
         for (name, path) in &file.programs {
             if !path.is_absolute() {
                 bail!("programs.{name} must be an absolute path, got {}", path.display());
@@ -302,15 +302,15 @@ mod tests {
     }
 
     #[test]
-    fn component_limits_stay_within_the_operator_caps() {
+    fn limits_stay_within_the_operator_caps() {
         let f: FileConfig = toml::from_str("[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 128\ntimeout_ms = 5000").unwrap();
-        check_component_limits(&f.limits, &f.components).unwrap();
+        check_limits(&f.limits, &f.components).unwrap();
         assert_eq!(f.components["py-echo"].memory_mib, Some(128));
         let f: FileConfig = toml::from_str("[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 512").unwrap();
-        let err = check_component_limits(&f.limits, &f.components).unwrap_err().to_string();
+        let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
         assert!(err.contains("components.py-echo.memory_mib = 512") && err.contains("256"), "{err}");
         let f: FileConfig = toml::from_str("[components.x]\ntimeout_ms = 999999").unwrap();
-        let err = check_component_limits(&f.limits, &f.components).unwrap_err().to_string();
+        let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
         assert!(err.contains("components.x.timeout_ms"), "{err}");
         let err = toml::from_str::<FileConfig>("[components.x]\nmemory = 3").unwrap_err();
         assert!(err.to_string().contains("memory"), "{err}");
