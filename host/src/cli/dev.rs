@@ -62,19 +62,21 @@ fn build(dir: &Path) -> Result<PathBuf> {
     }
 }
 
-/// The signing key: the given one, or the dev key (created if missing).
-fn signing_key(config: &Config, given: Option<PathBuf>) -> Result<(PathBuf, PathBuf, bool)> {
+/// The signing key (secret file, public file if known, whether it was just
+/// created): the given one, or the dev key (created if missing).
+fn signing_key(config: &Config, given: Option<PathBuf>) -> Result<(PathBuf, Option<PathBuf>, bool)> {
     if let Some(k) = given {
-        let public = k.with_file_name(k.file_name().and_then(|n| n.to_str()).unwrap_or_default().replace(".sk.", ".pk."));
+        // `verbgate keygen` writes NAME.sk.pem beside NAME.pk.pem.
+        let public = k.to_str().map(|s| PathBuf::from(s.replace(".sk.pem", ".pk.pem"))).filter(|p| p != &k && p.is_file());
         return Ok((k, public, false));
     }
     let dir = config.keys_dir();
     let secret = dir.join(format!("{DEV_KEY}.sk.pem"));
     if secret.exists() {
-        return Ok((secret, dir.join(format!("{DEV_KEY}.pk.pem")), false));
+        return Ok((secret, Some(dir.join(format!("{DEV_KEY}.pk.pem"))), false));
     }
     let files = generate(&dir, DEV_KEY, false)?;
-    Ok((files.secret, files.public, true))
+    Ok((files.secret, Some(files.public), true))
 }
 
 /// Build, sign, install, check, show.
@@ -109,7 +111,8 @@ pub async fn run(g: &GlobalArgs, a: DevArgs) -> Result<ExitCode> {
     let unavailable: Vec<_> = ctx.registry().unavailable().iter().filter(|u| Path::new(&u.source) == installed).cloned().collect();
     let mut next = Vec::new();
     if !trusted {
-        next.push(format!("trust your key so verbgate loads what it signs: verbgate trust add {}", public.display()));
+        let file = public.as_ref().map_or_else(|| format!("<the public key of {}>", secret.display()), |p| p.display().to_string());
+        next.push(format!("trust your key so verbgate loads what it signs: verbgate trust add {file}"));
     }
     let ok = report.ok() && unavailable.is_empty() && trusted;
     print_json(&json!({
