@@ -52,6 +52,12 @@ impl Row {
     }
 }
 
+/// Iterations of a loop: `default`, or `VERBGATE_BENCH_RUNS` (to profile
+/// one row with enough samples).
+fn runs(default: usize) -> usize {
+    std::env::var("VERBGATE_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -189,7 +195,7 @@ async fn overhead() -> Result<Row> {
     let stdout = br#"{"argv":["hello","--flag=x","--","a","b"],"cwd":"/","env":{},"stdin":""}"#.to_vec();
     let outcome = Outcome { exit_code: Some(0), stdout: stdout.clone(), ..Outcome::default() };
     let limits = verbgate::exec::RunLimits { default_timeout: Duration::from_secs(5), max_timeout: Duration::from_secs(5), capture_bytes: 1 << 20 };
-    let iterations: usize = std::env::var("VERBGATE_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let iterations = runs(2000);
     let mut ours = Vec::with_capacity(iterations);
     let mut floor = Vec::with_capacity(iterations);
     for _ in 0..iterations {
@@ -229,9 +235,8 @@ async fn exec_end_to_end() -> Result<Row> {
     let req = json!({"ops": [{"op": "git.status"}]});
     let dry = d.handle(&json!({"ops": [{"op": "git.status", "dry_run": true}]})).await.body;
     let argv: Vec<String> = serde_json::from_value(dry["results"][0]["result"]["plan"]["command"]["argv"].clone())?;
-    let runs: usize = std::env::var("VERBGATE_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     let (mut ours, mut direct) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
+    for _ in 0..runs(40) {
         let t = Instant::now();
         let r = d.handle(&req).await.body;
         anyhow::ensure!(r["status"] == "success", "{r}");
