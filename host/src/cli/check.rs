@@ -96,13 +96,10 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
         Err(LoadError::Shape(ShapeError::ForbiddenImports(imports))) => {
             // One finding per import outside the policy, each named.
             for import in imports {
-                r.errors.push(json!({
-                    "code": "import_outside_policy",
-                    "severity": "error",
-                    "import": import,
-                    "message": format!("the component imports `{import}`, which verbgate does not provide (allowed: {})", ALLOWED_IMPORT_PACKAGES.join(", ")),
-                    "fix": load_fix("import_outside_policy"),
-                }));
+                let message = format!("the component imports `{import}`, which verbgate does not provide (allowed: {})", ALLOWED_IMPORT_PACKAGES.join(", "));
+                let mut finding = problem("import_outside_policy", message, load_fix("import_outside_policy"));
+                finding["import"] = json!(import);
+                r.errors.push(finding);
             }
             return r;
         }
