@@ -121,6 +121,8 @@ struct FileConfig {
     programs: BTreeMap<String, PathBuf>,
     #[serde(default)]
     components: BTreeMap<String, ComponentLimits>,
+    #[serde(default)]
+    trusted_repos: Vec<PathBuf>,
 }
 
 /// Settings given on the command line; `None` means "not given".
@@ -158,6 +160,10 @@ pub struct Config {
     pub programs: BTreeMap<String, PathBuf>,
     /// Plugin name → its own limits (checked against the caps at load).
     pub components: BTreeMap<String, ComponentLimits>,
+    /// Repositories (work tree or git directory, absolute) whose own git
+    /// config the operator vouches for: the git guard does not refuse them
+    /// for naming programs or for lying outside the root.
+    pub trusted_repos: Vec<PathBuf>,
 }
 
 impl Config {
@@ -194,6 +200,11 @@ impl Config {
         plugin_dirs.extend(file.plugin_dirs.unwrap_or_default());
         plugin_dirs.extend(over.plugin_dirs.iter().cloned());
         check_limits(&file.limits, &file.components)?;
+        for path in &file.trusted_repos {
+            if !path.is_absolute() {
+                bail!("trusted_repos entries must be absolute paths, got {}", path.display());
+            }
+        }
         for (name, path) in &file.programs {
             if !path.is_absolute() {
                 bail!("programs.{name} must be an absolute path, got {}", path.display());
@@ -210,6 +221,7 @@ impl Config {
             limits: file.limits,
             programs: file.programs,
             components: file.components,
+            trusted_repos: file.trusted_repos,
         })
     }
 

@@ -63,6 +63,15 @@ pub enum ErrorCode {
     /// An entity-aware kill (the fronted CLI's own kill) failed; the job was
     /// not signalled.
     KillFailed,
+    /// The repository's own config names a program git could run (a filter,
+    /// diff or merge driver, signature program, …); nothing ran.
+    RepoConfigRunsPrograms,
+    /// The repository git would use (its git directory or work tree) is
+    /// outside the root; nothing ran.
+    RepoOutsideRoot,
+    /// Configuration a program would read from outside the root belongs to
+    /// another user or is writable by others; nothing ran.
+    UntrustedConfig,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -93,6 +102,9 @@ impl ErrorCode {
         ErrorCode::Unavailable,
         ErrorCode::JobNotFinished,
         ErrorCode::KillFailed,
+        ErrorCode::RepoConfigRunsPrograms,
+        ErrorCode::RepoOutsideRoot,
+        ErrorCode::UntrustedConfig,
         ErrorCode::Internal,
     ];
 
@@ -122,6 +134,9 @@ impl ErrorCode {
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::JobNotFinished => "job_not_finished",
             ErrorCode::KillFailed => "kill_failed",
+            ErrorCode::RepoConfigRunsPrograms => "repo_config_runs_programs",
+            ErrorCode::RepoOutsideRoot => "repo_outside_root",
+            ErrorCode::UntrustedConfig => "untrusted_config",
             ErrorCode::Internal => "internal",
         }
     }

@@ -12,6 +12,7 @@ mod git;
 mod golden;
 mod guests;
 mod hostile;
+mod hostile_repo;
 mod jobs;
 mod just;
 mod load;

@@ -35,6 +35,7 @@ pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Val
         "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"} gives its schema and schema_fingerprint",
         "fingerprint_required": ["spawn"],
         "verbs": Value::Object(groups),
+        "runs_repository_code": registry.verbs().filter(|v| runs_repo_code(v)).map(|v| v.name.as_str()).collect::<Vec<_>>(),
     });
     if !loading.is_empty() {
         // Components compiling in the background: their verbs join soon,
@@ -57,6 +58,12 @@ pub fn verb_help(registry: &Registry, name: &str) -> Result<Value, OpError> {
     Ok(verb_contract(verb))
 }
 
+/// Whether the verb runs code from the repository (build scripts, recipes,
+/// tests): callers and people deciding what to allow must know.
+fn runs_repo_code(v: &Verb) -> bool {
+    crate::exec::guard::runs_repository_code(v.programs.keys().map(String::as_str))
+}
+
 /// A verb's full contract.
 pub fn verb_contract(v: &Verb) -> Value {
     let source = match &v.plugin.source {
@@ -72,6 +79,7 @@ pub fn verb_contract(v: &Verb) -> Value {
         "result_schema": v.result_schema,
         "schema_fingerprint": v.fingerprint,
         "fingerprint_required": v.kind == VerbKind::Spawn,
+        "runs_repository_code": runs_repo_code(v),
         "plugin": {
             "name": v.plugin.name,
             "version": v.plugin.version,

@@ -65,7 +65,7 @@ impl Dispatcher {
         let Some(entity) = entity else { return jobs.host_call("job.kill", args).await };
         let cmd = self.runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
         let Some(cmd) = cmd else { return jobs.host_call("job.kill", args).await };
-        let prepared = self.prepare(&verb, &cmd)?;
+        let prepared = self.prepare(&verb, &cmd).await?;
         let store = jobs.store().clone();
         let mark = |requested: bool| {
             let store = store.clone();

@@ -67,6 +67,8 @@ pub struct Dispatcher {
     config: Arc<Config>,
     run_limits: RunLimits,
     jobs: Option<Jobs>,
+    /// Defences against hostile repository content, applied to every plan.
+    guards: Arc<crate::exec::Guards>,
 }
 
 impl Dispatcher {
@@ -86,7 +88,8 @@ impl Dispatcher {
             capture_bytes: l.capture_bytes,
         };
         let runtime = registry.current().runtime().clone();
-        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs })
+        let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone()));
+        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards })
     }
 
     /// The registry as it is now (take it once per op: it may grow).

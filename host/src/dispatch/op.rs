@@ -133,7 +133,7 @@ impl Dispatcher {
             .map_err(|e| plugin_error(&verb.plugin.name, e))?;
         let outcome = match plan {
             Plan::Exec(cmd) => {
-                let prepared = self.prepare(verb, &cmd)?;
+                let prepared = self.prepare(verb, &cmd).await?;
                 if req.dry_run {
                     return Ok(json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
@@ -142,7 +142,7 @@ impl Dispatcher {
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
             }
             Plan::Spawn(cmd) => {
-                let prepared = self.prepare(verb, &cmd)?;
+                let prepared = self.prepare(verb, &cmd).await?;
                 if req.dry_run {
                     return Ok(json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
@@ -170,16 +170,16 @@ impl Dispatcher {
         self.map_outcome(verb, &args_text, &outcome, None).await
     }
 
-    /// Check and resolve a plan's command; a refusal caused by the plan
-    /// itself names the plugin that made it.
-    pub(crate) fn prepare(&self, verb: &Verb, cmd: &crate::runtime::model::Command) -> Result<Prepared, OpError> {
-        Prepared::from_command(cmd, &verb.programs, &self.config.root, &self.config.env_allow, &self.run_limits).map_err(|e| {
-            if e.code == ErrorCode::PlanRefused {
-                e.with("plugin", verb.plugin.name.as_str())
-            } else {
-                e
-            }
-        })
+    /// Check and resolve a plan's command, then apply the program's guard
+    /// (host-set environment, the repository checks); a refusal caused by
+    /// the plan itself names the plugin that made it.
+    pub(crate) async fn prepare(&self, verb: &Verb, cmd: &crate::runtime::model::Command) -> Result<Prepared, OpError> {
+        let root = &self.config.root;
+        let name_plugin = |e: OpError| if e.code == ErrorCode::PlanRefused { e.with("plugin", verb.plugin.name.as_str()) } else { e };
+        let mut prepared = Prepared::from_command(cmd, &verb.programs, root, &self.config.env_allow, &self.run_limits).map_err(name_plugin)?;
+        self.guards.harden(&mut prepared, root).map_err(name_plugin)?;
+        self.guards.check(&prepared, root).await?;
+        Ok(prepared)
     }
 
     pub(crate) async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome, ready: Option<Ready>) -> Result<Value, OpError> {

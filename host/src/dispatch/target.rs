@@ -38,7 +38,7 @@ impl Dispatcher {
             .await
             .map_err(|e| e.to_op_error(plugin))?
             .map_err(|e| super::op::plugin_error(plugin, e))?;
-        let prepared = self.prepare(verb, &cmd)?;
+        let prepared = self.prepare(verb, &cmd).await?;
         let outcome = run_command(&prepared, self.run_limits.capture_bytes).await?;
         let resolved = runtime
             .resolve(&verb.plugin.component, &verb.name, target, &outcome)

@@ -4,14 +4,20 @@
 //!   guard (no caller value in an option position, no NUL, no shell).
 //! - [`programs`]: program names resolved to absolute paths once, at start.
 //! - [`confine`]: working directories kept inside the configured root.
+//! - [`env`]: the environment variables a plan may set (an allow list).
+//! - [`guard`]: program-specific defences against hostile repository
+//!   content (git config, ancestor cargo config, just's parent search).
 //! - [`run`]: a cleared environment, bounded capture, a timeout that kills
 //!   the whole process group.
 
 pub mod argv;
 pub mod confine;
+pub mod env;
+pub mod guard;
 pub mod programs;
 pub mod run;
 
 pub use argv::render_argv;
+pub use guard::Guards;
 pub use programs::Programs;
 pub use run::{run_command, Prepared, RunLimits};

@@ -47,12 +47,6 @@ pub struct Prepared {
     pub truncate_stdout: bool,
 }
 
-/// Environment names a plugin may never set: they change how programs
-/// load code or how shells start.
-fn forbidden_env(name: &str) -> bool {
-    name.starts_with("LD_") || name.starts_with("DYLD_") || matches!(name, "BASH_ENV" | "ENV" | "IFS" | "PATH" | "SHELLOPTS" | "PS4")
-}
-
 impl Prepared {
     /// Check a plugin's command against what its verb declared and resolve
     /// it. `programs` maps the verb's declared names to resolved paths.
@@ -79,11 +73,7 @@ impl Prepared {
             }
         }
         for (name, value) in &cmd.env {
-            let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-            if !valid || forbidden_env(name) || value.contains('\0') {
-                return Err(OpError::new(ErrorCode::PlanRefused, format!("the plan sets environment variable {name:?}, which plugins may not set"))
-                    .with("env", name.as_str()));
-            }
+            super::env::check_plan_env(&cmd.program, name, value)?;
             env.insert(name.clone(), value.clone());
         }
         let timeout = cmd
@@ -160,7 +150,7 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
     let work = async {
         let read_stdout = async {
             match read_bounded(stdout, capture_bytes).await {
-                Err(Overflow(kept)) if truncate => {
+                Err(Capture::Overflow(kept)) if truncate => {
                     // Keep what fits and stop the program: it would block
                     // on a pipe nobody reads any more.
                     if let Some(pgid) = pgid {
@@ -190,7 +180,12 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
         }
     };
     for (stream, r) in [("stdout", &out), ("stderr", &err)] {
-        if let Err(Overflow(_)) = r {
+        if let Err(Capture::Read(e)) = r {
+            guard.kill();
+            return Err(OpError::new(ErrorCode::Internal, format!("reading `{}`'s {stream} failed: {e}; the output is incomplete, so nothing was mapped", p.name))
+                .with("stream", stream));
+        }
+        if let Err(Capture::Overflow(_)) = r {
             guard.kill();
             return Err(OpError::new(
                 ErrorCode::OutputOverflow,
@@ -216,21 +211,29 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
     })
 }
 
-/// The stream produced more than the bound; holds the first `bound` bytes.
+/// Why a stream's capture stopped before its end.
 #[derive(Debug)]
-struct Overflow(Vec<u8>);
+enum Capture {
+    /// The stream produced more than the bound; holds the first `bound` bytes.
+    Overflow(Vec<u8>),
+    /// Reading failed: what was read is incomplete and must not pass as
+    /// the whole output.
+    Read(String),
+}
 
-async fn read_bounded(mut r: impl AsyncRead + Unpin, cap: usize) -> Result<Vec<u8>, Overflow> {
+async fn read_bounded(mut r: impl AsyncRead + Unpin, cap: usize) -> Result<Vec<u8>, Capture> {
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         match r.read(&mut chunk).await {
-            Ok(0) | Err(_) => return Ok(buf),
+            Ok(0) => return Ok(buf),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Capture::Read(e.to_string())),
             Ok(n) => {
                 if buf.len() + n > cap {
                     let fits = cap - buf.len();
                     buf.extend_from_slice(&chunk[..fits]);
-                    return Err(Overflow(buf));
+                    return Err(Capture::Overflow(buf));
                 }
                 buf.extend_from_slice(&chunk[..n]);
             }

@@ -1,0 +1,149 @@
+//! Configuration from *above* the root. cargo reads `.cargo/config.toml` in
+//! the directory it runs in and in every ancestor (runners, wrappers,
+//! linkers: programs), and rustup reads `rust-toolchain.toml` the same way
+//! (a toolchain `path` is a directory of programs). Inside the root that is
+//! repository code, which `cargo.*` verbs run by design and say so; above
+//! the root it is whoever could write there — `/tmp` is shared with every
+//! local user. Such a file is used only if it belongs to the user (or root)
+//! and nobody else can write it; otherwise the op is refused with
+//! `untrusted_config`, naming the file.
+//!
+//! just searches parent directories for a justfile (and, with `set
+//! fallback`, for recipes): verbgate pins the justfile of the directory just
+//! runs in (`JUST_JUSTFILE`, `JUST_WORKING_DIRECTORY`), so no other is
+//! read.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{ErrorCode, OpError};
+use crate::exec::run::Prepared;
+
+/// Files cargo and rustup read from every ancestor directory.
+const CARGO_ANCESTOR_FILES: &[&str] = &[".cargo", ".cargo/config.toml", ".cargo/config", "rust-toolchain.toml", "rust-toolchain"];
+
+/// Why `path` (which exists) may not be trusted, if it may not: owned by
+/// someone other than the user or root, or writable by group or others.
+/// Both the link and what it points to are checked.
+pub fn untrusted_because(path: &Path) -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let metas = [std::fs::symlink_metadata(path).ok(), std::fs::metadata(path).ok()];
+    for m in metas.into_iter().flatten() {
+        if m.uid() != me && m.uid() != 0 {
+            return Some(format!("owned by uid {}, not by you (uid {me}) or root", m.uid()));
+        }
+        if !m.file_type().is_symlink() && m.mode() & 0o022 != 0 {
+            return Some(format!("writable by others (mode {:o})", m.mode() & 0o7777));
+        }
+    }
+    None
+}
+
+/// Refuse a cargo plan if an ancestor of the root holds cargo or rustup
+/// configuration that someone else controls.
+pub fn check_cargo(root: &Path) -> Result<(), OpError> {
+    for dir in root.ancestors().skip(1) {
+        for name in CARGO_ANCESTOR_FILES {
+            let path = dir.join(name);
+            if std::fs::symlink_metadata(&path).is_err() {
+                continue;
+            }
+            if let Some(why) = untrusted_because(&path) {
+                return Err(untrusted(&path, &why, "cargo and rustup read it from every directory above the one they run in"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn untrusted(path: &Path, why: &str, reads: &str) -> OpError {
+    OpError::new(
+        ErrorCode::UntrustedConfig,
+        format!(
+            "{} is {why}, and {reads}, so another user could make this op run their program; remove it, or make it yours and \
+             not writable by others (chown, chmod go-w)",
+            path.display()
+        ),
+    )
+    .with("path", path.display().to_string())
+    .with("reason", why)
+}
+
+/// Pin just to the justfile of the directory it runs in.
+pub fn pin_justfile(p: &mut Prepared) -> Result<(), OpError> {
+    let found = justfile_in(&p.cwd);
+    let path = match found.as_slice() {
+        [one] => one.clone(),
+        [] => {
+            return Err(OpError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "there is no justfile in {}; verbgate runs just only with the justfile of the directory it runs in, never one \
+                     from a parent directory",
+                    p.cwd.display()
+                ),
+            )
+            .with("path", p.cwd.display().to_string()))
+        }
+        many => {
+            let names: Vec<String> = many.iter().map(|p| p.display().to_string()).collect();
+            return Err(OpError::new(ErrorCode::PlanRefused, format!("{} holds more than one justfile ({}); keep one", p.cwd.display(), names.join(", ")))
+                .with("paths", names));
+        }
+    };
+    p.env.insert("JUST_JUSTFILE".into(), path.display().to_string());
+    p.env.insert("JUST_WORKING_DIRECTORY".into(), p.cwd.display().to_string());
+    Ok(())
+}
+
+/// The justfile candidates just itself accepts in `dir` (`justfile` and
+/// `.justfile`, any case), sorted.
+fn justfile_in(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().to_ascii_lowercase();
+            (name == "justfile" || name == ".justfile") && e.path().is_file()
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn ancestor_cargo_config_of_another_user_or_writable_by_others_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        let root = top.join("repo");
+        std::fs::create_dir_all(root.join(".cargo")).unwrap();
+        // Inside the root: repository code, allowed (and marked).
+        std::fs::write(root.join(".cargo/config.toml"), "").unwrap();
+        assert!(check_cargo(&root).is_ok());
+        std::fs::create_dir(top.join(".cargo")).unwrap();
+        let planted = top.join(".cargo/config.toml");
+        std::fs::write(&planted, "[target.x86_64-unknown-linux-gnu]\nrunner = \"/tmp/evil\"\n").unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = check_cargo(&root).unwrap_err();
+        assert_eq!(e.code, ErrorCode::UntrustedConfig);
+        assert_eq!(e.details["path"], planted.display().to_string());
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(check_cargo(&root).is_ok());
+        // Another user's file (only root can make one here).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let toolchain = top.join("rust-toolchain.toml");
+            std::fs::write(&toolchain, "[toolchain]\npath = \"/tmp/evil\"\n").unwrap();
+            std::os::unix::fs::chown(&toolchain, Some(65534), None).unwrap();
+            assert_eq!(check_cargo(&root).unwrap_err().details["path"], toolchain.display().to_string());
+        }
+    }
+}

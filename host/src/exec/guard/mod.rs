@@ -1,0 +1,100 @@
+//! Program-specific defences against hostile *repository content*.
+//!
+//! A plugin's plan is checked generically (declared program, typed argv,
+//! environment allow list, confined paths). Some programs, though, read
+//! configuration from the directory they run in and its ancestors, and that
+//! configuration can name programs to run: git's filter and diff drivers,
+//! signature programs, embedded repositories; cargo's and rustup's
+//! configuration in ancestor directories; just's search for a justfile in
+//! parent directories. The guards close those doors for the programs
+//! verbgate fronts:
+//!
+//! - [`git`]: git never walks above the root, never uses an embedded bare
+//!   repository, never shows signatures, never recurses into submodules'
+//!   working trees, and a repository whose own config names a program is
+//!   refused (`repo_config_runs_programs`) unless the operator trusts it;
+//! - [`ancestors`]: configuration that cargo/rustup would read from a
+//!   directory *above* the root must belong to the user (or root) and not be
+//!   writable by others (`untrusted_config`); just uses exactly the justfile
+//!   of the directory it runs in.
+//!
+//! [`Guards::harden`] runs at prepare time (so `dry_run` shows the hardened
+//! plan); [`Guards::check`] may start `git` itself (never a program the
+//! repository names) and caches its verdicts by file identity.
+
+pub mod ancestors;
+pub mod git;
+
+use std::path::{Path, PathBuf};
+
+use super::run::Prepared;
+use crate::error::OpError;
+
+/// Programs that run code from the repository they work in by design
+/// (build scripts, proc macros, recipes, test files, hooks): a verb that
+/// declares one is marked `runs_repository_code` in `help` and the catalog.
+pub const RUNS_REPOSITORY_CODE: &[&str] =
+    &["cargo", "just", "make", "npm", "npx", "pnpm", "yarn", "node", "pytest", "python", "python3", "tox", "nox", "sh", "bash", "gradle", "mvn"];
+
+/// Whether a verb declaring `programs` runs repository code.
+pub fn runs_repository_code<'a>(mut programs: impl Iterator<Item = &'a str>) -> bool {
+    programs.any(|p| RUNS_REPOSITORY_CODE.contains(&p))
+}
+
+/// The programs with a guard, recognised by declared name or by the file
+/// name of the resolved path (a plugin cannot dodge a guard by renaming).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guarded {
+    /// `git`.
+    Git,
+    /// `cargo` (and the `rustup` proxies it goes through).
+    Cargo,
+    /// `just`.
+    Just,
+}
+
+impl Guarded {
+    /// Which guard, if any, applies to `p`.
+    pub fn of(p: &Prepared) -> Option<Guarded> {
+        let file = p.program.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+        [p.name.as_str(), file].into_iter().find_map(|n| match n {
+            "git" => Some(Guarded::Git),
+            "cargo" | "rustc" | "rustup" => Some(Guarded::Cargo),
+            "just" => Some(Guarded::Just),
+            _ => None,
+        })
+    }
+}
+
+/// The guards of one verbgate process (the git guard keeps a verdict cache).
+#[derive(Debug, Default)]
+pub struct Guards {
+    git: git::GitGuard,
+}
+
+impl Guards {
+    /// Guards that trust the config of the repositories listed (canonical
+    /// paths of a work tree or git directory), as `trusted_repos` in the
+    /// config says.
+    pub fn new(trusted_repos: Vec<PathBuf>) -> Guards {
+        Guards { git: git::GitGuard::new(trusted_repos) }
+    }
+
+    /// Host-set environment and argv checks that need no subprocess.
+    pub fn harden(&self, p: &mut Prepared, root: &Path) -> Result<(), OpError> {
+        match Guarded::of(p) {
+            Some(Guarded::Git) => git::harden(p, root),
+            Some(Guarded::Cargo) => ancestors::check_cargo(root),
+            Some(Guarded::Just) => ancestors::pin_justfile(p),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that look at the repository the program will see.
+    pub async fn check(&self, p: &Prepared, root: &Path) -> Result<(), OpError> {
+        match Guarded::of(p) {
+            Some(Guarded::Git) => self.git.check(p, root).await,
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! Hostile repositories: a repository's own content (config, attributes,
+//! embedded repositories, the directories around it) must never make a git
+//! verb start a program, nor make git read a repository outside the root,
+//! while the user's own global git config keeps working. Each test plants a
+//! program that leaves a marker file if it ever runs.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use verbgate_tests::{git, Env};
+
+/// A repository at the root with one commit of `a.txt`, and a program that
+/// touches `marker` (then copies stdin to stdout, as a filter must).
+struct Hostile {
+    env: Env,
+    program: PathBuf,
+    marker: PathBuf,
+    home: PathBuf,
+}
+
+fn hostile() -> Hostile {
+    hostile_with(Env::new())
+}
+
+fn hostile_with(env: Env) -> Hostile {
+    let base = env.tmp.path().to_path_buf();
+    let marker = base.join("PWNED");
+    let program = base.join("evil.sh");
+    std::fs::write(&program, format!("#!/bin/sh\necho \"$0 $*\" >> {}\ncat\n", marker.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The user's HOME for the programs verbgate starts (global git config).
+    let home = base.join("user-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let root = &env.root;
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("a.txt"), "one\n").unwrap();
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "first"]);
+    Hostile { env, program, marker, home }
+}
+
+impl Hostile {
+    fn append_config(&self, repo: &Path, text: &str) {
+        let path = repo.join(".git/config");
+        let mut old = std::fs::read_to_string(&path).unwrap();
+        old.push_str(text);
+        std::fs::write(path, old).unwrap();
+    }
+
+    /// Make git re-read `a.txt` (a changed mtime forces a content check,
+    /// which is when a clean filter runs).
+    fn touch(&self) {
+        let f = std::fs::File::options().write(true).open(self.env.root.join("a.txt")).unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)).unwrap();
+    }
+
+    fn op(&self, op: &str, args: Value) -> Value {
+        let req = json!({ "ops": [{ "op": op, "args": args }] });
+        let out = self.env.cmd(&["request", &req.to_string()]).env("HOME", &self.home).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        v["results"][0].clone()
+    }
+
+    fn ran(&self) -> bool {
+        self.marker.exists()
+    }
+
+    fn assert_refused(&self, r: &Value, key: &str) {
+        assert_eq!(r["ok"], false, "{r}");
+        assert_eq!(r["error"]["code"], "repo_config_runs_programs", "{r}");
+        let keys: Vec<&str> = r["error"]["keys"].as_array().unwrap().iter().map(|k| k["key"].as_str().unwrap()).collect();
+        assert!(keys.contains(&key), "{key} not named in {r}");
+        assert!(r["error"]["config_line"].as_str().unwrap().starts_with("trusted_repos = ["), "{r}");
+        assert!(!self.ran(), "the repository's program ran: {}", std::fs::read_to_string(&self.marker).unwrap_or_default());
+    }
+}
+
+#[test]
+fn a_clean_filter_in_the_repository_config_is_refused_and_never_runs() {
+    let h = hostile();
+    std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
+    h.append_config(&h.env.root, &format!("[filter \"x\"]\n\tclean = {}\n", h.program.display()));
+    for verb in ["git.status", "git.diff"] {
+        h.touch();
+        h.assert_refused(&h.op(verb, json!({})), "filter.x.clean");
+    }
+}
+
+#[test]
+fn smudge_and_process_filters_are_refused_too() {
+    for key in ["smudge", "process"] {
+        let h = hostile();
+        std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
+        h.append_config(&h.env.root, &format!("[filter \"x\"]\n\t{key} = {}\n", h.program.display()));
+        h.touch();
+        h.assert_refused(&h.op("git.status", json!({})), &format!("filter.x.{key}"));
+    }
+}
+
+#[test]
+fn an_included_config_file_is_checked_like_the_config_itself() {
+    let h = hostile();
+    std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
+    std::fs::write(h.env.root.join("inc.cfg"), format!("[filter \"x\"]\n\tclean = {}\n", h.program.display())).unwrap();
+    h.append_config(&h.env.root, "[include]\n\tpath = ../inc.cfg\n");
+    h.touch();
+    h.assert_refused(&h.op("git.status", json!({})), "filter.x.clean");
+}
+
+#[test]
+fn a_diff_driver_in_the_repository_config_is_refused() {
+    let h = hostile();
+    std::fs::write(h.env.root.join(".gitattributes"), "* diff=x\n").unwrap();
+    h.append_config(&h.env.root, &format!("[diff \"x\"]\n\tcommand = {}\n\ttextconv = {}\n", h.program.display(), h.program.display()));
+    std::fs::write(h.env.root.join("a.txt"), "two\n").unwrap();
+    for verb in ["git.diff", "git.show", "git.log"] {
+        h.assert_refused(&h.op(verb, json!({})), "diff.x.command");
+    }
+}
+
+/// A commit carrying a `gpgsig` header: git hands it to the signature
+/// program when asked to show signatures.
+fn signed_commit(root: &Path) -> String {
+    let tree = git(root, &["rev-parse", "HEAD^{tree}"]);
+    let parent = git(root, &["rev-parse", "HEAD"]);
+    let body = format!(
+        "tree {}\nparent {}\nauthor A <a@example.com> 1700000000 +0000\ncommitter A <a@example.com> 1700000000 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n\nsigned\n",
+        tree.trim(),
+        parent.trim()
+    );
+    let file = root.join(".git/signed-commit");
+    std::fs::write(&file, body).unwrap();
+    let oid = git(root, &["hash-object", "-t", "commit", "-w", file.to_str().unwrap()]);
+    git(root, &["update-ref", "refs/heads/main", oid.trim()]);
+    oid.trim().to_string()
+}
+
+#[test]
+fn signature_programs_never_run_on_a_signed_commit() {
+    let h = hostile();
+    signed_commit(&h.env.root);
+    // The repository asks to show signatures, the user's own config names
+    // a signature program: the repository's request is overridden.
+    h.append_config(&h.env.root, "[log]\n\tshowSignature = true\n");
+    std::fs::write(h.home.join(".gitconfig"), format!("[gpg]\n\tprogram = {}\n", h.program.display())).unwrap();
+    for verb in ["git.log", "git.show"] {
+        let r = h.op(verb, json!({}));
+        assert_eq!(r["ok"], true, "{r}");
+        assert!(!h.ran(), "{verb} ran the signature program");
+    }
+    // A repository that names its own signature program is refused.
+    for key in ["gpg.program", "gpg.ssh.program"] {
+        let (section, name) = key.rsplit_once('.').unwrap();
+        let section = section.replace("gpg.ssh", "gpg \"ssh\"");
+        h.append_config(&h.env.root, &format!("[{section}]\n\t{name} = {}\n", h.program.display()));
+        h.assert_refused(&h.op("git.log", json!({})), key);
+    }
+}
+
+#[test]
+fn an_embedded_bare_repository_is_never_used() {
+    let h = hostile();
+    let bare = h.env.root.join("vendor/x.git");
+    std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
+    git(&h.env.root, &["init", "-q", "--bare", bare.to_str().unwrap()]);
+    // Its own config points the work tree at the root and names a filter.
+    let cfg = bare.join("config");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str(&format!("[core]\n\tworktree = ../..\n\tbare = false\n[filter \"x\"]\n\tclean = {}\n", h.program.display()));
+    std::fs::write(&cfg, text).unwrap();
+    std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
+    h.touch();
+    for verb in ["git.status", "git.log"] {
+        let r = h.op(verb, json!({"repo": "vendor/x.git"}));
+        assert_eq!(r["ok"], false, "{verb} used the embedded repository: {r}");
+        assert!(!h.ran(), "{verb} ran the embedded repository's filter");
+    }
+}
+
+#[test]
+fn git_never_walks_above_the_root() {
+    let env = Env::new();
+    // The root is not a repository; the directory above it is.
+    let parent = env.tmp.path();
+    git(parent, &["init", "-q", "-b", "outside"]);
+    std::fs::write(parent.join("secret.txt"), "outside the root\n").unwrap();
+    git(parent, &["add", "secret.txt"]);
+    git(parent, &["commit", "-q", "-m", "outside history"]);
+    for verb in ["git.log", "git.status"] {
+        let r = env.op(verb, json!({}));
+        assert_eq!(r["ok"], false, "{verb} read the repository above the root: {r}");
+        assert!(!r.to_string().contains("outside history"), "{r}");
+    }
+}
+
+#[test]
+fn a_git_file_pointing_outside_the_root_is_refused() {
+    let env = Env::new();
+    let elsewhere = env.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    git(&elsewhere, &["init", "-q", "-b", "main"]);
+    std::fs::write(elsewhere.join("f"), "x").unwrap();
+    git(&elsewhere, &["add", "f"]);
+    git(&elsewhere, &["commit", "-q", "-m", "elsewhere history"]);
+    std::fs::write(env.root.join(".git"), format!("gitdir: {}\n", elsewhere.join(".git").display())).unwrap();
+    let r = env.op("git.log", json!({}));
+    assert_eq!(r["error"]["code"], "repo_outside_root", "{r}");
+    assert!(!r.to_string().contains("elsewhere history"), "{r}");
+}
+
+#[test]
+fn the_git_directory_itself_gets_no_pass() {
+    let h = hostile();
+    h.append_config(&h.env.root, &format!("[filter \"x\"]\n\tclean = {}\n", h.program.display()));
+    h.assert_refused(&h.op("git.log", json!({"repo": ".git"})), "filter.x.clean");
+}
+
+#[test]
+fn submodules_are_not_entered_even_when_gitmodules_asks() {
+    let h = hostile();
+    let root = &h.env.root;
+    // A submodule whose own git directory names a filter.
+    let sub_src = h.env.tmp.path().join("sub-src");
+    std::fs::create_dir_all(&sub_src).unwrap();
+    git(&sub_src, &["init", "-q", "-b", "main"]);
+    std::fs::write(sub_src.join("f"), "f\n").unwrap();
+    git(&sub_src, &["add", "f"]);
+    git(&sub_src, &["commit", "-q", "-m", "sub"]);
+    git(root, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", sub_src.to_str().unwrap(), "sub"]);
+    git(root, &["commit", "-q", "-m", "add sub"]);
+    let modcfg = root.join(".git/modules/sub/config");
+    let mut text = std::fs::read_to_string(&modcfg).unwrap();
+    text.push_str(&format!("[filter \"x\"]\n\tclean = {}\n", h.program.display()));
+    std::fs::write(&modcfg, text).unwrap();
+    std::fs::write(root.join("sub/.gitattributes"), "* filter=x\n").unwrap();
+    let f = std::fs::File::options().write(true).open(root.join("sub/f")).unwrap();
+    f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)).unwrap();
+    // Without any override, status is answered and the submodule's filter
+    // never runs.
+    let r = h.op("git.status", json!({}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(!h.ran(), "git entered the submodule and ran its filter");
+    // .gitmodules asking git to look inside the submodule is refused.
+    git(root, &["config", "-f", ".gitmodules", "submodule.sub.ignore", "none"]);
+    h.assert_refused(&h.op("git.status", json!({})), "submodule.sub.ignore");
+}
+
+#[test]
+fn the_users_global_filter_keeps_working() {
+    let h = hostile();
+    // A git-lfs-style filter in the user's own global config.
+    std::fs::write(h.home.join(".gitconfig"), format!("[filter \"lfs\"]\n\tclean = {}\n\trequired = true\n", h.program.display())).unwrap();
+    std::fs::write(h.env.root.join(".gitattributes"), "a.txt filter=lfs\n").unwrap();
+    h.touch();
+    let r = h.op("git.status", json!({}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(h.ran(), "the user's own global filter should run as git would run it");
+}
+
+#[test]
+fn an_operator_can_trust_a_repository_by_path() {
+    let env = Env::new();
+    let root = env.root.canonicalize().unwrap();
+    let env = env.with_config(&format!("trusted_repos = [{:?}]", root.display().to_string()));
+    let h = hostile_with(env);
+    std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
+    h.append_config(&h.env.root, &format!("[filter \"x\"]\n\tclean = {}\n", h.program.display()));
+    h.touch();
+    let r = h.op("git.status", json!({}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(h.ran(), "a trusted repository's filter runs, as git would run it");
+}
+
+#[test]
+fn ancestor_cargo_config_writable_by_others_is_refused() {
+    let env = Env::new();
+    // The directory above the root holds a cargo config anyone could have
+    // written (as a shared /tmp would).
+    let planted = env.tmp.path().join(".cargo/config.toml");
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    std::fs::write(&planted, "[target.x86_64-unknown-linux-gnu]\nrunner = \"/bin/false\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::fs::write(env.root.join("Cargo.toml"), "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    let r = env.op("cargo.metadata", json!({}));
+    assert_eq!(r["error"]["code"], "untrusted_config", "{r}");
+    assert_eq!(r["error"]["path"], planted.canonicalize().unwrap().display().to_string(), "{r}");
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let r = env.op("cargo.metadata", json!({}));
+    assert_eq!(r["ok"], true, "{r}");
+}
+
+#[test]
+fn just_uses_exactly_the_justfile_of_its_directory() {
+    let env = Env::new();
+    // A justfile above the root, and a root justfile that falls back to it.
+    let marker = env.tmp.path().join("OUTER-RAN");
+    std::fs::write(env.tmp.path().join("justfile"), format!("outer:\n    touch {}\n", marker.display())).unwrap();
+    let help = env.request(&json!({"help": "just.run"}));
+    assert_eq!(help["error"]["code"], "not_found", "just found a justfile above the root: {help}");
+    std::fs::write(env.root.join("justfile"), "set fallback\n\ninner:\n    echo inner\n").unwrap();
+    let list = env.request(&json!({"help": "just.run"}));
+    let names: Vec<&str> = list["help"]["targets"].as_array().unwrap_or_else(|| panic!("{list}")).iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["inner"], "{list}");
+    let outer = env.request(&json!({"help": "just.run:outer"}));
+    assert_eq!(outer["ok"], Value::Null, "{outer}");
+    assert!(outer.to_string().contains("not_found"), "the parent justfile's recipe was reachable: {outer}");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn code_running_verbs_say_so() {
+    let env = Env::new();
+    for verb in ["cargo.build", "cargo.test", "cargo.check", "cargo.clippy", "cargo.metadata", "just.run"] {
+        let h = env.request(&json!({"help": verb}));
+        assert_eq!(h["help"]["runs_repository_code"], true, "{verb}: {h}");
+    }
+    for verb in ["git.status", "git.log", "job.list"] {
+        let h = env.request(&json!({"help": verb}));
+        assert_eq!(h["help"]["runs_repository_code"], false, "{verb}: {h}");
+    }
+    let catalog = env.request(&json!({"help": true}));
+    let marked: Vec<&str> = catalog["help"]["runs_repository_code"].as_array().unwrap_or_else(|| panic!("{catalog}")).iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(marked.contains(&"cargo.test") && marked.contains(&"just.run") && !marked.contains(&"git.status"), "{catalog}");
+}
