@@ -282,6 +282,8 @@ fn ancestor_cargo_config_writable_by_others_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
     std::fs::write(env.root.join("Cargo.toml"), "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    std::fs::create_dir_all(env.root.join("src")).unwrap();
+    std::fs::write(env.root.join("src/lib.rs"), "").unwrap();
     let r = env.op("cargo.metadata", json!({}));
     assert_eq!(r["error"]["code"], "untrusted_config", "{r}");
     assert_eq!(r["error"]["path"], planted.canonicalize().unwrap().display().to_string(), "{r}");
@@ -297,7 +299,7 @@ fn just_uses_exactly_the_justfile_of_its_directory() {
     let marker = env.tmp.path().join("OUTER-RAN");
     std::fs::write(env.tmp.path().join("justfile"), format!("outer:\n    touch {}\n", marker.display())).unwrap();
     let help = env.request(&json!({"help": "just.run"}));
-    assert_eq!(help["error"]["code"], "not_found", "just found a justfile above the root: {help}");
+    assert_eq!(help["help"]["targets_error"]["code"], "not_found", "just found a justfile above the root: {help}");
     std::fs::write(env.root.join("justfile"), "set fallback\n\ninner:\n    echo inner\n").unwrap();
     let list = env.request(&json!({"help": "just.run"}));
     let names: Vec<&str> = list["help"]["targets"].as_array().unwrap_or_else(|| panic!("{list}")).iter().map(|t| t["name"].as_str().unwrap()).collect();
