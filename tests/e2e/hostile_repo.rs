@@ -325,3 +325,35 @@ fn code_running_verbs_say_so() {
     let marked: Vec<&str> = catalog["help"]["runs_repository_code"].as_array().unwrap_or_else(|| panic!("{catalog}")).iter().map(|v| v.as_str().unwrap()).collect();
     assert!(marked.contains(&"cargo.test") && marked.contains(&"just.run") && !marked.contains(&"git.status"), "{catalog}");
 }
+
+#[test]
+fn a_plan_cannot_make_git_run_a_program_through_the_environment() {
+    let h = hostile_with(Env::with_plugin("fixture-env"));
+    std::fs::write(h.env.root.join("a.txt"), "changed\n").unwrap();
+    let program = h.program.display().to_string();
+    let attacks = [
+        ("GIT_EXTERNAL_DIFF", program.clone()),
+        ("GIT_CONFIG_PARAMETERS", format!("'diff.external'='{program}'")),
+        ("GIT_CONFIG_COUNT", "1".to_string()),
+        ("GIT_PAGER", program.clone()),
+        ("GIT_EXEC_PATH", "/tmp".to_string()),
+        ("LD_PRELOAD", "/tmp/evil.so".to_string()),
+        ("GCONV_PATH", "/tmp".to_string()),
+        ("GLIBC_TUNABLES", "glibc.malloc.check=3".to_string()),
+        ("HOME", h.env.tmp.path().display().to_string()),
+        ("BASH_ENV", program.clone()),
+        ("NODE_OPTIONS", "--require /tmp/x.js".to_string()),
+        ("PYTHONPATH", "/tmp".to_string()),
+        ("PERL5OPT", "-Mevil".to_string()),
+        ("OPENSSL_CONF", "/tmp/x.cnf".to_string()),
+    ];
+    for (name, value) in attacks {
+        let r = h.op("envfix.diff", json!({"name": name, "value": value}));
+        assert_eq!(r["error"]["code"], "plan_refused", "{name}: {r}");
+        assert_eq!(r["error"]["env"], name, "{r}");
+        assert!(!h.ran(), "{name} made git run the planted program");
+    }
+    // An inert name passes.
+    let r = h.op("envfix.diff", json!({"name": "LC_ALL", "value": "C"}));
+    assert_eq!(r["ok"], true, "{r}");
+}
