@@ -4,6 +4,10 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 components := "target/components"
 
+# The binary embeds the bundled components built from plugins/ (not the
+# committed copies in host/bundled/, which serve `cargo install`).
+export VERBGATE_COMPONENTS_DIR := justfile_directory() / "target/components"
+
 # List the recipes.
 default:
     @just --list
@@ -12,13 +16,18 @@ default:
 setup:
     @rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
-# Build every plugin component into target/components/<plugin-name>.wasm.
+# Build every plugin component into target/components/<plugin-name>.wasm
+# (registry paths remapped, so the bytes do not depend on where cargo lives).
 plugins: setup
-    cd plugins && CARGO_TARGET_DIR=../target/plugins cargo build --release --target wasm32-wasip2 --quiet
+    cd plugins && CARGO_TARGET_DIR=../target/plugins RUSTFLAGS="--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo" cargo build --release --target wasm32-wasip2 --quiet
     mkdir -p {{components}}
     for f in target/plugins/wasm32-wasip2/release/*.wasm; do \
         name=$(basename "$f" .wasm); cp "$f" "{{components}}/${name//_/-}.wasm"; \
     done
+
+# Refresh the committed bundled components (host/bundled/) from plugins/; commit the result.
+bundle: plugins
+    for name in core git cargo just; do cp "{{components}}/$name.wasm" host/bundled/; done
 
 # Build the host (it embeds the bundled components, so plugins come first).
 build: plugins

@@ -1,7 +1,13 @@
 //! Embeds the bundled components and pins their SHA-256 digests into the
-//! binary. The components are built by `just plugins` into
-//! `target/components/`; set `VERBGATE_COMPONENTS_DIR` to build from
-//! elsewhere.
+//! binary.
+//!
+//! The components are committed in `host/bundled/` (about 200 KB each), so a
+//! plain `cargo build` or `cargo install --path host` works on a fresh clone
+//! without a wasm toolchain. `just` builds them from `plugins/` into
+//! `target/components/` and points `VERBGATE_COMPONENTS_DIR` there, so a
+//! developer's binary always embeds what `plugins/` says; a test fails when
+//! the committed bytes differ from a fresh build (`just bundle` refreshes
+//! them).
 
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -15,13 +21,13 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let dir = std::env::var_os("VERBGATE_COMPONENTS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| manifest.join("../target/components"));
+        .unwrap_or_else(|| manifest.join("bundled"));
     let mut out = String::from("/// Components compiled into this binary, with pinned digests.\npub const BUNDLED: &[BundledComponent] = &[\n");
     for name in BUNDLED {
         let path = dir.join(format!("{name}.wasm"));
         println!("cargo:rerun-if-changed={}", path.display());
         let bytes = std::fs::read(&path).unwrap_or_else(|e| {
-            panic!("bundled component {} is missing ({e}): run `just plugins` first (or `just build`)", path.display())
+            panic!("bundled component {} is missing ({e}): restore host/bundled/ from git, or run `just bundle`", path.display())
         });
         let digest = hex(&Sha256::digest(&bytes));
         let abs = path.canonicalize().unwrap();
