@@ -60,6 +60,15 @@ bench: plugins
 fuzz cases="20000":
     PROPTEST_CASES={{cases}} cargo test -p verbgate --test properties -- --nocapture
 
+# The macOS cross-build gate: the host builds for aarch64-apple-darwin (zig via PyPI as linker).
+cross:
+    ./scripts/zig-tools.sh aarch64-apple-darwin
+    env -u VERBGATE_COMPONENTS_DIR PATH="$PWD/target/zig/bin:$PATH" cargo zigbuild --locked --target aarch64-apple-darwin -p verbgate --bin verbgate
+
+# Release binaries (Linux musl x86_64/aarch64, macOS aarch64/x86_64) and SHA256SUMS into target/dist/.
+dist *targets:
+    ./scripts/dist.sh {{targets}}
+
 # Build, sign, serve, and show a real session.
 demo: build
     ./scripts/demo.sh

@@ -21,12 +21,27 @@ use crate::config::Overrides;
 
 /// verbgate: signed WebAssembly verbs for AI agents, behind one MCP tool.
 #[derive(Debug, Parser)]
-#[command(name = "verbgate", version, about, long_about = None)]
+#[command(name = "verbgate", version, long_version = long_version(), about, long_about = None)]
 pub struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `verbgate --version`: the version, the plugin contracts this binary
+/// loads, and the digest of every component it embeds (what an operator
+/// compares against a release's notes).
+fn long_version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let wit: Vec<String> = crate::runtime::wit::SUPPORTED_VERSIONS.iter().map(|v| format!("verbgate:verbs@{v}")).collect();
+        let mut text = format!("{}\ncontracts: {}\nbundled components:", env!("CARGO_PKG_VERSION"), wit.join(", "));
+        for c in crate::registry::bundled::BUNDLED {
+            text.push_str(&format!("\n  {} sha256:{}", c.name, c.sha256));
+        }
+        text
+    })
 }
 
 /// Options every subcommand accepts.
