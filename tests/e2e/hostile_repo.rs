@@ -323,7 +323,7 @@ fn code_running_verbs_say_so() {
     }
     let catalog = env.request(&json!({"help": true}));
     let marked: Vec<&str> = catalog["help"]["runs_repository_code"].as_array().unwrap_or_else(|| panic!("{catalog}")).iter().map(|v| v.as_str().unwrap()).collect();
-    assert!(marked.contains(&"cargo.test") && marked.contains(&"just.run") && !marked.contains(&"git.status"), "{catalog}");
+    assert_eq!(marked, ["cargo.*", "just.*"], "{catalog}");
 }
 
 #[test]

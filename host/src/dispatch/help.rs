@@ -35,7 +35,7 @@ pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Val
         "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"} gives its schema and schema_fingerprint",
         "fingerprint_required": ["spawn"],
         "verbs": Value::Object(groups),
-        "runs_repository_code": registry.verbs().filter(|v| runs_repo_code(v)).map(|v| v.name.as_str()).collect::<Vec<_>>(),
+        "runs_repository_code": repo_code_patterns(registry),
     });
     if !loading.is_empty() {
         // Components compiling in the background: their verbs join soon,
@@ -62,6 +62,30 @@ pub fn verb_help(registry: &Registry, name: &str) -> Result<Value, OpError> {
 /// tests): callers and people deciding what to allow must know.
 fn runs_repo_code(v: &Verb) -> bool {
     crate::exec::guard::runs_repository_code(v.programs.keys().map(String::as_str))
+}
+
+/// The verbs that run repository code, compactly: `ns.*` when every verb of
+/// a namespace does, else the verb names (the catalog stays small).
+fn repo_code_patterns(registry: &Registry) -> Vec<String> {
+    let mut by_ns: std::collections::BTreeMap<&str, (Vec<&str>, bool)> = std::collections::BTreeMap::new();
+    for v in registry.verbs() {
+        let ns = v.name.split_once('.').map_or(v.name.as_str(), |(ns, _)| ns);
+        let entry = by_ns.entry(ns).or_insert((Vec::new(), true));
+        if runs_repo_code(v) {
+            entry.0.push(v.name.as_str());
+        } else {
+            entry.1 = false;
+        }
+    }
+    let mut out = Vec::new();
+    for (ns, (names, all)) in by_ns {
+        match (names.is_empty(), all) {
+            (true, _) => {}
+            (false, true) => out.push(format!("{ns}.*")),
+            (false, false) => out.extend(names.into_iter().map(String::from)),
+        }
+    }
+    out
 }
 
 /// A verb's full contract.

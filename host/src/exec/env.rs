@@ -45,8 +45,9 @@ pub fn check_plan_env(program: &str, name: &str, value: &str) -> Result<(), OpEr
     if value.contains('\0') {
         return Err(refuse(format!("the plan's value for {name} contains NUL")));
     }
-    let is_locale = name == "LANG" || name == "LANGUAGE" || name == "TZ" || name.starts_with("LC_");
-    if is_locale && (value.contains('/') || value.contains("..")) {
+    let is_locale = name == "LANG" || name == "LANGUAGE" || name.starts_with("LC_");
+    let zone_path = name == "TZ" && (value.trim_start_matches(':').starts_with('/') || value.contains(".."));
+    if (is_locale && (value.contains('/') || value.contains(".."))) || zone_path {
         return Err(refuse(format!("the plan's value for {name} names a path ({value:?}); a locale or time zone is a plain name")));
     }
     Ok(())
@@ -96,6 +97,8 @@ mod tests {
 
     #[test]
     fn inert_names_pass_and_locale_values_may_not_be_paths() {
+        assert!(check_plan_env("git", "TZ", "Europe/Paris").is_ok());
+        assert!(check_plan_env("git", "TZ", ":/etc/evil").is_err());
         for (program, name) in [("git", "GIT_OPTIONAL_LOCKS"), ("git", "LC_ALL"), ("cargo", "CARGO_TERM_COLOR"), ("anything", "TZ")] {
             assert!(check_plan_env(program, name, "C").is_ok(), "{program} {name}");
         }

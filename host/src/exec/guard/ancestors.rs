@@ -6,7 +6,9 @@
 //! the root it is whoever could write there — `/tmp` is shared with every
 //! local user. Such a file is used only if it belongs to the user (or root)
 //! and nobody else can write it; otherwise the op is refused with
-//! `untrusted_config`, naming the file.
+//! `untrusted_config`, naming the file. The same holds for a workspace
+//! `Cargo.toml` above the root (cargo looks upward for the workspace root
+//! and uses its `[patch]` entries and `target/`).
 //!
 //! just searches parent directories for a justfile (and, with `set
 //! fallback`, for recipes): verbgate pins the justfile of the directory just
@@ -20,7 +22,10 @@ use crate::error::{ErrorCode, OpError};
 use crate::exec::run::Prepared;
 
 /// Files cargo and rustup read from every ancestor directory.
-const CARGO_ANCESTOR_FILES: &[&str] = &[".cargo", ".cargo/config.toml", ".cargo/config", "rust-toolchain.toml", "rust-toolchain"];
+/// (`Cargo.toml` too: cargo looks upward for a workspace root, whose
+/// `[patch]` entries and `target/` directory it then uses.)
+const CARGO_ANCESTOR_FILES: &[&str] =
+    &[".cargo", ".cargo/config.toml", ".cargo/config", "rust-toolchain.toml", "rust-toolchain", "Cargo.toml", "Cargo.lock", "target"];
 
 /// Why `path` (which exists) may not be trusted, if it may not: owned by
 /// someone other than the user or root, or writable by group or others.

@@ -9,10 +9,12 @@
 //! parent directories. The guards close those doors for the programs
 //! verbgate fronts:
 //!
-//! - [`git`]: git never walks above the root, never uses an embedded bare
-//!   repository, never shows signatures, never recurses into submodules'
-//!   working trees, and a repository whose own config names a program is
-//!   refused (`repo_config_runs_programs`) unless the operator trusts it;
+//! - [`git`] and [`git_repo`]: git never walks above the root, never uses
+//!   an embedded bare repository, shows no signatures, runs no hooks, no
+//!   transports and nothing inside submodules; a repository whose own config
+//!   names a program is refused (`repo_config_runs_programs`), and so is one
+//!   that lies, in any part, outside the root (`repo_outside_root`), unless
+//!   the operator trusts it;
 //! - [`ancestors`]: configuration that cargo/rustup would read from a
 //!   directory *above* the root must belong to the user (or root) and not be
 //!   writable by others (`untrusted_config`); just uses exactly the justfile
@@ -24,6 +26,7 @@
 
 pub mod ancestors;
 pub mod git;
+pub mod git_repo;
 
 use std::path::{Path, PathBuf};
 
@@ -56,8 +59,11 @@ pub enum Guarded {
 impl Guarded {
     /// Which guard, if any, applies to `p`.
     pub fn of(p: &Prepared) -> Option<Guarded> {
-        let file = p.program.file_name().and_then(|f| f.to_str()).unwrap_or_default();
-        [p.name.as_str(), file].into_iter().find_map(|n| match n {
+        // The declared name, the resolved file, and what that file is a link
+        // to (`programs.vcs = "/usr/local/bin/g"` → git is still git).
+        let file = p.program.file_name().and_then(|f| f.to_str()).unwrap_or_default().to_string();
+        let real = p.program.canonicalize().ok().and_then(|r| r.file_name().and_then(|f| f.to_str()).map(String::from)).unwrap_or_default();
+        [p.name.as_str(), file.as_str(), real.as_str()].into_iter().find_map(|n| match n {
             "git" => Some(Guarded::Git),
             "cargo" | "rustc" | "rustup" => Some(Guarded::Cargo),
             "just" => Some(Guarded::Just),
@@ -69,7 +75,7 @@ impl Guarded {
 /// The guards of one verbgate process (the git guard keeps a verdict cache).
 #[derive(Debug, Default)]
 pub struct Guards {
-    git: git::GitGuard,
+    git: git_repo::GitGuard,
 }
 
 impl Guards {
@@ -77,7 +83,7 @@ impl Guards {
     /// paths of a work tree or git directory), as `trusted_repos` in the
     /// config says.
     pub fn new(trusted_repos: Vec<PathBuf>) -> Guards {
-        Guards { git: git::GitGuard::new(trusted_repos) }
+        Guards { git: git_repo::GitGuard::new(trusted_repos) }
     }
 
     /// Host-set environment and argv checks that need no subprocess.
