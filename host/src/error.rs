@@ -63,6 +63,10 @@ pub enum ErrorCode {
     /// An entity-aware kill (the fronted CLI's own kill) failed; the job was
     /// not signalled.
     KillFailed,
+    /// A file or directory verbgate would trust (its home, `cache/`,
+    /// `trust/`, `state/`, `plugins/`, `verbgate.toml`) is owned by another
+    /// user or writable by group or others: refused before anything runs.
+    InsecureFile,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -93,6 +97,7 @@ impl ErrorCode {
         ErrorCode::Unavailable,
         ErrorCode::JobNotFinished,
         ErrorCode::KillFailed,
+        ErrorCode::InsecureFile,
         ErrorCode::Internal,
     ];
 
@@ -122,6 +127,7 @@ impl ErrorCode {
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::JobNotFinished => "job_not_finished",
             ErrorCode::KillFailed => "kill_failed",
+            ErrorCode::InsecureFile => "insecure_file",
             ErrorCode::Internal => "internal",
         }
     }
