@@ -260,3 +260,54 @@ fn a_key_file_another_user_could_write_is_not_trusted() {
     assert_eq!(list["keys"].as_array().unwrap().len(), 0, "{list}");
     assert!(list["skipped"][0]["reason"].as_str().unwrap().contains("chmod go-w"), "{list}");
 }
+
+/// LEB128, optionally padded with `extra` redundant bytes.
+fn leb(mut v: usize, extra: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 && extra == 0 {
+            out.push(b);
+            return out;
+        }
+        out.push(b | 0x80);
+        if v == 0 {
+            out.extend(std::iter::repeat_n(0x80, extra - 1));
+            out.push(0);
+            return out;
+        }
+    }
+}
+
+/// The signature section is outside the signed hash, and the format's
+/// parser ignores bytes after its last entry and accepts padded numbers:
+/// either change used to leave a loadable component with new bytes.
+#[test]
+fn a_signature_section_changed_in_ways_the_parser_tolerates_is_refused() {
+    let env = Env::new();
+    let bytes = signed_bytes(&env);
+    std::fs::remove_file(env.plugins.join("fixture-echo.wasm")).unwrap();
+    let end = first_section_end(&bytes);
+    let mut pos = 9;
+    while bytes[pos] & 0x80 != 0 {
+        pos += 1;
+    }
+    let body = &bytes[pos + 1..end]; // name length, name, payload
+    let rebuild = |body: &[u8], extra: usize| {
+        let mut out = bytes[..8].to_vec();
+        out.push(0);
+        out.extend(leb(body.len(), extra));
+        out.extend_from_slice(body);
+        out.extend_from_slice(&bytes[end..]);
+        out
+    };
+    assert_eq!(rebuild(body, 0), bytes);
+    let mut trailing = body.to_vec();
+    trailing.extend_from_slice(b"junk");
+    env.install_bytes("trailing.wasm", &rebuild(&trailing, 0));
+    assert_refused(&env, "trailing.wasm", "tampered");
+    std::fs::remove_file(env.plugins.join("trailing.wasm")).unwrap();
+    env.install_bytes("padded.wasm", &rebuild(body, 1));
+    assert_refused(&env, "padded.wasm", "tampered");
+}
