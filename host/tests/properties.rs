@@ -168,9 +168,7 @@ fn leb(mut v: usize, extra: usize) -> Vec<u8> {
         }
         out.push(b | 0x80);
         if v == 0 {
-            for _ in 0..extra - 1 {
-                out.push(0x80);
-            }
+            out.extend(std::iter::repeat_n(0x80, extra - 1));
             out.push(0x00);
             return out;
         }
