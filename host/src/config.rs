@@ -8,7 +8,7 @@
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Limits applied to plugins and programs.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -177,6 +177,9 @@ impl Config {
             let p = home.join("verbgate.toml");
             p.exists().then_some(p)
         });
+        // Nothing in the home is trusted before it is known to be ours and
+        // not writable by anyone else.
+        crate::private_files::check_home(&home, file_path.as_deref())?;
         let file = match &file_path {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
@@ -258,47 +261,9 @@ pub fn default_home() -> Result<PathBuf> {
     }
 }
 
-/// Create a private directory (0700) and its parents.
-pub fn ensure_private_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let meta = std::fs::metadata(dir)?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private", dir.display()))?;
-    }
-    Ok(())
-}
-
-/// Write a file readable only by its owner (0600), atomically: a temporary
-/// file in the same directory, then a rename, so a reader never sees half.
-pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().context("file has no parent directory")?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
+// The home's private directories and files: created, written and checked
+// in one place (`private_files`); re-exported here for existing callers.
+pub use crate::private_files::{ensure_private_dir, write_private_file};
 
 #[cfg(test)]
 mod tests {

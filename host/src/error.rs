@@ -72,6 +72,10 @@ pub enum ErrorCode {
     /// Configuration a program would read from outside the root belongs to
     /// another user or is writable by others; nothing ran.
     UntrustedConfig,
+    /// A file or directory verbgate would trust (its home, `cache/`,
+    /// `trust/`, `state/`, `plugins/`, `verbgate.toml`) is owned by another
+    /// user or writable by group or others: refused before anything runs.
+    InsecureFile,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -105,6 +109,7 @@ impl ErrorCode {
         ErrorCode::RepoConfigRunsPrograms,
         ErrorCode::RepoOutsideRoot,
         ErrorCode::UntrustedConfig,
+        ErrorCode::InsecureFile,
         ErrorCode::Internal,
     ];
 
@@ -137,6 +142,7 @@ impl ErrorCode {
             ErrorCode::RepoConfigRunsPrograms => "repo_config_runs_programs",
             ErrorCode::RepoOutsideRoot => "repo_outside_root",
             ErrorCode::UntrustedConfig => "untrusted_config",
+            ErrorCode::InsecureFile => "insecure_file",
             ErrorCode::Internal => "internal",
         }
     }

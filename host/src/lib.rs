@@ -31,6 +31,7 @@ pub mod exec;
 pub mod jobs;
 pub mod json;
 pub mod mcp;
+pub mod private_files;
 pub mod registry;
 pub mod runtime;
 pub mod trust;

@@ -80,3 +80,27 @@ fn aliases_work_but_unknown_params_are_named() {
     assert_eq!(out["schemas"].as_object().unwrap().len(), 1);
     assert_eq!(out["schemas"][fp]["additionalProperties"], false);
 }
+
+/// A `path` is read by the program relative to the directory it runs in
+/// (`repo`), so that is where it is confined: `sub/link -> /etc` must be
+/// refused even though `root/link` does not exist (the old check looked
+/// there and let the program read `/etc` through the link).
+#[test]
+fn a_path_is_confined_relative_to_the_repo_it_is_read_in() {
+    let env = Env::new();
+    let sub = env.root.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    verbgate_tests::git(&sub, &["init", "-q", "-b", "main"]);
+    std::os::unix::fs::symlink("/etc", sub.join("link")).unwrap();
+    std::os::unix::fs::symlink("../..", sub.join("up")).unwrap();
+    for (verb, path) in [("git.log", "link"), ("git.log", "link/passwd"), ("git.diff", "link"), ("git.log", "up")] {
+        let res = env.op(verb, json!({"repo": "sub", "path": path}));
+        assert_eq!(res["ok"], false, "{verb} {path}: {res}");
+        assert_eq!(res["error"]["code"], "plan_refused", "{verb} {path}: {res}");
+        assert_eq!(res["error"]["path"], path, "{res}");
+    }
+    // A path inside the repo is still fine.
+    std::fs::write(sub.join("a.txt"), "x").unwrap();
+    let res = env.op("git.log", json!({"repo": "sub", "path": "a.txt"}));
+    assert_eq!(res["ok"], true, "{res}");
+}

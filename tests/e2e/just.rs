@@ -83,3 +83,30 @@ fn unknown_recipes_bad_params_and_missing_fingerprints_are_clear_errors() {
     let r = result_of(&env, &failing);
     assert_eq!((r["success"].clone(), r["exit_code"].clone()), (json!(false), json!(7)), "{r}");
 }
+
+/// Recipe parameters are positional. Skipping one whose default is an
+/// expression used to shift every later value one place left (`{a, c}` of
+/// `r a b=(expr) c="z"` ran `just r 1 3`, so `b` got `c`'s value): now the
+/// call is refused naming the skipped parameter, while a skipped parameter
+/// with a literal default is passed its literal.
+#[test]
+fn a_skipped_parameter_never_shifts_later_values() {
+    let env = Env::new();
+    let justfile = "r a b=(\"computed\" + \"!\") c=\"z\":\n    echo a={{a}} b={{b}} c={{c}}\n\nq a b=\"lit\" c=\"z\":\n    echo a={{a}} b={{b}} c={{c}}\n";
+    std::fs::write(env.root.join("justfile"), justfile).unwrap();
+    let fp = env.request(&json!({"help": "just.run:r"}))["help"]["schema_fingerprint"].clone();
+    let skipped = run(&env, json!({"target": "r", "a": "1", "c": "3"}), Some(&fp));
+    assert_eq!(skipped["ok"], false, "{skipped}");
+    assert_eq!(skipped["error"]["code"], "invalid_args", "{skipped}");
+    assert_eq!(skipped["error"]["param"], "b", "{skipped}");
+    assert!(skipped["error"]["message"].as_str().unwrap().contains("explicitly"), "{skipped}");
+    // Given explicitly, or with the later one left out too, it runs right.
+    let full = run(&env, json!({"target": "r", "a": "1", "b": "2", "c": "3"}), Some(&fp));
+    assert_eq!(result_of(&env, &full)["stdout_tail"], "a=1 b=2 c=3\n");
+    let short = run(&env, json!({"target": "r", "a": "1"}), Some(&fp));
+    assert_eq!(result_of(&env, &short)["stdout_tail"], "a=1 b=computed! c=z\n");
+    // A literal default fills the gap.
+    let fq = env.request(&json!({"help": "just.run:q"}))["help"]["schema_fingerprint"].clone();
+    let literal = run(&env, json!({"target": "q", "a": "1", "c": "3"}), Some(&fq));
+    assert_eq!(result_of(&env, &literal)["stdout_tail"], "a=1 b=lit c=3\n");
+}

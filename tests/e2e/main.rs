@@ -11,6 +11,7 @@ mod envelope;
 mod git;
 mod golden;
 mod guests;
+mod home;
 mod hostile;
 mod hostile_repo;
 mod install;

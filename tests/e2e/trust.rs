@@ -171,3 +171,143 @@ fn a_component_built_for_an_unknown_contract_version_is_refused_by_name() {
     assert_eq!(check["errors"][0]["code"], "unknown_wit_version", "{check}");
     assert!(check["errors"][0]["message"].as_str().unwrap().contains("9.9.9"), "{check}");
 }
+
+/// Run verbgate, failing the test if it has not finished within `secs`
+/// (a bound only a hang would blow). Returns (exit code, stdout JSON).
+fn run_within(env: &Env, args: &[&str], secs: u64) -> (i32, Value) {
+    use std::io::Read;
+    let mut child = env.cmd(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("verbgate {args:?} did not finish within {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    (status.code().unwrap_or(-1), serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}")))
+}
+
+/// A hostile trust store entry never blocks a start, is never read past its
+/// cap, and is reported (in `trust list` and `verbs`) as skipped with the
+/// reason, while the real key keeps working.
+fn assert_skipped_without_blocking(env: &Env, file: &str, reason: &str) {
+    env.install("fixture-echo");
+    let (code, list) = run_within(env, &["trust", "list"], 20);
+    assert_eq!(code, 0, "{list}");
+    let skipped = list["skipped"].as_array().unwrap_or_else(|| panic!("{list}"));
+    let entry = skipped.iter().find(|s| s["path"].as_str().unwrap().ends_with(file)).unwrap_or_else(|| panic!("{file} not listed as skipped: {list}"));
+    assert!(entry["reason"].as_str().unwrap().contains(reason), "{entry}");
+    assert_eq!(list["keys"].as_array().unwrap().len(), 1, "the real key is still trusted: {list}");
+    let (code, verbs) = run_within(env, &["verbs"], 20);
+    assert_eq!(code, 0, "{verbs}");
+    assert!(verbs["trust_skipped"].as_array().unwrap().iter().any(|s| s["path"].as_str().unwrap().ends_with(file)), "{verbs}");
+    assert!(verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == "fixture-echo"), "{verbs}");
+    let (code, res) = run_within(env, &["request", &json!({"ops": [{"op": "echo.argv", "args": {"word": "x"}}]}).to_string()], 20);
+    assert_eq!((code, res["results"][0]["ok"].clone()), (0, json!(true)), "{res}");
+}
+
+#[test]
+fn a_fifo_in_the_trust_store_never_hangs_a_start() {
+    let env = Env::new();
+    let fifo = env.home.join("trust/fifo.pub.pem");
+    let ok = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(ok.success());
+    assert_skipped_without_blocking(&env, "fifo.pub.pem", "not a regular file");
+}
+
+#[test]
+fn a_key_file_linked_to_dev_zero_is_not_followed() {
+    let env = Env::new();
+    std::os::unix::fs::symlink("/dev/zero", env.home.join("trust/zero.pub.pem")).unwrap();
+    assert_skipped_without_blocking(&env, "zero.pub.pem", "symlink");
+}
+
+#[test]
+fn a_huge_key_file_is_not_read() {
+    let env = Env::new();
+    let f = std::fs::File::create(env.home.join("trust/huge.pub.pem")).unwrap();
+    f.set_len(1 << 30).unwrap(); // sparse: 1 GiB that costs no disk
+    drop(f);
+    assert_skipped_without_blocking(&env, "huge.pub.pem", "cap");
+}
+
+#[test]
+fn a_name_label_linked_to_dev_zero_is_not_followed() {
+    let env = Env::new();
+    let list = env.run_ok(&["trust", "list"]);
+    let key = std::path::PathBuf::from(list["keys"][0]["path"].as_str().unwrap());
+    let label = key.with_extension("name");
+    std::fs::remove_file(&label).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &label).unwrap();
+    let file = label.file_name().unwrap().to_str().unwrap().to_string();
+    assert_skipped_without_blocking(&env, &file, "symlink");
+}
+
+#[test]
+fn a_key_file_another_user_could_write_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let path = std::path::PathBuf::from(env.run_ok(&["trust", "list"])["keys"][0]["path"].as_str().unwrap());
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let list = env.run_ok(&["trust", "list"]);
+    assert_eq!(list["keys"].as_array().unwrap().len(), 0, "{list}");
+    assert!(list["skipped"][0]["reason"].as_str().unwrap().contains("chmod go-w"), "{list}");
+}
+
+/// LEB128, optionally padded with `extra` redundant bytes.
+fn leb(mut v: usize, extra: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 && extra == 0 {
+            out.push(b);
+            return out;
+        }
+        out.push(b | 0x80);
+        if v == 0 {
+            out.extend(std::iter::repeat_n(0x80, extra - 1));
+            out.push(0);
+            return out;
+        }
+    }
+}
+
+/// The signature section is outside the signed hash, and the format's
+/// parser ignores bytes after its last entry and accepts padded numbers:
+/// either change used to leave a loadable component with new bytes.
+#[test]
+fn a_signature_section_changed_in_ways_the_parser_tolerates_is_refused() {
+    let env = Env::new();
+    let bytes = signed_bytes(&env);
+    std::fs::remove_file(env.plugins.join("fixture-echo.wasm")).unwrap();
+    let end = first_section_end(&bytes);
+    let mut pos = 9;
+    while bytes[pos] & 0x80 != 0 {
+        pos += 1;
+    }
+    let body = &bytes[pos + 1..end]; // name length, name, payload
+    let rebuild = |body: &[u8], extra: usize| {
+        let mut out = bytes[..8].to_vec();
+        out.push(0);
+        out.extend(leb(body.len(), extra));
+        out.extend_from_slice(body);
+        out.extend_from_slice(&bytes[end..]);
+        out
+    };
+    assert_eq!(rebuild(body, 0), bytes);
+    let mut trailing = body.to_vec();
+    trailing.extend_from_slice(b"junk");
+    env.install_bytes("trailing.wasm", &rebuild(&trailing, 0));
+    assert_refused(&env, "trailing.wasm", "tampered");
+    std::fs::remove_file(env.plugins.join("trailing.wasm")).unwrap();
+    env.install_bytes("padded.wasm", &rebuild(body, 1));
+    assert_refused(&env, "padded.wasm", "tampered");
+}

@@ -92,12 +92,15 @@ pub async fn run(g: &GlobalArgs, a: DevArgs) -> Result<ExitCode> {
     let bytes = std::fs::read(&built).with_context(|| format!("cannot read {}", built.display()))?;
     let signed = sign_component(&bytes, &sk, &pk)?;
     let install_dir = a.install.unwrap_or_else(|| config.home.join("plugins"));
-    std::fs::create_dir_all(&install_dir).with_context(|| format!("cannot create {}", install_dir.display()))?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&install_dir).with_context(|| format!("cannot create {}", install_dir.display()))?;
+    }
     let installed = install_dir.join(&file_name);
-    // Write then rename, so a server loading the directory never reads half a file.
-    let partial = install_dir.join(format!(".{}.partial", file_name.to_string_lossy()));
-    std::fs::write(&partial, &signed).with_context(|| format!("cannot write {}", partial.display()))?;
-    std::fs::rename(&partial, &installed)?;
+    // An exclusive temporary name, then a rename: a server loading the
+    // directory never reads half a file, and nothing planted is written
+    // through.
+    crate::private_files::write_file_atomic(&installed, &signed, 0o644)?;
 
     let trusted = TrustStore::load(&config.trust_dir())?.find(&pk).is_some();
     let mut global = g.clone();

@@ -118,7 +118,12 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            print_json(&serde_json::json!({ "ok": false, "error": { "code": "internal", "message": format!("{e:#}") } }));
+            // A home that is not safe to trust has its own code and names the path.
+            let error = match e.downcast_ref::<crate::private_files::InsecureFile>() {
+                Some(f) => serde_json::json!({ "code": f.code().as_str(), "message": format!("{e:#}"), "path": f.path, "fix": f.fix }),
+                None => serde_json::json!({ "code": "internal", "message": format!("{e:#}") }),
+            };
+            print_json(&serde_json::json!({ "ok": false, "error": error }));
             ExitCode::FAILURE
         }
     }

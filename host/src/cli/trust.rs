@@ -22,7 +22,7 @@ pub enum TrustCommand {
         #[arg(long)]
         name: Option<String>,
     },
-    /// List trusted keys (and key files that could not be read).
+    /// List trusted keys (and key files that were skipped, with the reason).
     List,
     /// Stop trusting a key, by id (or unique id prefix) or name.
     Remove {
@@ -41,7 +41,7 @@ pub fn run(g: &GlobalArgs, c: TrustCommand) -> Result<ExitCode> {
         }
         TrustCommand::List => {
             let store = TrustStore::load(&dir)?;
-            print_json(&json!({ "ok": true, "dir": dir, "keys": store.keys(), "unreadable": store.bad_files() }));
+            print_json(&json!({ "ok": true, "dir": dir, "keys": store.keys(), "skipped": store.bad_files() }));
         }
         TrustCommand::Remove { key } => {
             let k = TrustStore::remove(&dir, &key)?;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use super::context::Context;
 use super::{print_json, GlobalArgs};
 use crate::dispatch::help::surface_version;
+use crate::trust::TrustStore;
 
 /// Arguments of `verbs`.
 #[derive(Debug, clap::Args)]
@@ -42,6 +43,9 @@ pub async fn run(g: &GlobalArgs, a: VerbsArgs) -> Result<ExitCode> {
         "verbs": verbs,
         "plugins": ctx.registry().plugins(),
         "unavailable": ctx.registry().unavailable(),
+        // Trust store files that were not read as keys, with the reason
+        // (a FIFO, a symlink, an oversized or foreign file, …).
+        "trust_skipped": TrustStore::load(&ctx.config.trust_dir()).map(|s| s.bad_files().to_vec()).unwrap_or_default(),
     }));
     Ok(ExitCode::SUCCESS)
 }

@@ -119,7 +119,7 @@ impl Dispatcher {
         }
         let changed = given.is_some_and(|g| g != resolved.fingerprint);
         let info = json!({ "name": name, "fingerprint": resolved.fingerprint, "fingerprint_given": given, "changed": changed });
-        Ok((info, in_schema_order(&resolved.schema, &req.args)))
+        Ok((info, in_schema_order(&resolved.schema, &req.args, &verb.name)?))
     }
 
     async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<Value, OpError> {
@@ -206,10 +206,13 @@ impl Dispatcher {
 }
 
 /// The args in the order the schema declares its properties — the order a
-/// target's positional parameters take — with declared defaults filled in
-/// for any parameter left out before one that was given.
-fn in_schema_order(schema: &Value, args: &Value) -> Value {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return args.clone() };
+/// target's positional parameters take (`just r a b c`). A parameter left
+/// out before one that was given would shift every later value one place
+/// left (`{a, c}` of `r a b=(expr) c="z"` ran `just r 1 3`, giving `b` the
+/// value of `c`), so it is filled with its literal default, and refused
+/// when it has none (an expression default only the program could compute).
+fn in_schema_order(schema: &Value, args: &Value, verb: &str) -> Result<Value, OpError> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Ok(args.clone()) };
     let last_given = props.keys().rposition(|k| args.get(k).is_some());
     let mut out = serde_json::Map::new();
     for (i, (name, prop)) in props.iter().enumerate() {
@@ -217,15 +220,24 @@ fn in_schema_order(schema: &Value, args: &Value) -> Value {
             Some(v) => {
                 out.insert(name.clone(), v.clone());
             }
-            None if last_given.is_some_and(|last| i < last) => {
-                if let Some(d) = prop.get("default") {
+            None if last_given.is_some_and(|last| i < last) => match prop.get("default") {
+                Some(d) => {
                     out.insert(name.clone(), d.clone());
                 }
-            }
+                None => {
+                    let later = props.keys().skip(i + 1).find(|k| args.get(*k).is_some()).cloned().unwrap_or_default();
+                    return Err(OpError::new(
+                        ErrorCode::InvalidArgs,
+                        format!("`{name}` is left out but `{later}` after it is given; parameters are passed by position and `{name}` has no literal default, so pass `{name}` explicitly (its default is computed by the program and cannot be filled in here)"),
+                    )
+                    .with("param", name.as_str())
+                    .with("verb", verb));
+                }
+            },
             None => {}
         }
     }
-    Value::Object(out)
+    Ok(Value::Object(out))
 }
 
 /// Spawn verbs must carry the fingerprint of the schema the caller read.

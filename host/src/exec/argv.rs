@@ -16,9 +16,10 @@ use super::confine::confine_path;
 use crate::error::{ErrorCode, OpError};
 use crate::runtime::model::Arg;
 
-/// Render typed argv into the words passed to the program; `root` confines
-/// path arguments.
-pub fn render_argv(args: &[Arg], root: &Path) -> Result<Vec<String>, OpError> {
+/// Render typed argv into the words passed to the program. Path arguments
+/// are confined to `root` as the program will resolve them: relative to
+/// `cwd`, the (already confined) directory it runs in.
+pub fn render_argv(args: &[Arg], root: &Path, cwd: &Path) -> Result<Vec<String>, OpError> {
     let mut out = Vec::with_capacity(args.len());
     let mut after_marker = false;
     for (index, arg) in args.iter().enumerate() {
@@ -30,7 +31,7 @@ pub fn render_argv(args: &[Arg], root: &Path) -> Result<Vec<String>, OpError> {
             Arg::Value(value) | Arg::Path(value) => {
                 refuse_nul(value, index)?;
                 if let Arg::Path(p) = arg {
-                    confine_path(root, p)?;
+                    confine_path(root, cwd, p)?;
                 }
                 if !after_marker && value.starts_with('-') {
                     return Err(OpError::new(
@@ -89,7 +90,7 @@ mod tests {
     use super::*;
 
     fn render_argv_test(args: &[Arg]) -> Result<Vec<String>, OpError> {
-        render_argv(args, Path::new("/"))
+        render_argv(args, Path::new("/"), Path::new("/"))
     }
 
     fn v(s: &str) -> Arg {

@@ -39,22 +39,30 @@ pub fn confine_dir(root: &Path, rel: Option<&str>) -> Result<PathBuf, OpError> {
     Ok(full)
 }
 
-/// Check a caller-derived path argument: relative, no `..`, and not
-/// leading outside `root` through a symlink (checked on the deepest part of
-/// it that exists; the rest cannot be a symlink yet).
-pub fn confine_path(root: &Path, rel: &str) -> Result<(), OpError> {
+/// Check a caller-derived path argument as the program will read it:
+/// relative to `cwd` (the directory the program runs in, already confined
+/// under `root`), with no `..`, and not leading outside `root` through a
+/// symlink (checked on the deepest part of it that exists; the rest cannot
+/// be a symlink yet).
+pub fn confine_path(root: &Path, cwd: &Path, rel: &str) -> Result<(), OpError> {
     let refuse = |why: &str| {
         OpError::new(ErrorCode::PlanRefused, format!("path {rel:?} {why}; paths must stay inside the root {}", root.display()))
             .with("path", rel)
             .with("param_kind", "path")
     };
-    let path = Path::new(rel);
     if rel.is_empty() {
         return Err(refuse("is empty"));
     }
-    if path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
+    let given = Path::new(rel);
+    if given.is_absolute() || given.components().any(|c| matches!(c, Component::ParentDir)) {
         return Err(refuse("escapes the root"));
     }
+    // The program resolves `rel` against its working directory, so that is
+    // what is checked: `{repo: "sub", path: "link"}` is `root/sub/link`.
+    let Ok(base) = cwd.strip_prefix(root) else {
+        return Err(refuse("is relative to a working directory outside the root"));
+    };
+    let path = base.join(given);
     let mut deepest = PathBuf::new();
     let mut probe = PathBuf::new();
     for c in path.components() {
@@ -102,12 +110,29 @@ mod tests {
         std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
         std::os::unix::fs::symlink("src", root.join("inner-link")).unwrap();
         for ok in ["src", "src/a.rs", "src/deleted.rs", "not/yet/there", "inner-link/a.rs", "."] {
-            assert!(confine_path(&root, ok).is_ok(), "{ok}");
+            assert!(confine_path(&root, &root, ok).is_ok(), "{ok}");
         }
         for bad in ["../../etc", "/etc/passwd", "src/../../x", "etc-link", "etc-link/passwd", ""] {
-            let e = confine_path(&root, bad).unwrap_err();
+            let e = confine_path(&root, &root, bad).unwrap_err();
             assert_eq!(e.code, ErrorCode::PlanRefused, "{bad}");
         }
+    }
+
+    #[test]
+    fn paths_are_checked_relative_to_the_working_directory() {
+        // `{repo: "sub", path: "link"}`: the program reads root/sub/link.
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("sub/link")).unwrap();
+        std::os::unix::fs::symlink("../..", root.join("sub/up")).unwrap();
+        let sub = root.join("sub");
+        for bad in ["link", "link/passwd", "up", "up/x"] {
+            let e = confine_path(&root, &sub, bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::PlanRefused, "{bad}");
+        }
+        assert!(confine_path(&root, &sub, "new-file").is_ok());
+        assert!(confine_path(&root, &root, "link").is_ok(), "root/link does not exist: nothing to follow");
     }
 
     #[test]

@@ -64,8 +64,10 @@ impl Prepared {
             )
             .with("program", cmd.program.as_str())
         })?;
-        let argv = render_argv(&cmd.args, root)?;
+        // The working directory first: path arguments are confined as the
+        // program resolves them, relative to it.
         let cwd = confine_dir(root, cmd.cwd.as_deref())?;
+        let argv = render_argv(&cmd.args, root, &cwd)?;
         let mut env = BTreeMap::new();
         for name in env_allow {
             if let Ok(v) = std::env::var(name) {

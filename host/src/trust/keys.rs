@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use wasmsign2::{KeyPair, PublicKey, SecretKey};
 
-use crate::config::{ensure_private_dir, write_private_file};
+use crate::private_files::{ensure_private_dir, write_file_atomic, write_private_file};
 
 /// The short, stable id of a public key: `ed25519:` + the first 16 hex
 /// digits of the SHA-256 of its raw bytes. Shown wherever a signer is named.
@@ -47,8 +47,9 @@ pub fn generate(dir: &Path, name: &str, force: bool) -> Result<KeyPairFiles> {
     }
     let kp = KeyPair::generate();
     write_private_file(&secret, kp.sk.to_pem().as_bytes())?;
-    std::fs::write(&public, kp.pk.to_pem())
-        .with_context(|| format!("cannot write {}", public.display()))?;
+    // The public key is meant to be handed out: 0644, written the same
+    // exclusive way.
+    write_file_atomic(&public, kp.pk.to_pem().as_bytes(), 0o644)?;
     Ok(KeyPairFiles { secret, public, key_id: key_id(&kp.pk) })
 }
 

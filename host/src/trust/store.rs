@@ -5,11 +5,18 @@
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use wasmsign2::{PublicKey, PublicKeySet};
 
 use super::keys::{key_id, parse_public_key};
-use crate::config::ensure_private_dir;
+use crate::private_files::{ensure_private_dir, read_regular_capped, write_private_file, ReadRefusal};
+
+/// Largest key file read (a PEM public key is about 110 bytes; OpenSSH and
+/// raw forms are smaller).
+pub const KEY_FILE_CAP: u64 = 4096;
+/// Largest name label read or written.
+pub const NAME_CAP: u64 = 256;
 
 /// One trusted key.
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +50,12 @@ pub struct TrustStore {
 
 impl TrustStore {
     /// Load every key file in `dir` (a missing directory is an empty store).
+    ///
+    /// Never blocks and never reads much: each key file (and its name
+    /// label) is opened without following symlinks and without blocking,
+    /// and must be a regular file, ours, not writable by others and under
+    /// its size cap. Anything else is skipped with the reason (see
+    /// [`TrustStore::bad_files`]), never trusted and never fatal.
     pub fn load(dir: &Path) -> Result<TrustStore> {
         let mut store = TrustStore::default();
         let entries = match std::fs::read_dir(dir) {
@@ -57,16 +70,28 @@ impl TrustStore {
             if !file.ends_with(".pub.pem") {
                 continue;
             }
-            match std::fs::read(&path).map_err(anyhow::Error::from).and_then(|b| parse_public_key(&b)) {
-                Ok(key) => {
-                    let name = std::fs::read_to_string(path.with_extension("name"))
-                        .ok()
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty());
-                    store.keys.push(TrustedKey { key_id: key_id(&key), name, path, key });
+            let key = read_regular_capped(&path, KEY_FILE_CAP)
+                .map_err(|why| format!("skipped: the key file {why}"))
+                .and_then(|b| parse_public_key(&b).map_err(|e| format!("skipped: not an ed25519 public key ({e:#})")));
+            let key = match key {
+                Ok(k) => k,
+                Err(reason) => {
+                    store.bad.push(BadKeyFile { path, reason });
+                    continue;
                 }
-                Err(e) => store.bad.push(BadKeyFile { path, reason: format!("{e:#}") }),
-            }
+            };
+            let label = path.with_extension("name");
+            let name = match read_regular_capped(&label, NAME_CAP) {
+                Ok(b) => Some(String::from_utf8_lossy(&b).trim().to_string()).filter(|s| !s.is_empty() && !s.chars().any(char::is_control)),
+                Err(ReadRefusal::Missing) => None,
+                Err(why) => {
+                    // The key is still trusted (the label is only a
+                    // label); the bad label is reported.
+                    store.bad.push(BadKeyFile { path: label, reason: format!("skipped: the key's name label {why}") });
+                    None
+                }
+            };
+            store.keys.push(TrustedKey { key_id: key_id(&key), name, path, key });
         }
         Ok(store)
     }
@@ -76,7 +101,8 @@ impl TrustStore {
         &self.keys
     }
 
-    /// Files that could not be read as keys.
+    /// Files that were skipped (not a regular file, a symlink, too big, not
+    /// ours, writable by others, not a key), each with the reason.
     pub fn bad_files(&self) -> &[BadKeyFile] {
         &self.bad
     }
@@ -94,21 +120,27 @@ impl TrustStore {
 
     /// Add a public key file to the trust directory. Returns the new entry.
     pub fn add(dir: &Path, key_file: &Path, name: Option<&str>) -> Result<TrustedKey> {
-        let bytes = std::fs::read(key_file).with_context(|| format!("cannot read {}", key_file.display()))?;
+        let mut bytes = Vec::new();
+        std::fs::File::open(key_file)
+            .and_then(|f| f.take(KEY_FILE_CAP + 1).read_to_end(&mut bytes))
+            .with_context(|| format!("cannot read {}", key_file.display()))?;
+        if bytes.len() as u64 > KEY_FILE_CAP {
+            bail!("{} is larger than a key file can be ({KEY_FILE_CAP} bytes)", key_file.display());
+        }
         let key = parse_public_key(&bytes)
             .with_context(|| format!("{} is not an ed25519 public key", key_file.display()))?;
         if let Some(n) = name {
-            if n.trim().is_empty() || n.contains('\n') {
-                bail!("a key name must be one non-empty line");
+            if n.trim().is_empty() || n.chars().any(char::is_control) || n.len() as u64 > NAME_CAP {
+                bail!("a key name must be one non-empty line of at most {NAME_CAP} bytes, without control characters");
             }
         }
         ensure_private_dir(dir)?;
         let id = key_id(&key);
         let stem = id.trim_start_matches("ed25519:");
         let path = dir.join(format!("{stem}.pub.pem"));
-        std::fs::write(&path, key.to_pem()).with_context(|| format!("cannot write {}", path.display()))?;
+        write_private_file(&path, key.to_pem().as_bytes())?;
         if let Some(n) = name {
-            std::fs::write(path.with_extension("name"), n)?;
+            write_private_file(&path.with_extension("name"), n.as_bytes())?;
         }
         Ok(TrustedKey { key_id: id, name: name.map(str::to_string), path, key })
     }

@@ -59,6 +59,12 @@ pub enum TrustError {
     /// untrusted party co-signed).
     #[error("tampered: the signature section carries a signature or key id that does not match a trusted key ({0})")]
     ForeignSignature(String),
+    /// The signature section is not byte for byte what signing writes for
+    /// the signatures it holds (an entry with an unknown algorithm, bytes
+    /// after the last entry, a non-minimal number encoding, a second
+    /// signature section): bytes changed after signing.
+    #[error("tampered: the signature section is not exactly what signing produces ({0})")]
+    NonCanonical(String),
     /// The trust store is empty, so nothing can verify.
     #[error("no trusted keys: the trust store is empty (add one with `verbgate trust add <key.pub.pem>`)")]
     NoTrustedKeys,
@@ -74,6 +80,7 @@ impl TrustError {
             TrustError::Tampered => "tampered",
             TrustError::UntrustedKey(_) => "untrusted_key",
             TrustError::ForeignSignature(_) => "tampered",
+            TrustError::NonCanonical(_) => "tampered",
             TrustError::NoTrustedKeys => "no_trusted_keys",
         }
     }
@@ -118,6 +125,7 @@ fn verify_with(
         return Err(TrustError::NotAComponent);
     }
     let header = read_signature_header(bytes)?;
+    check_canonical(bytes, &header)?;
     if keys.is_empty() {
         return Err(TrustError::NoTrustedKeys);
     }
@@ -169,6 +177,64 @@ fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
         }
     }
     Ok(Header { signed_hashes, key_ids, content_start, data })
+}
+
+/// The signature section must be exactly what signing writes for the
+/// signatures it holds, and the only one. `wasmsign2`'s parser skips
+/// entries with an unknown algorithm, ignores bytes after the last entry
+/// and accepts non-minimal LEB128 numbers, and the section itself is
+/// outside the signed hash — so without this check those bytes could
+/// change after signing and the component would still load. Re-serializing
+/// what was parsed and comparing bytes closes every such gap at once.
+fn check_canonical(bytes: &[u8], header: &Header) -> Result<(), TrustError> {
+    let payload = header.data.serialize().map_err(|e| TrustError::Malformed(e.to_string()))?;
+    let mut expected = Vec::with_capacity(payload.len() + 16);
+    Section::Custom(CustomSection::new("signature".to_string(), payload))
+        .serialize(&mut expected)
+        .map_err(|e| TrustError::Malformed(e.to_string()))?;
+    if bytes.get(COMPONENT_PREAMBLE.len()..header.content_start) != Some(&expected[..]) {
+        return Err(TrustError::NonCanonical(
+            "it holds an entry with an unknown algorithm, bytes after its last entry, or a non-minimal encoding".into(),
+        ));
+    }
+    if let Some(at) = second_signature_section(bytes, header.content_start) {
+        return Err(TrustError::NonCanonical(format!("a second `signature` section at byte {at}")));
+    }
+    Ok(())
+}
+
+/// The offset of a top-level custom section named `signature` after the
+/// first section, if any. A walk over section headers only (no copies);
+/// a malformed tail stops the walk (the compiler refuses it later).
+fn second_signature_section(bytes: &[u8], mut pos: usize) -> Option<usize> {
+    fn leb(bytes: &[u8], pos: &mut usize) -> Option<usize> {
+        let mut value = 0usize;
+        for shift in (0..35).step_by(7) {
+            let b = *bytes.get(*pos)?;
+            *pos += 1;
+            value |= ((b & 0x7f) as usize) << shift;
+            if b & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    while pos < bytes.len() {
+        let start = pos;
+        let id = bytes[pos];
+        pos += 1;
+        let size = leb(bytes, &mut pos)?;
+        let end = pos.checked_add(size)?;
+        if id == 0 {
+            let mut p = pos;
+            let name_len = leb(bytes, &mut p)?;
+            if bytes.get(p..p.checked_add(name_len)?) == Some(b"signature".as_slice()) {
+                return Some(start);
+            }
+        }
+        pos = end;
+    }
+    None
 }
 
 /// `wasmsign2` accepts a component when *some* signature verifies, and treats
