@@ -24,8 +24,19 @@ fn timed(env: &Env, request: &Value) -> (Value, usize, Duration) {
     let text = request.to_string();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
+    // A hang fails the test instead of holding it forever.
+    let pid = child.id();
+    let (done, watching) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if watching.recv_timeout(HANG * 6).is_err() {
+            let _ = std::process::Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    });
     let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    let _ = writer.join().unwrap();
+    assert!(out.status.code().is_some(), "verbgate did not answer within {:?} and was killed", HANG * 6);
     let elapsed = started.elapsed();
     let body: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(2000)])));
     (body, out.stdout.len(), elapsed)

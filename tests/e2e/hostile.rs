@@ -96,7 +96,8 @@ fn a_result_violating_its_schema_is_invalid_output_and_a_failure_is_exit_nonzero
     assert_eq!(r["error"]["code"], "invalid_output", "{r}");
     let r = env.op("echo.fail", json!({"code": 3}));
     assert_eq!(r["error"]["code"], "exit_nonzero", "{r}");
-    assert_eq!(r["error"]["exit_code"], 3, "{r}");
+    // The plugin's details are its own, under `plugin_details`.
+    assert_eq!(r["error"]["plugin_details"]["exit_code"], 3, "{r}");
 }
 
 /// map-result's instance is made while the program runs; its deadline
