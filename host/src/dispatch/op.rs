@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-use super::request::OpRequest;
+use super::request::{OpRequest, TARGET_BYTES};
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::{run_command, Prepared};
@@ -103,6 +103,14 @@ impl Dispatcher {
         let name = req.args.get("target").and_then(Value::as_str).ok_or_else(|| {
             OpError::new(ErrorCode::InvalidArgs, format!("`{}` needs `target`; list them with {{\"help\": \"{}\"}}", verb.name, verb.name)).with("param", "target")
         })?;
+        // As in `help: "<verb>:<target>"`: no target name is longer, and the
+        // name is quoted back in messages and handed to the plugin.
+        if name.len() > TARGET_BYTES {
+            return Err(OpError::new(ErrorCode::InvalidArgs, format!("`target` is {} bytes; no target name is longer than {TARGET_BYTES} bytes", name.len()))
+                .with("param", "target")
+                .with("limit", TARGET_BYTES)
+                .with("actual", name.len()));
+        }
         let resolved = self.resolve_target(verb, name).await?;
         let help_call = json!({ "help": format!("{}:{name}", verb.name) });
         schema::validate_args(&resolved.validator, &resolved.schema, &verb.name, &req.args).map_err(|e| {
