@@ -54,6 +54,7 @@ fn calls_past_the_instance_pool_get_concurrent_calls_and_the_pool_recovers() {
     assert_eq!(codes.iter().filter(|c| c.0 == "plugin_timeout").count(), 2, "{codes:?}");
     let refused = r.iter().find(|r| r["error"]["code"] == "plugin_limit").unwrap_or_else(|| panic!("{r:?}"));
     assert_eq!(refused["error"]["limit"], "concurrent_calls", "{refused}");
+    assert_eq!(refused["error"]["bound"], "concurrent_calls", "every plugin_limit names its bound: {refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("retry"), "{refused}");
     // The sleepers' slots are back: the next call runs.
     let r = results(&env, &["hostile.ok"]);
@@ -73,6 +74,9 @@ fn a_trap_is_a_plugin_trap() {
 #[test]
 fn a_ten_megabyte_result_is_a_plugin_limit() {
     assert_error_then_ok("hostile.huge", "plugin_limit");
+    // Memory or output size, whichever the guest hits first: named either way.
+    let r = results(&hostile_env(), &["hostile.huge"]);
+    assert!(["memory", "output_bytes"].contains(&r[0]["error"]["bound"].as_str().unwrap_or("")), "{}", r[0]);
 }
 
 #[test]

@@ -89,7 +89,9 @@ impl SandboxError {
         };
         let mut e = OpError::new(code, format!("plugin `{plugin}`: {self}")).with("plugin", plugin);
         if let Some(limit) = extra {
-            e = e.with("limit", limit);
+            // `bound` names the limit as every `plugin_limit` does; `limit`
+            // keeps the name here too, as callers already read it.
+            e = e.with("limit", limit).with("bound", limit);
         }
         e
     }
