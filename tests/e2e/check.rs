@@ -182,3 +182,19 @@ fn a_verb_in_a_namespace_another_plugin_owns_is_refused() {
     assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["plugin"] == "fixture-collide"), "{verbs}");
     assert_eq!(env.op("git.push", serde_json::json!({}))["error"]["code"], "unknown_verb");
 }
+
+/// `check` measures `describe` as a whole first, as loading does: past a
+/// bound, one finding and no per-verb work (50,000 verbs answer at once).
+#[test]
+fn check_refuses_a_describe_past_its_bounds_at_once() {
+    let env = Env::new();
+    let started = std::time::Instant::now();
+    let (code, out) = check(&env, "fixture-flood");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(error_codes(&out), ["plugin_limit"], "{out}");
+    assert!(out["errors"][0]["message"].as_str().unwrap().contains("`verbs`"), "{out}");
+    let (_, out) = check(&env, "fixture-garish");
+    assert_eq!(error_codes(&out), ["control_characters"], "{out}");
+    assert!(!out.to_string().contains('\u{1b}'), "{out}");
+}

@@ -189,3 +189,50 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, summary: &str) -> VerbSpec {
+        VerbSpec {
+            name: name.into(),
+            summary: summary.into(),
+            kind: VerbKind::Read,
+            params_schema: r#"{"type":"object","properties":{},"additionalProperties":false}"#.into(),
+            result_schema: None,
+            aliases: vec![],
+            programs: vec![],
+            two_stage: false,
+        }
+    }
+
+    fn codes(spec: &VerbSpec) -> Vec<&'static str> {
+        lint_verb(spec, false, &PluginBounds::default()).into_iter().filter(|f| f.severity == Severity::Error).map(|f| f.code).collect()
+    }
+
+    #[test]
+    fn verb_text_past_a_bound_is_one_finding_that_echoes_nothing() {
+        assert!(codes(&spec("a.b", "fine")).is_empty());
+        let long = format!("a.{}", "b".repeat(1 << 20));
+        let found = lint_verb(&spec(&long, "fine"), false, &PluginBounds::default());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].code, "plugin_limit");
+        assert!(found[0].message.contains("verb_name_bytes") && found[0].verb.as_ref().unwrap().len() < 200, "{:?}", found[0]);
+        assert_eq!(codes(&spec("a.b", &"s".repeat(SUMMARY_BYTES + 1))), ["plugin_limit"]);
+        let mut many = spec("a.b", "fine");
+        many.aliases = (0..=ALIASES).map(|i| format!("a.b{i}")).collect();
+        assert_eq!(codes(&many), ["plugin_limit"]);
+        let mut big = spec("a.b", "fine");
+        big.params_schema = " ".repeat(PluginBounds::default().schema_bytes + 1);
+        assert_eq!(codes(&big), ["plugin_limit"]);
+    }
+
+    #[test]
+    fn control_characters_in_a_summary_are_refused_not_cleaned() {
+        assert_eq!(codes(&spec("a.b", "red \u{1b}[31malert")), ["control_characters"]);
+        assert_eq!(codes(&spec("a.b", "two\nlines")), ["summary_multiline"]);
+        // Surrounding whitespace is trimmed, as the catalog shows it.
+        assert!(codes(&spec("a.b", "  one line\n")).is_empty());
+    }
+}
