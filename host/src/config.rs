@@ -53,8 +53,8 @@ pub struct Limits {
     pub plan_stdin_bytes: usize,
     /// Most environment variables one plan may set. Default 64 (cap 1024).
     pub plan_env: usize,
-    /// Largest error message a plugin may return, bytes. Default 4096
-    /// (cap 64 KiB).
+    /// Largest error message a plugin may return, bytes. Default 16384
+    /// (cap 64 KiB): room for a stderr tail.
     pub plugin_error_message_bytes: usize,
     /// Largest error details (JSON text) a plugin may return, bytes.
     /// Default 65536 (cap 1 MiB).
@@ -80,7 +80,7 @@ impl Default for Limits {
             plan_argv_bytes: 512 << 10,
             plan_stdin_bytes: 1 << 20,
             plan_env: 64,
-            plugin_error_message_bytes: 4096,
+            plugin_error_message_bytes: 16 << 10,
             plugin_error_details_bytes: 64 << 10,
         }
     }
