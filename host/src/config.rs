@@ -38,6 +38,27 @@ pub struct Limits {
     /// past it a call fails with `plugin_limit` (`concurrent_calls`).
     /// Default 256.
     pub plugin_concurrent_calls: u32,
+    /// Most verbs one component may declare; past it the component is
+    /// refused before any per-verb work. Default 1000 (cap 10000).
+    pub plugin_verbs: usize,
+    /// Largest params or result schema of one verb (or resolved target),
+    /// bytes. Default 262144 (cap 4 MiB).
+    pub plugin_schema_bytes: usize,
+    /// Most argv entries in one plan. Default 4096 (cap 65536).
+    pub plan_args: usize,
+    /// Largest argv plus environment text of one plan, bytes. Default
+    /// 524288 (cap 2 MiB, the usual `ARG_MAX`).
+    pub plan_argv_bytes: usize,
+    /// Largest stdin of one plan, bytes. Default 1 MiB (cap 64 MiB).
+    pub plan_stdin_bytes: usize,
+    /// Most environment variables one plan may set. Default 64 (cap 1024).
+    pub plan_env: usize,
+    /// Largest error message a plugin may return, bytes. Default 16384
+    /// (cap 64 KiB): room for a stderr tail.
+    pub plugin_error_message_bytes: usize,
+    /// Largest error details (JSON text) a plugin may return, bytes.
+    /// Default 65536 (cap 1 MiB).
+    pub plugin_error_details_bytes: usize,
 }
 
 impl Default for Limits {
@@ -53,6 +74,14 @@ impl Default for Limits {
             plugin_memory_cap_mib: 1024,
             plugin_timeout_cap_ms: 30_000,
             plugin_concurrent_calls: 256,
+            plugin_verbs: 1000,
+            plugin_schema_bytes: 256 << 10,
+            plan_args: 4096,
+            plan_argv_bytes: 512 << 10,
+            plan_stdin_bytes: 1 << 20,
+            plan_env: 64,
+            plugin_error_message_bytes: 16 << 10,
+            plugin_error_details_bytes: 64 << 10,
         }
     }
 }
@@ -85,6 +114,7 @@ fn check_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>)
     if limits.plugin_timeout_ms > limits.plugin_timeout_cap_ms {
         bail!("limits.plugin_timeout_ms = {} exceeds limits.plugin_timeout_cap_ms = {}; raise the cap or lower the default", limits.plugin_timeout_ms, limits.plugin_timeout_cap_ms);
     }
+    check_plugin_bounds(limits)?;
     for (name, c) in components {
         if let Some(m) = c.memory_mib {
             if m == 0 || m > limits.plugin_memory_cap_mib {
@@ -95,6 +125,27 @@ fn check_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>)
             if t == 0 || t > limits.plugin_timeout_cap_ms {
                 bail!("components.{name}.timeout_ms = {t} is outside 1..={} (limits.plugin_timeout_cap_ms); lower it or raise the cap", limits.plugin_timeout_cap_ms);
             }
+        }
+    }
+    Ok(())
+}
+
+/// The bounds on plugin text (`plugin_verbs` … `plugin_error_details_bytes`):
+/// each at least 1 and at most its cap, so no setting can turn a bound off.
+fn check_plugin_bounds(l: &Limits) -> Result<()> {
+    let bounds = [
+        ("plugin_verbs", l.plugin_verbs, 10_000),
+        ("plugin_schema_bytes", l.plugin_schema_bytes, 4 << 20),
+        ("plan_args", l.plan_args, 65_536),
+        ("plan_argv_bytes", l.plan_argv_bytes, 2 << 20),
+        ("plan_stdin_bytes", l.plan_stdin_bytes, 64 << 20),
+        ("plan_env", l.plan_env, 1024),
+        ("plugin_error_message_bytes", l.plugin_error_message_bytes, 64 << 10),
+        ("plugin_error_details_bytes", l.plugin_error_details_bytes, 1 << 20),
+    ];
+    for (name, value, cap) in bounds {
+        if value == 0 || value > cap {
+            bail!("limits.{name} = {value} is outside 1..={cap}");
         }
     }
     Ok(())
@@ -291,6 +342,16 @@ mod tests {
         assert!(err.contains("components.x.timeout_ms"), "{err}");
         let err = toml::from_str::<FileConfig>("[components.x]\nmemory = 3").unwrap_err();
         assert!(err.to_string().contains("memory"), "{err}");
+    }
+
+    #[test]
+    fn plugin_bounds_stay_within_their_caps() {
+        check_limits(&Limits::default(), &BTreeMap::new()).unwrap();
+        for bad in ["plan_args = 0", "plan_args = 70000", "plugin_verbs = 20000", "plugin_error_details_bytes = 9999999"] {
+            let f: FileConfig = toml::from_str(&format!("[limits]\n{bad}")).unwrap();
+            let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
+            assert!(err.contains(bad.split(' ').next().unwrap()), "{err}");
+        }
     }
 
     #[test]

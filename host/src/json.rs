@@ -54,34 +54,67 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Longest name (bytes) that gets "did you mean" suggestions. No verb or
+/// parameter name is longer; a longer one is not a typo, and comparing it
+/// would only cost time.
+pub const HINT_NAME_BYTES: usize = 128;
+
 /// Names from `candidates` close to `name` (edit distance ≤ 2, or sharing a
 /// prefix/suffix), best first, at most 3. Used to answer a typo with a fix.
+/// Linear in the input: names (and candidates) past [`HINT_NAME_BYTES`]
+/// are skipped, and the distance is only computed for names of nearly the
+/// same length.
 pub fn near_matches<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    if name.len() > HINT_NAME_BYTES {
+        return Vec::new();
+    }
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
+        .filter(|c| c.len() <= HINT_NAME_BYTES)
         .filter_map(|c| {
-            let d = edit_distance(name, c);
-            let related = c.starts_with(name) || name.starts_with(c) || c.ends_with(name);
-            (d <= 2 || (related && !name.is_empty())).then_some((d, c))
+            // A prefix or suffix relation is an edit distance of exactly
+            // the length difference.
+            let related = !name.is_empty() && (c.starts_with(name) || name.starts_with(c) || c.ends_with(name));
+            let d = if related { Some(c.chars().count().abs_diff(name.chars().count())) } else { edit_distance_within(name, c, 2) };
+            d.map(|d| (d, c))
         })
         .collect();
     scored.sort();
     scored.into_iter().take(3).map(|(_, c)| c.to_string()).collect()
 }
 
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
+/// Levenshtein distance over chars, if it is at most `max` (the length
+/// difference alone rules most candidates out without any table).
+fn edit_distance_within(a: &str, b: &str, max: usize) -> Option<usize> {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > max {
+        return None;
+    }
     let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
+    for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
+            let cost = usize::from(ca != cb);
             cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
         }
         prev = cur;
     }
-    prev[b.len()]
+    Some(prev[b.len()]).filter(|d| *d <= max)
+}
+
+/// At most `max` bytes of `text` (cut at a character boundary), with `…`
+/// and the full length when cut: how a caller's or a plugin's text is named
+/// in a message without repeating all of it.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…({} bytes)", &text[..end], text.len())
 }
 
 #[cfg(test)]
@@ -112,5 +145,21 @@ mod tests {
         assert_eq!(near_matches("limt", names), vec!["limit"]);
         assert!(near_matches("zzzzzz", names).is_empty());
         assert_eq!(near_matches("git.stat", ["git.status", "git.log"]), vec!["git.status"]);
+        assert_eq!(near_matches("git.lgo", ["git.status", "git.log"]), vec!["git.log"]);
+    }
+
+    #[test]
+    fn near_matches_skips_names_no_verb_could_have() {
+        let long = "g".repeat(1 << 20);
+        let started = std::time::Instant::now();
+        assert!(near_matches(&long, ["git.log", "g"]).is_empty());
+        assert!(near_matches("g", [long.as_str()]).is_empty());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn clip_cuts_at_a_character_boundary_and_says_so() {
+        assert_eq!(clip("short", 10), "short");
+        assert_eq!(clip("ééé", 3), "é…(6 bytes)");
     }
 }

@@ -146,3 +146,55 @@ fn a_wasi_http_import_is_refused_with_its_name() {
     assert_eq!(refusal["code"], "import_outside_policy", "{refusal}");
     assert!(refusal["reason"].as_str().unwrap().contains("wasi:http/outgoing-handler@0.2.0"), "{refusal}");
 }
+
+/// Closed all the way down: a property typed `["object", "null"]` without
+/// `additionalProperties: false` is open, and `check` says where.
+#[test]
+fn a_nested_open_object_is_named_with_its_pointer_and_refused_at_load() {
+    let env = Env::new();
+    let (code, out) = check(&env, "fixture-open-schema");
+    assert_eq!(code, 1);
+    let e = out["errors"].as_array().unwrap().iter().find(|e| e["code"] == "open_schema" && e["verb"] == "open.nested").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(e["pointer"], "/properties/opts", "{e}");
+    env.install("fixture-open-schema");
+    let verbs = env.verbs();
+    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["verb"] == "open.nested").unwrap_or_else(|| panic!("{verbs}"));
+    assert_eq!(refusal["code"], "open_schema", "{refusal}");
+    assert!(refusal["reason"].as_str().unwrap().contains("/properties/opts"), "{refusal}");
+    let typo = env.op("open.nested", serde_json::json!({"opts": {"vebrose": true}}));
+    assert_eq!(typo["error"]["code"], "unknown_verb", "{typo}");
+}
+
+/// A namespace belongs to one plugin: a third-party `git.push` (a name no
+/// one has taken) is refused, so `allow = ["git.*"]` means the bundled git.
+#[test]
+fn a_verb_in_a_namespace_another_plugin_owns_is_refused() {
+    let env = Env::new().with_config("allow = [\"git.*\"]");
+    let (_, out) = check(&env, "fixture-collide");
+    let e = out["errors"].as_array().unwrap().iter().find(|e| e["code"] == "namespace_owned").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(e["verb"], "git.push", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("`git`"), "{e}");
+    env.install("fixture-collide");
+    let verbs = env.verbs();
+    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["verb"] == "git.push").unwrap_or_else(|| panic!("{verbs}"));
+    assert_eq!(refusal["code"], "namespace_owned", "{refusal}");
+    assert_eq!(refusal["plugin"], "fixture-collide", "{refusal}");
+    assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["plugin"] == "fixture-collide"), "{verbs}");
+    assert_eq!(env.op("git.push", serde_json::json!({}))["error"]["code"], "unknown_verb");
+}
+
+/// `check` measures `describe` as a whole first, as loading does: past a
+/// bound, one finding and no per-verb work (50,000 verbs answer at once).
+#[test]
+fn check_refuses_a_describe_past_its_bounds_at_once() {
+    let env = Env::new();
+    let started = std::time::Instant::now();
+    let (code, out) = check(&env, "fixture-flood");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(error_codes(&out), ["plugin_limit"], "{out}");
+    assert!(out["errors"][0]["message"].as_str().unwrap().contains("`verbs`"), "{out}");
+    let (_, out) = check(&env, "fixture-garish");
+    assert_eq!(error_codes(&out), ["control_characters"], "{out}");
+    assert!(!out.to_string().contains('\u{1b}'), "{out}");
+}

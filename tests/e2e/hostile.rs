@@ -54,6 +54,7 @@ fn calls_past_the_instance_pool_get_concurrent_calls_and_the_pool_recovers() {
     assert_eq!(codes.iter().filter(|c| c.0 == "plugin_timeout").count(), 2, "{codes:?}");
     let refused = r.iter().find(|r| r["error"]["code"] == "plugin_limit").unwrap_or_else(|| panic!("{r:?}"));
     assert_eq!(refused["error"]["limit"], "concurrent_calls", "{refused}");
+    assert_eq!(refused["error"]["bound"], "concurrent_calls", "every plugin_limit names its bound: {refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("retry"), "{refused}");
     // The sleepers' slots are back: the next call runs.
     let r = results(&env, &["hostile.ok"]);
@@ -73,6 +74,9 @@ fn a_trap_is_a_plugin_trap() {
 #[test]
 fn a_ten_megabyte_result_is_a_plugin_limit() {
     assert_error_then_ok("hostile.huge", "plugin_limit");
+    // Memory or output size, whichever the guest hits first: named either way.
+    let r = results(&hostile_env(), &["hostile.huge"]);
+    assert!(["memory", "output_bytes"].contains(&r[0]["error"]["bound"].as_str().unwrap_or("")), "{}", r[0]);
 }
 
 #[test]
@@ -96,7 +100,8 @@ fn a_result_violating_its_schema_is_invalid_output_and_a_failure_is_exit_nonzero
     assert_eq!(r["error"]["code"], "invalid_output", "{r}");
     let r = env.op("echo.fail", json!({"code": 3}));
     assert_eq!(r["error"]["code"], "exit_nonzero", "{r}");
-    assert_eq!(r["error"]["exit_code"], 3, "{r}");
+    // The plugin's details are its own, under `plugin_details`.
+    assert_eq!(r["error"]["plugin_details"]["exit_code"], 3, "{r}");
 }
 
 /// map-result's instance is made while the program runs; its deadline
@@ -109,4 +114,146 @@ fn a_program_longer_than_the_plugin_deadline_is_still_mapped() {
     let slow = env.op("echo.sleep", json!({"ms": 900}));
     assert_eq!(slow["ok"], true, "{slow}");
     assert_eq!(slow["result"], json!({"slept_ms": 900}), "{slow}");
+}
+
+/// A verb's declared kind decides which gates it passes (a spawn verb needs
+/// the fingerprint), so the plan must be of that kind: a `read` verb whose
+/// plan was a spawn once started a job with no fingerprint.
+#[test]
+fn a_plan_of_another_kind_than_its_verb_is_refused_and_starts_nothing() {
+    let env = hostile_env();
+    let fp = env.request(&json!({"help": "hostile.spawnexec"}))["help"]["schema_fingerprint"].as_str().unwrap().to_string();
+    let out = env.request(&json!({"ops": [
+        {"op": "hostile.readspawn"},
+        {"op": "hostile.exechost"},
+        {"op": "hostile.spawnexec", "schema_fingerprint": fp},
+        {"op": "hostile.readspawn", "dry_run": true},
+        {"op": "hostile.ok"},
+    ]}));
+    let r = out["results"].as_array().unwrap_or_else(|| panic!("{out}"));
+    for (i, verb, declared, plan) in [(0, "hostile.readspawn", "read", "spawn"), (1, "hostile.exechost", "exec", "host"), (2, "hostile.spawnexec", "spawn", "exec"), (3, "hostile.readspawn", "read", "spawn")] {
+        let e = &r[i]["error"];
+        assert_eq!(e["code"], "plan_refused", "{i}: {out}");
+        assert_eq!(e["verb"], verb, "{e}");
+        assert_eq!(e["verb_kind"], declared, "{e}");
+        assert_eq!(e["plan_kind"], plan, "{e}");
+        assert_eq!(e["plugin"], "fixture-hostile", "{e}");
+    }
+    assert_eq!(r[4]["ok"], true, "{out}");
+    let jobs = env.op("job.list", json!({}));
+    assert_eq!(jobs["result"]["jobs"], json!([]), "a job was started: {jobs}");
+}
+
+/// A plugin's error details are its own: they sit under `plugin_details`
+/// and never set the keys the host writes (`ok`, `op`, `code`, `plugin`,
+/// `help`, `schema_fingerprint`).
+#[test]
+fn plugin_error_details_never_set_the_hosts_keys() {
+    let env = hostile_env();
+    let r = env.op("hostile.hostkeys", json!({}));
+    assert_eq!(r["ok"], false, "{r}");
+    assert_eq!(r["op"], "hostile.hostkeys", "{r}");
+    let e = &r["error"];
+    assert_eq!(e["code"], "not_found", "{r}");
+    assert_eq!(e["plugin"], "fixture-hostile", "{r}");
+    for key in ["ok", "op", "help", "schema_fingerprint"] {
+        assert!(e.get(key).is_none(), "the plugin set `{key}` in the host's error: {r}");
+    }
+    assert_eq!(e["plugin_details"]["help"], json!({"help": "trust.add"}), "{r}");
+    assert_eq!(e["plugin_details"]["ok"], true, "{r}");
+}
+
+/// Error text from `plan` and `map-result` is bounded like results are:
+/// a 5 MiB message or details is a `plugin_limit` naming the bound, and
+/// the answer stays small.
+#[test]
+fn plugin_error_text_past_its_bounds_is_a_plugin_limit() {
+    let env = hostile_env();
+    let started = std::time::Instant::now();
+    let out = env.request(&json!({"ops": [{"op": "hostile.bigmessage"}, {"op": "hostile.bigdetails"}, {"op": "hostile.mapbigerror"}, {"op": "hostile.ok"}]}));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+    let r = out["results"].as_array().unwrap_or_else(|| panic!("{out}"));
+    for (i, bound) in [(0, "error_message_bytes"), (1, "error_details_bytes"), (2, "error_details_bytes")] {
+        let e = &r[i]["error"];
+        assert_eq!(e["code"], "plugin_limit", "{i}: {e}");
+        assert_eq!(e["bound"], bound, "{e}");
+        assert!(e["actual"].as_u64().unwrap() > e["limit"].as_u64().unwrap(), "{e}");
+    }
+    assert_eq!(r[3]["ok"], true);
+    let size = out.to_string().len();
+    assert!(size < 64 << 10, "a {size}-byte answer");
+}
+
+/// Plans are bounded before anything is prepared or run: argv entries and
+/// bytes, stdin bytes, environment variables.
+#[test]
+fn plans_past_their_bounds_are_plugin_limits() {
+    let env = hostile_env();
+    let started = std::time::Instant::now();
+    let ops: Vec<Value> = ["hostile.argvflood", "hostile.argvbig", "hostile.stdinbig", "hostile.envflood"].iter().map(|op| json!({"op": op, "dry_run": true})).collect();
+    let out = env.request(&json!({ "ops": ops }));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+    let r = out["results"].as_array().unwrap_or_else(|| panic!("{out}"));
+    for (i, bound) in [(0, "plan_args"), (1, "plan_argv_bytes"), (2, "plan_stdin_bytes"), (3, "plan_env")] {
+        let e = &r[i]["error"];
+        assert_eq!(e["code"], "plugin_limit", "{i}: {e}");
+        assert_eq!(e["bound"], bound, "{e}");
+        assert!(e["actual"].as_u64().unwrap() > e["limit"].as_u64().unwrap(), "{e}");
+        assert_eq!(e["plugin"], "fixture-hostile", "{e}");
+    }
+    assert!(out.to_string().len() < 64 << 10, "{} bytes", out.to_string().len());
+}
+
+/// A two-stage verb's resolved target is plugin text too.
+#[test]
+fn a_resolved_target_past_its_bounds_is_a_plugin_limit() {
+    let env = hostile_env();
+    let out = env.request(&json!({"help": "hostile.target:x"}));
+    assert_eq!(out["error"]["code"], "plugin_limit", "{}", &out.to_string()[..out.to_string().len().min(2000)]);
+    assert_eq!(out["error"]["bound"], "summary_bytes", "{}", out["error"]);
+    assert!(out.to_string().len() < 64 << 10);
+}
+
+/// `describe` text is checked per verb: a summary past its bound or with
+/// control characters (terminal escapes) refuses that verb, not the plugin.
+#[test]
+fn summaries_past_the_bound_or_with_control_characters_refuse_their_verb() {
+    let env = hostile_env();
+    let verbs = env.verbs();
+    let unavailable = verbs["unavailable"].as_array().unwrap();
+    let code_for = |verb: &str| unavailable.iter().find(|u| u["verb"] == verb).map(|u| u["code"].as_str().unwrap().to_string());
+    assert_eq!(code_for("hostile.longsummary").as_deref(), Some("plugin_limit"), "{verbs}");
+    assert_eq!(code_for("hostile.escape").as_deref(), Some("control_characters"), "{verbs}");
+    let names: Vec<&str> = verbs["verbs"].as_array().unwrap().iter().map(|v| v["verb"].as_str().unwrap()).collect();
+    assert!(names.contains(&"hostile.ok") && !names.contains(&"hostile.escape") && !names.contains(&"hostile.longsummary"), "{names:?}");
+    let text = verbs.to_string();
+    assert!(!text.contains('\u{1b}'), "a terminal escape reached the output");
+}
+
+/// 50,000 verbs are refused past the verb-count bound before any per-verb
+/// work (they once took 94 s and 386 MiB to load).
+#[test]
+fn fifty_thousand_verbs_are_refused_at_once() {
+    let env = Env::new();
+    env.install("fixture-flood");
+    let started = std::time::Instant::now();
+    let verbs = env.verbs();
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
+    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap().ends_with("fixture-flood.wasm")).unwrap_or_else(|| panic!("{}", &verbs.to_string()[..2000]));
+    assert_eq!(refusal["code"], "plugin_limit", "{refusal}");
+    assert!(refusal["reason"].as_str().unwrap().contains("verbs"), "{refusal}");
+    assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["verb"].as_str().unwrap().starts_with("flood.")));
+}
+
+/// Plugin text is rejected, never sanitized: a version with terminal
+/// escapes refuses the component.
+#[test]
+fn a_version_with_terminal_escapes_refuses_the_component() {
+    let env = Env::new();
+    env.install("fixture-garish");
+    let verbs = env.verbs();
+    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap().ends_with("fixture-garish.wasm")).unwrap_or_else(|| panic!("{verbs}"));
+    assert_eq!(refusal["code"], "control_characters", "{refusal}");
+    assert!(!verbs.to_string().contains('\u{1b}'), "a terminal escape reached the output");
+    assert!(!verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == "fixture-garish"), "{verbs}");
 }

@@ -4,6 +4,7 @@
 
 mod argv;
 mod authoring;
+mod bounds;
 mod cache;
 mod cargo;
 mod check;

@@ -17,6 +17,8 @@ use super::context::Context;
 use super::{print_json, GlobalArgs};
 use crate::exec::Programs;
 use crate::json::sha256_hex;
+use crate::registry::bounds::check_describe;
+use crate::registry::fence::namespace;
 use crate::registry::lint::{lint_plugin, Finding, Severity};
 use crate::registry::schema::{compile, sample_args};
 use crate::runtime::inspect::{ShapeError, ALLOWED_IMPORT_PACKAGES};
@@ -116,8 +118,15 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
             return r;
         }
     };
+    // The whole describe is measured first, as at load: past a bound,
+    // nothing of it is echoed and no per-verb work is done.
+    let bounds = ctx.runtime.limits().bounds;
+    if let Some(f) = check_describe(&info, &bounds) {
+        r.errors.push(serde_json::to_value(&f).unwrap_or_default());
+        return r;
+    }
     r.plugin = json!({ "name": info.name, "version": info.version, "signer": r.plugin.get("signer") });
-    for f in lint_plugin(&info, false) {
+    for f in lint_plugin(&info, false, &bounds) {
         match f.severity {
             Severity::Error => r.errors.push(serde_json::to_value(&f).unwrap_or_default()),
             Severity::Warning => r.lint.push(f),
@@ -126,14 +135,23 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
     let programs = Programs::new(ctx.config.programs.clone(), std::env::var_os("PATH").as_deref());
     for spec in &info.verbs {
         r.verbs.push(spec.name.clone());
+        let registry = ctx.registry();
         for name in std::iter::once(&spec.name).chain(&spec.aliases) {
-            if let Some(owner) = ctx.registry().resolve(name).filter(|v| v.plugin.name != info.name) {
+            if let Some(owner) = registry.resolve(name).filter(|v| v.plugin.name != info.name) {
                 r.errors.push(json!({
                     "code": "verb_collision",
                     "severity": "error",
                     "verb": spec.name,
                     "message": format!("`{name}` is already provided by plugin `{}` here, so this one would be refused", owner.plugin.name),
                     "fix": "use your own namespace",
+                }));
+            } else if let Some(owner) = registry.namespace_owner(name).filter(|o| o.plugin != info.name) {
+                r.errors.push(json!({
+                    "code": "namespace_owned",
+                    "severity": "error",
+                    "verb": spec.name,
+                    "message": format!("`{name}` is in the `{}` namespace, which belongs to {} here, so this verb would be refused", namespace(name), owner.describe()),
+                    "fix": "use your own namespace (e.g. your plugin's name)",
                 }));
             }
         }

@@ -16,6 +16,7 @@
 
 pub mod help;
 mod host;
+pub mod kind;
 pub mod op;
 pub mod request;
 pub mod target;

@@ -6,13 +6,14 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-use super::request::OpRequest;
+use super::request::{OpRequest, TARGET_BYTES};
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::{run_command, Prepared};
 use crate::jobs::SpawnRequest;
 use crate::json::near_matches;
 use crate::registry::Verb;
+use crate::runtime::bounds::{check_command, Exceeded, PluginBounds, ERROR_CODE_BYTES};
 use crate::runtime::model::{Outcome, Plan, PluginOpError};
 use crate::runtime::Ready;
 use crate::registry::schema;
@@ -102,6 +103,14 @@ impl Dispatcher {
         let name = req.args.get("target").and_then(Value::as_str).ok_or_else(|| {
             OpError::new(ErrorCode::InvalidArgs, format!("`{}` needs `target`; list them with {{\"help\": \"{}\"}}", verb.name, verb.name)).with("param", "target")
         })?;
+        // As in `help: "<verb>:<target>"`: no target name is longer, and the
+        // name is quoted back in messages and handed to the plugin.
+        if name.len() > TARGET_BYTES {
+            return Err(OpError::new(ErrorCode::InvalidArgs, format!("`target` is {} bytes; no target name is longer than {TARGET_BYTES} bytes", name.len()))
+                .with("param", "target")
+                .with("limit", TARGET_BYTES)
+                .with("actual", name.len()));
+        }
         let resolved = self.resolve_target(verb, name).await?;
         let help_call = json!({ "help": format!("{}:{name}", verb.name) });
         schema::validate_args(&resolved.validator, &resolved.schema, &verb.name, &req.args).map_err(|e| {
@@ -130,12 +139,13 @@ impl Dispatcher {
             .plan(component, &verb.name, &args_text)
             .await
             .map_err(|e| e.to_op_error(&verb.plugin.name))?
-            .map_err(|e| plugin_error(&verb.plugin.name, e))?;
+            .map_err(|e| self.plugin_error(&verb.plugin.name, e))?;
+        super::kind::check_plan_kind(verb, &plan)?;
         let outcome = match plan {
             Plan::Exec(cmd) => {
                 let prepared = self.prepare(verb, &cmd).await?;
                 if req.dry_run {
-                    return Ok(json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
+                    return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
                 // map-result's instance is made while the program runs.
                 let (outcome, ready) = tokio::join!(run_command(&prepared, self.run_limits.capture_bytes), runtime.ready(component));
@@ -144,7 +154,7 @@ impl Dispatcher {
             Plan::Spawn(cmd) => {
                 let prepared = self.prepare(verb, &cmd).await?;
                 if req.dry_run {
-                    return Ok(json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
+                    return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
                 let job = self.jobs()?.spawn(SpawnRequest {
                     verb: &verb.name,
@@ -161,7 +171,8 @@ impl Dispatcher {
             }
             Plan::Host(call) => {
                 if req.dry_run {
-                    return Ok(json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null) } }));
+                    let args = serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null);
+                    return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": args } }));
                 }
                 let result = self.host_call(verb, &call).await?;
                 Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
@@ -170,10 +181,28 @@ impl Dispatcher {
         self.map_outcome(verb, &args_text, &outcome, None).await
     }
 
+    /// A dry run's answer, bounded like a plugin's result: it is made of
+    /// the plugin's plan.
+    fn dry_run(&self, verb: &Verb, answer: Value) -> Result<Value, OpError> {
+        let bound = self.runtime.limits().bounds.dry_run_bytes;
+        Exceeded::check("dry_run_bytes", bound, answer.to_string().len())
+            .map_err(|e| e.to_op_error(&verb.plugin.name, "the dry run's plan as JSON (limits.plugin_output_bytes)"))?;
+        Ok(answer)
+    }
+
+    /// Map a plugin's error under this runtime's bounds (see [`plugin_error`]).
+    pub(crate) fn plugin_error(&self, plugin: &str, e: PluginOpError) -> OpError {
+        plugin_error(plugin, e, &self.runtime.limits().bounds)
+    }
+
     /// Check and resolve a plan's command, then apply the program's guard
     /// (host-set environment, the repository checks); a refusal caused by
-    /// the plan itself names the plugin that made it.
+    /// the plan itself names the plugin that made it. Every command a plugin
+    /// plans (exec, spawn, a target's resolution, an entity kill) comes
+    /// through here, so its size is bounded before anything is prepared
+    /// from it.
     pub(crate) async fn prepare(&self, verb: &Verb, cmd: &crate::runtime::model::Command) -> Result<Prepared, OpError> {
+        check_command(cmd, &self.runtime.limits().bounds).map_err(|e| e.to_op_error(&verb.plugin.name, "the plan"))?;
         let root = &self.config.root;
         let name_plugin = |e: OpError| if e.code == ErrorCode::PlanRefused { e.with("plugin", verb.plugin.name.as_str()) } else { e };
         let mut prepared = Prepared::from_command(cmd, &verb.programs, root, &self.config.env_allow, &self.run_limits).map_err(name_plugin)?;
@@ -188,7 +217,7 @@ impl Dispatcher {
             .map_result(&verb.plugin.component, &verb.name, args_text, outcome, ready)
             .await
             .map_err(|e| e.to_op_error(&verb.plugin.name))?
-            .map_err(|e| plugin_error(&verb.plugin.name, e))?;
+            .map_err(|e| self.plugin_error(&verb.plugin.name, e))?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
             OpError::new(ErrorCode::InvalidOutput, format!("plugin `{}` returned a result that is not JSON: {e}", verb.plugin.name)).with("plugin", verb.plugin.name.as_str())
         })?;
@@ -256,16 +285,27 @@ fn check_fingerprint(verb: &Verb, given: Option<&str>) -> Result<(), OpError> {
     }
 }
 
-/// Map a plugin's error into the closed vocabulary, keeping its details.
-pub(crate) fn plugin_error(plugin: &str, e: PluginOpError) -> OpError {
+/// Map a plugin's error into the closed vocabulary. Its text is bounded
+/// (`error_code_bytes`, `error_message_bytes`, `error_details_bytes`: past
+/// one, the op is a `plugin_limit` instead), and its details are kept under
+/// `plugin_details`, never merged into the host's keys: a plugin must not
+/// be able to set `ok`, `op`, `help` or `schema_fingerprint` in what the
+/// caller reads as the host's answer.
+pub(crate) fn plugin_error(plugin: &str, e: PluginOpError, bounds: &PluginBounds) -> OpError {
+    let measured = Exceeded::check("error_code_bytes", ERROR_CODE_BYTES, e.code.len())
+        .map_err(|x| (x, "the error code"))
+        .and_then(|()| Exceeded::check("error_message_bytes", bounds.error_message_bytes, e.message.len()).map_err(|x| (x, "the error message (limits.plugin_error_message_bytes)")))
+        .and_then(|()| {
+            let details = e.details.as_ref().map_or(0, String::len);
+            Exceeded::check("error_details_bytes", bounds.error_details_bytes, details).map_err(|x| (x, "the error details (limits.plugin_error_details_bytes)"))
+        });
+    if let Err((exceeded, what)) = measured {
+        return exceeded.to_op_error(plugin, what);
+    }
     let known = ErrorCode::from_wire(&e.code).filter(|c| PLUGIN_CODES.contains(c));
-    let mut err = OpError::new(known.unwrap_or(ErrorCode::PluginError), e.message.clone());
-    if let Some(Value::Object(details)) = e.details.as_deref().and_then(|d| serde_json::from_str(d).ok()) {
-        for (k, v) in details {
-            if k != "code" && k != "message" {
-                err.details.insert(k, v);
-            }
-        }
+    let mut err = OpError::new(known.unwrap_or(ErrorCode::PluginError), e.message);
+    if let Some(details) = e.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()) {
+        err = err.with("plugin_details", details);
     }
     if known.is_none() {
         err = err.with("plugin_code", e.code.as_str());

@@ -4,6 +4,15 @@
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, OpError};
+use crate::json::clip;
+use crate::runtime::bounds::NAME_BYTES;
+
+/// Longest two-stage target name (`help: "<verb>:<target>"`), bytes.
+pub const TARGET_BYTES: usize = 256;
+/// A fingerprint's length: `sha256:` and 64 hex digits.
+pub const FINGERPRINT_BYTES: usize = 71;
+/// How much of an unknown field name or a wrong value is quoted back.
+const QUOTE_BYTES: usize = 64;
 
 /// One op as the caller wrote it.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,11 +40,16 @@ pub enum Request {
 
 const OP_KEYS: &[&str] = &["op", "args", "schema_fingerprint", "dry_run"];
 
-/// Decode a request, enforcing the batch cap.
+/// Decode a request, enforcing the batch cap and the bounds on names (no
+/// verb name is longer than [`NAME_BYTES`], so a longer one is refused
+/// before any lookup or suggestion) and on fingerprints. Whatever the
+/// caller sent is quoted back clipped, so an answer is never a multiple of
+/// a request's megabytes.
 pub fn decode(value: &Value, batch_cap: usize) -> Result<Request, OpError> {
     let obj = value.as_object().ok_or_else(|| bad("the request must be a JSON object like {\"ops\": [...]} or {\"help\": true}"))?;
     if let Some(k) = obj.keys().find(|k| *k != "ops" && *k != "help") {
-        return Err(bad(format!("unknown request field `{k}`; a request has `ops` or `help`")).with("field", k.as_str()));
+        let k = clip(k, QUOTE_BYTES);
+        return Err(bad(format!("unknown request field `{k}`; a request has `ops` or `help`")).with("field", k));
     }
     let ops = obj.get("ops").filter(|v| !v.is_null());
     let help = obj.get("help").filter(|v| !v.is_null());
@@ -43,10 +57,26 @@ pub fn decode(value: &Value, batch_cap: usize) -> Result<Request, OpError> {
         (Some(_), Some(_)) => Err(bad("give either `ops` or `help`, not both: help is answered alone so its size never surprises a batch")),
         (None, None) => Err(bad("the request is empty: give `ops` (a list of {op, args}) or `help: true` for the catalog")),
         (None, Some(Value::Bool(true))) => Ok(Request::Catalog),
-        (None, Some(Value::String(s))) if !s.trim().is_empty() => Ok(Request::HelpVerb(s.trim().to_string())),
-        (None, Some(other)) => Err(bad(format!("`help` must be true or a verb name, got {other}")).with("field", "help")),
+        (None, Some(Value::String(s))) if !s.trim().is_empty() => help_name(s.trim()).map(Request::HelpVerb),
+        (None, Some(other)) => Err(bad(format!("`help` must be true or a verb name, got {}", clip(&other.to_string(), QUOTE_BYTES))).with("field", "help")),
         (Some(ops), None) => decode_ops(ops, batch_cap).map(Request::Ops),
     }
+}
+
+/// `help: "<verb>"` or `help: "<verb>:<target>"`, each part within its bound.
+fn help_name(name: &str) -> Result<String, OpError> {
+    let (verb, target) = match name.split_once(':') {
+        Some((v, t)) => (v, t),
+        None => (name, ""),
+    };
+    if verb.len() > NAME_BYTES || target.len() > TARGET_BYTES {
+        let (what, limit, actual) = if verb.len() > NAME_BYTES { ("verb name", NAME_BYTES, verb.len()) } else { ("target name", TARGET_BYTES, target.len()) };
+        return Err(bad(format!("`help` names a {what} of {actual} bytes; no {what} is longer than {limit} bytes. Ask {{\"help\": true}} for the catalog"))
+            .with("field", "help")
+            .with("limit", limit)
+            .with("actual", actual));
+    }
+    Ok(name.to_string())
 }
 
 fn decode_ops(ops: &Value, batch_cap: usize) -> Result<Vec<OpRequest>, OpError> {
@@ -69,9 +99,13 @@ fn decode_op(index: usize, v: &Value) -> Result<OpRequest, OpError> {
     let at = |msg: String| bad(format!("ops[{index}]: {msg}")).with("index", index);
     let obj: &Map<String, Value> = v.as_object().ok_or_else(|| at("each op must be an object {\"op\": \"<verb>\", \"args\": {...}}".into()))?;
     if let Some(k) = obj.keys().find(|k| !OP_KEYS.contains(&k.as_str())) {
-        return Err(at(format!("unknown op field `{k}` (an op has {})", OP_KEYS.join(", "))).with("field", k.as_str()));
+        let k = clip(k, QUOTE_BYTES);
+        return Err(at(format!("unknown op field `{k}` (an op has {})", OP_KEYS.join(", "))).with("field", k));
     }
     let op = match obj.get("op") {
+        Some(Value::String(s)) if s.len() > NAME_BYTES => {
+            return Err(at(format!("`op` is {} bytes; no verb name is longer than {NAME_BYTES} bytes", s.len())).with("field", "op").with("limit", NAME_BYTES).with("actual", s.len()))
+        }
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(_) => return Err(at("`op` must be a verb name string".into()).with("field", "op")),
         None => return Err(at("`op` is missing".into()).with("field", "op")),
@@ -83,6 +117,12 @@ fn decode_op(index: usize, v: &Value) -> Result<OpRequest, OpError> {
     };
     let fingerprint = match obj.get("schema_fingerprint") {
         None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.len() > FINGERPRINT_BYTES => {
+            return Err(at(format!("`schema_fingerprint` is {} bytes; a fingerprint is `sha256:` and 64 hex digits ({FINGERPRINT_BYTES} bytes), as help gives it", s.len()))
+                .with("field", "schema_fingerprint")
+                .with("limit", FINGERPRINT_BYTES)
+                .with("actual", s.len()))
+        }
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(at("`schema_fingerprint` must be a string".into()).with("field", "schema_fingerprint")),
     };
@@ -128,6 +168,25 @@ mod tests {
         for (req, code) in cases {
             assert_eq!(decode(&req, 8).unwrap_err().code, code, "{req}");
         }
+    }
+
+    #[test]
+    fn names_and_fingerprints_are_bounded_before_any_lookup() {
+        let long = "g".repeat(NAME_BYTES + 1);
+        let e = decode(&json!({"ops": [{"op": long}]}), 8).unwrap_err();
+        assert_eq!((e.code, e.details["field"].as_str(), e.details["limit"].as_u64()), (ErrorCode::InvalidRequest, Some("op"), Some(NAME_BYTES as u64)));
+        assert!(e.message.len() < 200);
+        let e = decode(&json!({"help": "g".repeat(1 << 20)}), 8).unwrap_err();
+        assert_eq!(e.details["field"], "help");
+        assert!(decode(&json!({"help": format!("just.run:{}", "t".repeat(TARGET_BYTES + 1))}), 8).is_err());
+        assert!(decode(&json!({"help": "just.run:greet"}), 8).is_ok());
+        let fp = format!("sha256:{}", "0".repeat(65));
+        let e = decode(&json!({"ops": [{"op": "a.b", "schema_fingerprint": fp}]}), 8).unwrap_err();
+        assert_eq!(e.details["field"], "schema_fingerprint");
+        let ok = format!("sha256:{}", "0".repeat(64));
+        assert!(decode(&json!({"ops": [{"op": "a.b", "schema_fingerprint": ok}]}), 8).is_ok());
+        let e = decode(&json!({ "x".repeat(1 << 20): 1 }), 8).unwrap_err();
+        assert!(e.to_json().to_string().len() < 1000);
     }
 
     #[test]

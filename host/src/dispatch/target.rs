@@ -13,6 +13,7 @@ use crate::exec::run_command;
 use crate::json::fingerprint;
 use crate::registry::schema::{compile, open_objects};
 use crate::registry::Verb;
+use crate::runtime::bounds::{control_character, Exceeded, SUMMARY_BYTES};
 
 /// A resolved target.
 pub struct ResolvedTarget {
@@ -37,15 +38,23 @@ impl Dispatcher {
             .resolve_plan(&verb.plugin.component, &verb.name, target)
             .await
             .map_err(|e| e.to_op_error(plugin))?
-            .map_err(|e| super::op::plugin_error(plugin, e))?;
+            .map_err(|e| self.plugin_error(plugin, e))?;
         let prepared = self.prepare(verb, &cmd).await?;
         let outcome = run_command(&prepared, self.run_limits.capture_bytes).await?;
         let resolved = runtime
             .resolve(&verb.plugin.component, &verb.name, target, &outcome)
             .await
             .map_err(|e| e.to_op_error(plugin))?
-            .map_err(|e| super::op::plugin_error(plugin, e))?;
+            .map_err(|e| self.plugin_error(plugin, e))?;
         let bad = |what: String| OpError::new(ErrorCode::InvalidOutput, format!("plugin `{plugin}` resolved `{target}` badly: {what}")).with("plugin", plugin);
+        // A resolved target is plugin text like `describe`'s, bounded the same.
+        let bounds = runtime.limits().bounds;
+        Exceeded::check("schema_bytes", bounds.schema_bytes, resolved.params_schema.len())
+            .map_err(|e| e.to_op_error(plugin, "the resolved target's schema (limits.plugin_schema_bytes)"))?;
+        Exceeded::check("summary_bytes", SUMMARY_BYTES, resolved.summary.len()).map_err(|e| e.to_op_error(plugin, "the resolved target's summary"))?;
+        if let Some(c) = control_character(resolved.summary.trim()) {
+            return Err(bad(format!("its summary contains the control character {c:?}; plugin text is refused, not cleaned")));
+        }
         let schema: Value = serde_json::from_str(&resolved.params_schema).map_err(|e| bad(format!("the schema is not JSON ({e})")))?;
         let identity: Value = serde_json::from_str(&resolved.identity).map_err(|e| bad(format!("the identity is not JSON ({e})")))?;
         if let Some(p) = open_objects(&schema).first() {

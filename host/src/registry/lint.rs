@@ -6,8 +6,12 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use std::collections::HashSet;
+
 use super::fence;
 use super::schema::{compile, open_objects};
+use crate::json::clip;
+use crate::runtime::bounds::{control_character, Exceeded, PluginBounds, ALIASES, NAME_BYTES, PROGRAMS, SUMMARY_BYTES};
 use crate::runtime::model::{PluginInfo, VerbKind, VerbSpec};
 
 /// How bad a finding is.
@@ -45,6 +49,7 @@ fn finding(code: &'static str, severity: Severity, verb: Option<&str>, pointer: 
 
 /// Whether a plugin name is acceptable (lower case, digits, `-`).
 pub fn plugin_name_problem(name: &str) -> Option<Finding> {
+    let name = clip(name, NAME_BYTES);
     let mut c = name.chars();
     let ok = matches!(c.next(), Some(f) if f.is_ascii_lowercase()) && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     (!ok).then(|| {
@@ -53,20 +58,20 @@ pub fn plugin_name_problem(name: &str) -> Option<Finding> {
 }
 
 /// Every finding for a plugin's verbs. `is_bundled_core` opens the `job.`
-/// namespace.
-pub fn lint_plugin(info: &PluginInfo, is_bundled_core: bool) -> Vec<Finding> {
+/// namespace. The caller has already bounded the whole `describe`
+/// ([`super::bounds::check_describe`]); every check here is linear in it.
+pub fn lint_plugin(info: &PluginInfo, is_bundled_core: bool, bounds: &PluginBounds) -> Vec<Finding> {
     let mut out: Vec<Finding> = plugin_name_problem(&info.name).into_iter().collect();
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for spec in &info.verbs {
-        if seen.contains(&spec.name.as_str()) {
-            out.push(finding("duplicate_verb", Severity::Error, Some(&spec.name), None, format!("`{}` is declared twice", spec.name), "declare each verb once"));
+        if !seen.insert(spec.name.as_str()) {
+            out.push(finding("duplicate_verb", Severity::Error, Some(&spec.name), None, format!("`{}` is declared twice", clip(&spec.name, NAME_BYTES)), "declare each verb once"));
         }
-        seen.push(&spec.name);
-        out.extend(lint_verb(spec, is_bundled_core));
+        out.extend(lint_verb(spec, is_bundled_core, bounds));
     }
     for spec in &info.verbs {
         for alias in &spec.aliases {
-            if info.verbs.iter().any(|v| &v.name == alias) {
+            if seen.contains(alias.as_str()) {
                 out.push(finding("alias_shadows_verb", Severity::Error, Some(&spec.name), None, format!("alias `{alias}` is also the name of a verb"), "drop the alias or rename it"));
             }
         }
@@ -74,8 +79,12 @@ pub fn lint_plugin(info: &PluginInfo, is_bundled_core: bool) -> Vec<Finding> {
     out
 }
 
-/// Findings for one verb.
-pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool) -> Vec<Finding> {
+/// Findings for one verb. Its text is measured first: a verb past a bound
+/// gets that one finding (`plugin_limit`), and none of its text is echoed.
+pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) -> Vec<Finding> {
+    if let Some(f) = text_bound(spec, bounds) {
+        return vec![f];
+    }
     let v = Some(spec.name.as_str());
     let mut out = Vec::new();
     if let Some(p) = fence::name_problem(&spec.name) {
@@ -93,7 +102,10 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool) -> Vec<Finding> {
     if summary.is_empty() {
         out.push(finding("missing_summary", Severity::Error, v, None, "the verb has no summary".into(), "say in one line what the verb does"));
     } else if summary.contains('\n') {
-        out.push(finding("summary_multiline", Severity::Warning, v, None, "the summary is more than one line".into(), "keep the summary to one line; put detail in parameter descriptions"));
+        // A newline is a control character: refused, never cleaned.
+        out.push(finding("summary_multiline", Severity::Error, v, None, "the summary is more than one line".into(), "keep the summary to one line; put detail in parameter descriptions"));
+    } else if let Some(c) = control_character(summary) {
+        out.push(finding("control_characters", Severity::Error, v, None, format!("the summary contains the control character {c:?} (a terminal escape?); plugin text is refused, not cleaned"), "remove escapes and other control characters from the summary"));
     }
     match serde_json::from_str::<Value>(&spec.params_schema) {
         Err(e) => out.push(finding("invalid_schema", Severity::Error, v, None, format!("params schema is not JSON: {e}"), "emit the schema with the SDK's Schema builder")),
@@ -116,6 +128,32 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The first bound one verb's text exceeds: its name, aliases, programs,
+/// summary or schemas.
+fn text_bound(spec: &VerbSpec, b: &PluginBounds) -> Option<Finding> {
+    let name = clip(&spec.name, NAME_BYTES);
+    let over = |e: Exceeded, what: &str| {
+        Some(finding("plugin_limit", Severity::Error, Some(&name), None, e.describe(what), "keep names, summaries and schemas within the bounds in README"))
+    };
+    let longest = |items: &[String]| items.iter().map(String::len).max().unwrap_or(0);
+    let checks = [
+        ("verb_name_bytes", NAME_BYTES, spec.name.len(), "the verb name"),
+        ("aliases", ALIASES, spec.aliases.len(), "the number of aliases"),
+        ("verb_name_bytes", NAME_BYTES, longest(&spec.aliases), "an alias"),
+        ("programs", PROGRAMS, spec.programs.len(), "the number of programs"),
+        ("program_name_bytes", NAME_BYTES, longest(&spec.programs), "a program name"),
+        ("summary_bytes", SUMMARY_BYTES, spec.summary.len(), "the summary"),
+        ("schema_bytes", b.schema_bytes, spec.params_schema.len(), "the params schema (limits.plugin_schema_bytes)"),
+        ("schema_bytes", b.schema_bytes, spec.result_schema.as_ref().map_or(0, String::len), "the result schema (limits.plugin_schema_bytes)"),
+    ];
+    for (bound, limit, actual, what) in checks {
+        if let Err(e) = Exceeded::check(bound, limit, actual) {
+            return over(e, what);
+        }
+    }
+    None
 }
 
 fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
@@ -150,4 +188,51 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, summary: &str) -> VerbSpec {
+        VerbSpec {
+            name: name.into(),
+            summary: summary.into(),
+            kind: VerbKind::Read,
+            params_schema: r#"{"type":"object","properties":{},"additionalProperties":false}"#.into(),
+            result_schema: None,
+            aliases: vec![],
+            programs: vec![],
+            two_stage: false,
+        }
+    }
+
+    fn codes(spec: &VerbSpec) -> Vec<&'static str> {
+        lint_verb(spec, false, &PluginBounds::default()).into_iter().filter(|f| f.severity == Severity::Error).map(|f| f.code).collect()
+    }
+
+    #[test]
+    fn verb_text_past_a_bound_is_one_finding_that_echoes_nothing() {
+        assert!(codes(&spec("a.b", "fine")).is_empty());
+        let long = format!("a.{}", "b".repeat(1 << 20));
+        let found = lint_verb(&spec(&long, "fine"), false, &PluginBounds::default());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].code, "plugin_limit");
+        assert!(found[0].message.contains("verb_name_bytes") && found[0].verb.as_ref().unwrap().len() < 200, "{:?}", found[0]);
+        assert_eq!(codes(&spec("a.b", &"s".repeat(SUMMARY_BYTES + 1))), ["plugin_limit"]);
+        let mut many = spec("a.b", "fine");
+        many.aliases = (0..=ALIASES).map(|i| format!("a.b{i}")).collect();
+        assert_eq!(codes(&many), ["plugin_limit"]);
+        let mut big = spec("a.b", "fine");
+        big.params_schema = " ".repeat(PluginBounds::default().schema_bytes + 1);
+        assert_eq!(codes(&big), ["plugin_limit"]);
+    }
+
+    #[test]
+    fn control_characters_in_a_summary_are_refused_not_cleaned() {
+        assert_eq!(codes(&spec("a.b", "red \u{1b}[31malert")), ["control_characters"]);
+        assert_eq!(codes(&spec("a.b", "two\nlines")), ["summary_multiline"]);
+        // Surrounding whitespace is trimmed, as the catalog shows it.
+        assert!(codes(&spec("a.b", "  one line\n")).is_empty());
+    }
 }

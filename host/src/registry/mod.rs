@@ -9,12 +9,16 @@
 //! reserved namespace, a name already taken, a missing program, a verb
 //! outside the allow list — is recorded in [`Registry::unavailable`] with a
 //! reason, never silently dropped. On a name collision the verb loaded first
-//! keeps the name (bundled before disk, then file order).
+//! keeps the name (bundled before disk, then file order), and a namespace
+//! belongs to one plugin ([`namespaces`]). What `describe` returns is
+//! bounded ([`bounds`]) before any per-verb work.
 
+pub mod bounds;
 pub mod bundled;
 pub mod fence;
 pub mod lint;
 pub mod live;
+pub mod namespaces;
 pub mod schema;
 
 use jsonschema::Validator;
@@ -26,7 +30,8 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::exec::Programs;
-use crate::json::{fingerprint, sha256_hex};
+use crate::json::{clip, fingerprint, sha256_hex};
+use crate::runtime::bounds::NAME_BYTES;
 use crate::runtime::model::{VerbKind, VerbSpec};
 use crate::runtime::{CacheStatus, LoadedComponent, Runtime, SandboxLimits};
 use crate::trust::{verify_component, TrustStore};
@@ -160,6 +165,8 @@ pub struct Registry {
     runtime: Arc<Runtime>,
     /// Verified components waiting to be compiled (see [`LoadMode`]).
     deferred: Vec<Arc<Deferred>>,
+    /// Who owns each namespace.
+    namespaces: namespaces::Namespaces,
 }
 
 /// How to treat components whose compiled code is not cached yet.
@@ -221,7 +228,7 @@ impl Registry {
     pub async fn load_with(config: &Config, runtime: Arc<Runtime>, mode: LoadMode) -> anyhow::Result<Registry> {
         let trust = TrustStore::load(&config.trust_dir())?;
         let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
-        let mut reg = Registry { verbs: BTreeMap::new(), aliases: BTreeMap::new(), plugins: Vec::new(), unavailable: Vec::new(), runtime, deferred: Vec::new() };
+        let mut reg = Registry { verbs: BTreeMap::new(), aliases: BTreeMap::new(), plugins: Vec::new(), unavailable: Vec::new(), runtime, deferred: Vec::new(), namespaces: namespaces::Namespaces::default() };
         for b in bundled::BUNDLED {
             // The pin is re-checked against the embedded bytes so a build
             // that embedded the wrong file cannot go unnoticed.
@@ -265,10 +272,13 @@ impl Registry {
     }
 
     fn refuse(&mut self, verb: Option<&str>, plugin: Option<&str>, source: &Source, code: &str, reason: String) {
+        // Names come from the plugin: an over-long one is recorded clipped.
+        let verb = verb.map(|v| clip(v, NAME_BYTES));
+        let plugin = plugin.map(|p| clip(p, NAME_BYTES));
         tracing::warn!(verb, plugin, source = %source.describe(), code, "{reason}");
         self.unavailable.push(Unavailable {
-            verb: verb.map(str::to_string),
-            plugin: plugin.map(str::to_string),
+            verb,
+            plugin,
             source: source.describe(),
             code: code.to_string(),
             reason,
@@ -328,13 +338,17 @@ impl Registry {
             Ok(i) => i,
             Err(e) => return self.refuse(None, None, &c.source, "describe_failed", format!("{}: describe() failed: {e}", c.source.describe())),
         };
+        // The whole describe is measured before any per-verb work.
+        if let Some(f) = bounds::check_describe(&info, &self.runtime.limits().bounds) {
+            return self.refuse(None, None, &c.source, f.code, format!("{}: {}; fix: {}", c.source.describe(), f.message, f.fix));
+        }
         if self.plugins.iter().any(|p| p.name == info.name) {
             let msg = format!("a plugin named `{}` is already loaded; {} is ignored", info.name, c.source.describe());
             return self.refuse(None, Some(&info.name), &c.source, "duplicate_plugin", msg);
         }
         component.set_limits(component_limits(config, self.runtime.limits(), &info.name));
         let is_core = c.bundled && info.name == "core";
-        let findings = lint::lint_plugin(&info, is_core);
+        let findings = lint::lint_plugin(&info, is_core, &self.runtime.limits().bounds);
         if let Some(f) = findings.iter().find(|f| f.severity == Severity::Error && f.verb.is_none()) {
             return self.refuse(None, Some(&info.name), &c.source, f.code, f.message.clone());
         }
@@ -365,20 +379,32 @@ impl Registry {
                 self.refuse(Some(&spec.name), Some(&plugin.name), &c.source, f.code, reason);
                 continue;
             }
-            if let Err((code, reason)) = self.add_verb(spec, &plugin, config, programs) {
+            if let Err((code, reason)) = self.add_verb(spec, &plugin, c.bundled, config, programs) {
                 self.refuse(Some(&spec.name), Some(&plugin.name), &c.source, code, reason);
             }
         }
     }
 
-    fn add_verb(&mut self, spec: &VerbSpec, plugin: &Arc<Plugin>, config: &Config, programs: &Programs) -> Result<(), (&'static str, String)> {
-        if !fence::allowed(&spec.name, config.allow.as_deref()) {
-            return Err(("not_allowed", format!("`{}` is not in the allow list of verbgate.toml", spec.name)));
-        }
+    fn add_verb(&mut self, spec: &VerbSpec, plugin: &Arc<Plugin>, bundled: bool, config: &Config, programs: &Programs) -> Result<(), (&'static str, String)> {
+        // Ownership is settled before the allow list: which plugin a
+        // namespace belongs to never depends on what the operator lets
+        // callers reach.
         for name in std::iter::once(&spec.name).chain(&spec.aliases) {
             if let Some(owner) = self.owner_of(name) {
                 return Err(("collision", format!("`{name}` is already provided by plugin `{owner}`; the first loaded keeps it (bundled first, then plugin files in name order)")));
             }
+        }
+        let claimant = namespaces::Owner { plugin: plugin.name.clone(), bundled };
+        for name in std::iter::once(&spec.name).chain(&spec.aliases) {
+            if let Err(owner) = self.namespaces.claim(name, &claimant) {
+                return Err((
+                    "namespace_owned",
+                    format!("`{name}` is in the `{}` namespace, which belongs to {}; a namespace belongs to one plugin (bundled namespaces to the bundled plugins, others to the first plugin loaded that declares them)", fence::namespace(name), owner.describe()),
+                ));
+            }
+        }
+        if !fence::allowed(&spec.name, config.allow.as_deref()) {
+            return Err(("not_allowed", format!("`{}` is not in the allow list of verbgate.toml", spec.name)));
         }
         let mut resolved = BTreeMap::new();
         for p in &spec.programs {
@@ -447,6 +473,11 @@ impl Registry {
     /// What could not be made available.
     pub fn unavailable(&self) -> &[Unavailable] {
         &self.unavailable
+    }
+
+    /// Who owns the namespace of `name`, if anyone does.
+    pub fn namespace_owner(&self, name: &str) -> Option<&namespaces::Owner> {
+        self.namespaces.owner_of(name)
     }
 
     /// The runtime components run in.

@@ -67,7 +67,8 @@ export const plugin = {
   mapResult(verb, argsJson, outcome) {
     const text = (bytes) => new TextDecoder().decode(bytes).trim();
     if (outcome.exitCode !== 0) {
-      const stderr = text(outcome.stderr);
+      // The last 2 KiB: error messages are bounded (16 KiB by default).
+      const stderr = text(outcome.stderr).slice(-2048);
       throw opError("exit_nonzero", `the program exited with status ${outcome.exitCode}: ${stderr}`, {
         exit_code: outcome.exitCode ?? null,
         signal: outcome.signal ?? null,

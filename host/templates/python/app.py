@@ -76,7 +76,8 @@ class Plugin(exports.Plugin):
 
     def map_result(self, verb, args, outcome):
         if outcome.exit_code != 0:
-            stderr = outcome.stderr.decode("utf-8", "replace").strip()
+            # The last 2 KiB: error messages are bounded (16 KiB by default).
+            stderr = outcome.stderr.decode("utf-8", "replace")[-2048:].strip()
             raise op_error("exit_nonzero", f"the program exited with status {outcome.exit_code}: {stderr}",
                            {"exit_code": outcome.exit_code, "signal": outcome.signal, "stderr": stderr})
         return json.dumps({"greeting": outcome.stdout.decode("utf-8", "replace").strip()})
