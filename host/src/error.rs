@@ -63,6 +63,9 @@ pub enum ErrorCode {
     /// An entity-aware kill (the fronted CLI's own kill) failed; the job was
     /// not signalled.
     KillFailed,
+    /// A spawn was refused: `limits.max_running_jobs` jobs are already
+    /// preparing or running.
+    JobLimit,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -93,6 +96,7 @@ impl ErrorCode {
         ErrorCode::Unavailable,
         ErrorCode::JobNotFinished,
         ErrorCode::KillFailed,
+        ErrorCode::JobLimit,
         ErrorCode::Internal,
     ];
 
@@ -122,6 +126,7 @@ impl ErrorCode {
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::JobNotFinished => "job_not_finished",
             ErrorCode::KillFailed => "kill_failed",
+            ErrorCode::JobLimit => "job_limit",
             ErrorCode::Internal => "internal",
         }
     }

@@ -13,6 +13,8 @@ mod golden;
 mod guests;
 mod hostile;
 mod jobs;
+mod jobs_bounds;
+mod jobs_kill;
 mod just;
 mod load;
 mod mcp;

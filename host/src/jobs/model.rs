@@ -64,25 +64,81 @@ impl Status {
     }
 }
 
-/// Why a job ended (closed set, documented in README).
-pub mod reason {
+/// Why a job ended: a closed set, documented in README, written to the
+/// store and the wire as its snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
     /// The program exited 0.
-    pub const EXITED_ZERO: &str = "exited_zero";
+    ExitedZero,
     /// The program exited with a non-zero code.
-    pub const EXITED_NONZERO: &str = "exited_nonzero";
+    ExitedNonzero,
     /// The program was killed by a signal nobody asked for.
-    pub const SIGNALED: &str = "signaled";
+    Signaled,
     /// The program could not be started.
-    pub const LAUNCH_FAILED: &str = "launch_failed";
+    LaunchFailed,
     /// `job.kill` stopped it.
-    pub const KILL_REQUESTED: &str = "kill_requested";
+    KillRequested,
     /// It ran past its time limit.
-    pub const TIME_LIMIT: &str = "time_limit";
-    /// Its processes were gone with no end recorded (reaped by an observer).
-    pub const PROCESS_GONE_NO_END: &str = "process_gone_no_end";
-    /// Every reason code.
-    pub const ALL: &[&str] =
-        &[EXITED_ZERO, EXITED_NONZERO, SIGNALED, LAUNCH_FAILED, KILL_REQUESTED, TIME_LIMIT, PROCESS_GONE_NO_END];
+    TimeLimit,
+    /// Its processes were gone with no end recorded (reaped by an observer),
+    /// or its recorded leader is provably not the process it started
+    /// (another boot, a reused pid).
+    ProcessGoneNoEnd,
+    /// A stream exceeded `limits.job_output_bytes`; the supervisor stopped it.
+    OutputLimit,
+    /// Reading or storing the program's output failed; the supervisor
+    /// stopped it rather than lose output silently.
+    CaptureFailed,
+    /// The supervisor started the program but could not record that; it
+    /// stopped the program rather than leave it running unsupervised.
+    RecordFailed,
+}
+
+impl Reason {
+    /// Every reason code, in documentation order.
+    pub const ALL: &'static [Reason] = &[
+        Reason::ExitedZero,
+        Reason::ExitedNonzero,
+        Reason::Signaled,
+        Reason::LaunchFailed,
+        Reason::KillRequested,
+        Reason::TimeLimit,
+        Reason::ProcessGoneNoEnd,
+        Reason::OutputLimit,
+        Reason::CaptureFailed,
+        Reason::RecordFailed,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ExitedZero => "exited_zero",
+            Reason::ExitedNonzero => "exited_nonzero",
+            Reason::Signaled => "signaled",
+            Reason::LaunchFailed => "launch_failed",
+            Reason::KillRequested => "kill_requested",
+            Reason::TimeLimit => "time_limit",
+            Reason::ProcessGoneNoEnd => "process_gone_no_end",
+            Reason::OutputLimit => "output_limit",
+            Reason::CaptureFailed => "capture_failed",
+            Reason::RecordFailed => "record_failed",
+        }
+    }
+
+    /// Parse a wire name.
+    pub fn parse(s: &str) -> Option<Reason> {
+        Reason::ALL.iter().copied().find(|r| r.as_str() == s)
+    }
+
+    /// The reason for a program's own end: its exit code, else its signal.
+    pub fn of_exit(code: Option<i32>) -> (Status, Reason) {
+        match code {
+            Some(0) => (Status::Succeeded, Reason::ExitedZero),
+            Some(_) => (Status::Failed, Reason::ExitedNonzero),
+            None => (Status::Failed, Reason::Signaled),
+        }
+    }
 }
 
 /// One job as stored. `Job::default()` is a fresh `preparing` record with
@@ -114,7 +170,7 @@ pub struct Job {
     /// Status.
     pub status: Status,
     /// Why it ended.
-    pub reason_code: Option<String>,
+    pub reason_code: Option<Reason>,
     /// CAS version: every status write bumps it.
     pub version: i64,
     /// Created, epoch ms.
@@ -139,8 +195,21 @@ pub struct Job {
     pub entity: Option<String>,
     /// When `job.kill` was asked, epoch ms.
     pub kill_requested_ms: Option<i64>,
-    /// A launch error message.
+    /// A launch, record or capture error message.
     pub error: Option<String>,
+    /// `/proc/sys/kernel/random/boot_id` when the job started: pids and
+    /// start times only mean something within one boot.
+    pub boot_id: Option<String>,
+    /// When a kill's signal (or the fronted CLI's own kill) was sent, epoch
+    /// ms: an end observed before it is the program's own, not the kill's.
+    pub kill_sent_ms: Option<i64>,
+    /// Cap on each of stdout and stderr, bytes (0 = none: a job recorded
+    /// before the cap existed).
+    pub output_limit_bytes: u64,
+    /// stdout was cut at `output_limit_bytes`.
+    pub stdout_truncated: bool,
+    /// stderr was cut at `output_limit_bytes`.
+    pub stderr_truncated: bool,
 }
 
 impl Job {
@@ -165,7 +234,45 @@ impl Job {
             "supervisor_pid": self.supervisor_pid,
             "entity": self.entity,
             "error": self.error,
+            "time_limit_ms": (self.time_limit_ms > 0).then_some(self.time_limit_ms),
+            "output_limit_bytes": (self.output_limit_bytes > 0).then_some(self.output_limit_bytes),
+            "truncated": self.truncated_streams(),
+            "kill_requested_ms": self.kill_requested_ms,
         })
+    }
+
+    /// The streams cut at the output cap.
+    pub fn truncated_streams(&self) -> Vec<&'static str> {
+        [("stdout", self.stdout_truncated), ("stderr", self.stderr_truncated)].into_iter().filter(|(_, t)| *t).map(|(s, _)| s).collect()
+    }
+
+    /// Whether `stream` was cut at the output cap.
+    pub fn truncated(&self, stream: &str) -> bool {
+        match stream {
+            "stdout" => self.stdout_truncated,
+            "stderr" => self.stderr_truncated,
+            _ => false,
+        }
+    }
+
+    /// Whether the recorded program (the process group leader) is provably
+    /// the process the supervisor started: same boot, same pid, same start
+    /// time. Only then may its group be signalled on its own say-so.
+    pub fn leader_verified(&self) -> bool {
+        super::process::verified(self.pid, self.pid_start, self.boot_id.as_deref())
+    }
+
+    /// Whether the recorded supervisor is provably alive (same boot, pid
+    /// and start time).
+    pub fn supervisor_verified(&self) -> bool {
+        super::process::verified(self.supervisor_pid, self.supervisor_start, self.boot_id.as_deref())
+    }
+
+    /// Record this job's end now as `status` for `reason`.
+    pub fn end(&mut self, status: Status, reason: Reason) {
+        self.status = status;
+        self.reason_code = Some(reason);
+        self.ended_ms = Some(super::process::now_ms());
     }
 }
 
@@ -181,5 +288,13 @@ mod tests {
         }
         assert_eq!(Status::Killed.outcome(), Some("cancelled"));
         assert_eq!(Status::Lost.outcome(), Some("failure"));
+    }
+
+    #[test]
+    fn reason_wire_names_round_trip_and_match_serde() {
+        for r in Reason::ALL {
+            assert_eq!(Reason::parse(r.as_str()), Some(*r));
+            assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.as_str().into()));
+        }
     }
 }

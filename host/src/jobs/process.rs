@@ -29,6 +29,36 @@ pub fn alive(pid: Option<i64>, start: Option<i64>) -> bool {
     }
 }
 
+/// This boot's id (`/proc/sys/kernel/random/boot_id`), read once. A pid
+/// and a start time only identify a process within one boot: after a
+/// reboot both restart from zero and can match an unrelated process.
+pub fn boot_id() -> Option<String> {
+    static BOOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+        .clone()
+}
+
+/// Whether `pid` is provably the process recorded as (`pid`, `start`) in
+/// boot `boot`: the boot is this one, and the pid is alive with that start
+/// time. A record without a start time proves nothing and is never
+/// verified. A record without a boot id (written before boot ids were
+/// recorded) is checked by start time alone.
+pub fn verified(pid: Option<i64>, start: Option<i64>, boot: Option<&str>) -> bool {
+    let same_boot = match boot {
+        Some(b) => boot_id().as_deref() == Some(b),
+        None => true,
+    };
+    match (pid, start) {
+        (Some(pid), Some(start)) => same_boot && start_time(pid) == Some(start),
+        _ => false,
+    }
+}
+
+/// Whether `boot` (a recorded boot id) is this boot; unknown counts as yes.
+pub fn same_boot(boot: Option<&str>) -> bool {
+    boot.is_none_or(|b| boot_id().as_deref() == Some(b))
+}
+
 /// Whether any process is left in process group `pgid`.
 pub fn group_alive(pgid: i64) -> bool {
     if pgid <= 1 {
@@ -78,6 +108,18 @@ mod tests {
         assert!(alive(Some(me), Some(start)));
         assert!(!alive(Some(me), Some(start + 1)), "a reused pid must not count as ours");
         assert!(!alive(Some(i32::MAX as i64), None));
+    }
+
+    #[test]
+    fn verification_needs_the_start_time_and_this_boot() {
+        let me = std::process::id() as i64;
+        let start = start_time(me);
+        let boot = boot_id().expect("a Linux boot id");
+        assert!(verified(Some(me), start, Some(&boot)));
+        assert!(verified(Some(me), start, None), "a record from before boot ids counts by start time");
+        assert!(!verified(Some(me), start, Some("another-boot")), "another boot's record is never ours");
+        assert!(!verified(Some(me), None, Some(&boot)), "no start time proves nothing");
+        assert!(!verified(Some(me), start.map(|s| s + 1), Some(&boot)));
     }
 
     #[test]
