@@ -236,3 +236,19 @@ fn a_failed_read_of_the_output_is_reported_not_taken_for_its_end() {
     assert!(st["error"].as_str().unwrap().contains("reading the program's stdout failed"), "{st}");
     assert!(group_gone(st["pid"].as_i64().unwrap()));
 }
+
+#[test]
+fn job_output_never_reads_through_a_link_planted_in_a_job_directory() {
+    let env = jobs_env("");
+    let id = spawn(&env, json!({"word": "x"}));
+    assert_eq!(wait(&env, &[&id], 20.0)["all_terminal"], true);
+    let secret = env.tmp.path().join("secret");
+    std::fs::write(&secret, "TOPSECRET").unwrap();
+    let stdout = store(&env).job_dir(&id).join("stdout");
+    std::fs::remove_file(&stdout).unwrap();
+    std::os::unix::fs::symlink(&secret, &stdout).unwrap();
+    for (op, args) in [("job.output", json!({"id": &id})), ("job.result", json!({"id": &id}))] {
+        let r = env.op(op, args);
+        assert!(!r.to_string().contains("TOPSECRET"), "{op} read through a link: {r}");
+    }
+}

@@ -7,7 +7,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 use super::OutputArgs;
 use crate::error::{ErrorCode, OpError};
-use crate::jobs::output::io;
+use crate::jobs::output::{io, open_stream};
 use crate::jobs::store::Store;
 
 /// Default stream.
@@ -34,7 +34,7 @@ pub fn run(store: &Store, args: &OutputArgs) -> Result<Value, OpError> {
     }
     let limit = args.limit.clamp(1, MAX_LIMIT);
     let path = store.job_dir(&job.id).join(stream);
-    let (total, mut bytes) = match std::fs::File::open(&path) {
+    let (total, mut bytes) = match open_stream(&path) {
         Ok(mut f) => {
             let total = f.metadata().map(|m| m.len()).unwrap_or(0);
             let mut buf = Vec::new();
