@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 use std::time::Duration;
+use verbgate::jobs::model::{Job, State};
 use verbgate::jobs::store::Store;
 use verbgate_tests::mcp::Session;
 use verbgate_tests::Env;
@@ -38,6 +39,13 @@ fn wait(env: &Env, ids: &[&str], max_wait: f64) -> Value {
     let r = env.op("job.wait", json!({"ids": ids, "max_wait_seconds": max_wait, "poll_interval_seconds": 0.2}));
     assert_eq!(r["ok"], true, "{r}");
     r["result"].clone()
+}
+
+/// Make an ended job look as if it ended long ago.
+fn long_ago(j: &mut Job) {
+    if let State::Ended(e) = &mut j.state {
+        e.ended_ms = 1_000;
+    }
 }
 
 fn status(env: &Env, id: &str) -> Value {
@@ -185,7 +193,7 @@ fn prune_removes_old_and_surplus_jobs_but_never_running_ones_or_files_behind_a_l
     assert_eq!(status(&env, &running)["terminal"], false, "a running job is never pruned");
 
     // Age: a job that ended long ago goes, even within the count.
-    s.update(&old[2], |j| j.ended_ms = Some(1_000)).unwrap();
+    s.update(&old[2], long_ago).unwrap();
     let (code, _, _) = env.run(&["jobs", "prune", "--json"]);
     assert_eq!(code, 0);
     assert_eq!(env.op("job.status", json!({"id": &old[2]}))["error"]["code"], "not_found");
@@ -201,7 +209,7 @@ fn the_server_prunes_at_start() {
     let env = jobs_env("job_retain_days = 1");
     let id = spawn(&env, json!({"word": "ancient"}));
     assert_eq!(wait(&env, &[&id], 20.0)["all_terminal"], true);
-    store(&env).update(&id, |j| j.ended_ms = Some(1_000)).unwrap();
+    store(&env).update(&id, long_ago).unwrap();
     let rt = verbgate_tests::runtime();
     rt.block_on(async {
         let s = Session::start(env.serve_command()).await.unwrap();

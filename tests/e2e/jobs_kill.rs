@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::Duration;
+use verbgate::jobs::model::State;
 use verbgate::jobs::process::start_time;
 use verbgate::jobs::store::Store;
 use verbgate_tests::Env;
@@ -78,7 +79,13 @@ fn a_kill_never_signals_a_process_that_reused_the_jobs_pid() {
     let other_pid = other.id() as i64;
     // The recorded pid now belongs to another process (its start time
     // differs from the recorded one).
-    store(&env).update(&id, |j| j.pid = Some(other_pid)).unwrap();
+    store(&env)
+        .update(&id, |j| {
+            if let State::Running(s) = &mut j.state {
+                s.pid = other_pid;
+            }
+        })
+        .unwrap();
     let k = env.op("job.kill", json!({"id": &id, "grace_seconds": 0}));
     assert_eq!(k["ok"], true, "{k}");
     assert!(still_alive(&mut other), "job.kill signalled an unrelated process group: {k}");
@@ -99,8 +106,10 @@ fn a_kill_never_signals_a_process_recorded_in_another_boot() {
     // another boot: after a reboot, both numbers start again from zero.
     store(&env)
         .update(&id, |j| {
-            j.pid = Some(other_pid);
-            j.pid_start = other_start;
+            if let State::Running(s) = &mut j.state {
+                s.pid = other_pid;
+                s.pid_start = other_start;
+            }
             j.boot_id = Some("00000000-0000-0000-0000-000000000000".into());
         })
         .unwrap();

@@ -58,7 +58,7 @@ impl Dispatcher {
         let jobs = self.jobs()?;
         let job = jobs.store().resolve(&args.id)?;
         let verb = self.registry().resolve(&job.verb).cloned();
-        if job.status.terminal() || (job.status != Status::Running && job.entity.is_none()) {
+        if job.status().terminal() || (job.status() != Status::Running && job.entity.is_none()) {
             return jobs.run(&JobOp::Kill(args.clone())).await;
         }
         let entity = match (&job.entity, &verb) {
@@ -79,21 +79,21 @@ impl Dispatcher {
         // Both marks go on before the CLI's kill runs: an end observed after
         // `kill_sent_ms` is the kill's; one before it is the job's own.
         let marked = kill::blocking(store, &job.id, |j| {
-            if !j.status.terminal() {
+            if !j.status().terminal() {
                 let now = process::now_ms();
                 j.kill_requested_ms = Some(now);
                 j.kill_sent_ms = Some(now);
             }
         })
         .await?;
-        if marked.status.terminal() {
+        if marked.status().terminal() {
             return jobs.run(&JobOp::Kill(args.clone())).await;
         }
         // Take the marks off a job the kill did not end, so that its later
         // natural end is not recorded as `killed`.
         let unmark = || {
             kill::blocking(store, &job.id, |j| {
-                if !j.status.terminal() {
+                if !j.status().terminal() {
                     j.kill_requested_ms = None;
                     j.kill_sent_ms = None;
                 }
@@ -129,24 +129,24 @@ impl Dispatcher {
         let mut now = job.clone();
         while std::time::Instant::now() < deadline {
             now = jobs.store().resolve(&job.id)?;
-            if now.status.terminal() {
+            if now.status().terminal() {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         let mut result = json!({
             "id": job.id,
-            "killed": now.status == Status::Killed,
+            "killed": now.status() == Status::Killed,
             "delegated": true,
             "entity": serde_json::from_str::<Value>(&entity).unwrap_or(Value::Null),
             "kill": kill_report,
         });
-        if now.status.terminal() {
-            result["not_needed"] = json!(now.status != Status::Killed);
+        if now.status().terminal() {
+            result["not_needed"] = json!(now.status() != Status::Killed);
         } else {
             now = unmark().await?;
             result["ended"] = json!(false);
-            result["note"] = json!(format!("the CLI's own kill reported success but job {} had not ended after {} s; it is still {} and its kill mark was cleared", job.id, ENTITY_END_WAIT.as_secs(), now.status.as_str()));
+            result["note"] = json!(format!("the CLI's own kill reported success but job {} had not ended after {} s; it is still {} and its kill mark was cleared", job.id, ENTITY_END_WAIT.as_secs(), now.status().as_str()));
         }
         result["job"] = now.to_json();
         Ok(result)
@@ -175,10 +175,10 @@ impl Dispatcher {
     async fn job_result(&self, id: &str) -> Result<Value, OpError> {
         let jobs = self.jobs()?;
         let job = jobs.store().resolve(id)?;
-        if !job.status.terminal() {
-            return Err(OpError::new(ErrorCode::JobNotFinished, format!("job {} is {}; wait for it with job.wait", job.id, job.status.as_str()))
+        if !job.status().terminal() {
+            return Err(OpError::new(ErrorCode::JobNotFinished, format!("job {} is {}; wait for it with job.wait", job.id, job.status().as_str()))
                 .with("id", job.id.as_str())
-                .with("status", job.status.as_str()));
+                .with("status", job.status().as_str()));
         }
         let read = |stream: &str| -> Result<Vec<u8>, OpError> {
             read_all(jobs.store(), &job.id, stream, RESULT_OUTPUT_BYTES)?.ok_or_else(|| {
@@ -187,7 +187,7 @@ impl Dispatcher {
                     .with("limit_bytes", RESULT_OUTPUT_BYTES)
             })
         };
-        let outcome = Outcome { exit_code: job.exit_code, signal: job.signal, stdout: read("stdout")?, stderr: read("stderr")?, ..Outcome::default() };
+        let outcome = Outcome { exit_code: job.exit_code(), signal: job.signal(), stdout: read("stdout")?, stderr: read("stderr")?, ..Outcome::default() };
         let verb = self.registry().resolve(&job.verb).cloned().ok_or_else(|| {
             OpError::new(ErrorCode::Unavailable, format!("`{}`, which started job {}, is no longer loaded, so its output cannot be mapped; read it with job.output", job.verb, job.id))
         })?;
@@ -196,11 +196,11 @@ impl Dispatcher {
         let mut out = json!({
             "id": job.id,
             "kind": job.verb,
-            "status": job.status.as_str(),
+            "status": job.status().as_str(),
             "terminal": true,
-            "outcome": job.status.outcome(),
-            "reason_code": job.reason_code,
-            "exit_code": job.exit_code,
+            "outcome": job.status().outcome(),
+            "reason_code": job.reason_code(),
+            "exit_code": job.exit_code(),
             "plugin_changed": plugin_changed,
         });
         match mapped {

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use crate::error::{ErrorCode, OpError};
 use crate::exec::Prepared;
-use model::{Job, Reason, Status};
+use model::{End, Job, Reason};
 use ops::JobOp;
 use store::{db_error, Store};
 
@@ -174,7 +174,7 @@ impl Jobs {
             }
             Err(e) => {
                 let mut failed = job.clone();
-                failed.end(Status::Failed, Reason::LaunchFailed);
+                failed.finish(End::Failed, Reason::LaunchFailed, (None, None));
                 failed.error = Some(format!("cannot start the job supervisor: {e}"));
                 let _ = self.store.cas(&failed, job.version);
                 Err(OpError::new(ErrorCode::LaunchFailed, format!("cannot start the job supervisor {}: {e}", self.supervisor_exe.display())))

@@ -18,7 +18,7 @@
 use serde_json::{json, Value};
 use std::time::Duration;
 
-use super::model::{Job, Reason, Status};
+use super::model::{End, Job, Reason, Status};
 use super::process::{group_alive, now_ms, same_boot};
 use super::store::Store;
 use crate::error::OpError;
@@ -62,10 +62,10 @@ impl Observation {
                 "id": j.id,
                 "kind": j.verb,
                 "label": j.label,
-                "status": j.status.as_str(),
-                "terminal": j.status.terminal(),
-                "outcome": j.status.outcome(),
-                "reason_code": j.reason_code,
+                "status": j.status().as_str(),
+                "terminal": j.status().terminal(),
+                "outcome": j.status().outcome(),
+                "reason_code": j.reason_code(),
                 "possibly_orphaned": self.possibly_orphaned,
                 "error": Value::Null,
             }),
@@ -95,7 +95,7 @@ pub fn observe(store: &Store, requested: &str) -> Observation {
 }
 
 fn classify(store: &Store, job: Job) -> (Job, Class, bool) {
-    match job.status {
+    match job.status() {
         s if s.terminal() => (job, Class::Terminal, false),
         Status::Preparing => {
             let age = Duration::from_millis((now_ms() - job.created_ms).max(0) as u64);
@@ -107,7 +107,7 @@ fn classify(store: &Store, job: Job) -> (Job, Class, bool) {
             // times and boot: after a reboot or a pid reuse, whatever holds
             // those numbers now is not this job's.
             let supervisor = job.supervisor_verified();
-            let program = job.leader_verified() || (same_boot(job.boot_id.as_deref()) && job.pid.is_some_and(group_alive));
+            let program = job.leader_verified() || (same_boot(job.boot_id.as_deref()) && job.pid().is_some_and(group_alive));
             if supervisor {
                 return (job, Class::Pending, false);
             }
@@ -125,7 +125,7 @@ fn classify(store: &Store, job: Job) -> (Job, Class, bool) {
 /// on the version that was observed.
 pub fn reap(store: &Store, job: Job) -> (Job, Class, bool) {
     let mut lost = job.clone();
-    lost.end(Status::Lost, Reason::ProcessGoneNoEnd);
+    lost.finish(End::Lost, Reason::ProcessGoneNoEnd, (None, None));
     match store.cas(&lost, job.version) {
         Ok(true) => {
             lost.version += 1;
@@ -133,7 +133,7 @@ pub fn reap(store: &Store, job: Job) -> (Job, Class, bool) {
         }
         // Refused: someone wrote first (most likely the end itself).
         Ok(false) => match store.get(&job.id) {
-            Ok(Some(now)) if now.status.terminal() => (now, Class::Terminal, false),
+            Ok(Some(now)) if now.status().terminal() => (now, Class::Terminal, false),
             Ok(Some(now)) => (now, Class::StoppedWithoutEnd, false),
             _ => (job, Class::StoppedWithoutEnd, false),
         },
@@ -144,6 +144,7 @@ pub fn reap(store: &Store, job: Job) -> (Job, Class, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::model::{Started, State};
     use crate::jobs::store::tests::sample;
 
     #[test]
@@ -151,8 +152,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let mut gone = sample("00000bgone");
-        gone.status = Status::Running;
-        gone.pid = Some(i32::MAX as i64 - 7);
+        gone.state = State::Running(Started { pid: i32::MAX as i64 - 7, pid_start: Some(1), started_ms: 1 });
         gone.supervisor_pid = Some(i32::MAX as i64 - 8);
         store.insert(&gone).unwrap();
         let observers: Vec<_> = (0..8)
@@ -164,7 +164,7 @@ mod tests {
         let results: Vec<Observation> = observers.into_iter().map(|h| h.join().unwrap()).collect();
         assert!(results.iter().all(|o| o.class == Some(Class::Terminal)));
         let now = store.get("00000bgone").unwrap().unwrap();
-        assert_eq!(now.status, Status::Lost);
+        assert_eq!(now.status(), Status::Lost);
         assert_eq!(now.version, 1, "exactly one reap was published");
     }
 

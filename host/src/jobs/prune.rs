@@ -99,7 +99,7 @@ fn remove_job_dir(jobs_dir: &Path, id: &str) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::model::Status;
+    use crate::jobs::model::{End, Ended, Reason, Started, State, Status};
     use crate::jobs::store::tests::sample;
     use std::time::Duration;
 
@@ -116,8 +116,10 @@ mod tests {
         // Oldest first: 01 old (age), 02..04 recent ended, 05 running and old.
         for (id, status, ended) in [("0001", Status::Succeeded, now - 30 * DAY), ("0002", Status::Failed, now - DAY), ("0003", Status::Killed, now - DAY), ("0004", Status::Succeeded, now - DAY), ("0005", Status::Running, 0)] {
             let mut j = sample(id);
-            j.status = status;
-            j.ended_ms = (ended > 0).then_some(ended);
+            j.state = match End::of(status) {
+                Some(end) => State::Ended(Ended { end, reason: Reason::ExitedZero, ended_ms: ended, started: None, exit_code: None, signal: None }),
+                None => State::Running(Started { pid: i32::MAX as i64 - 3, pid_start: Some(1), started_ms: 1 }),
+            };
             store.insert(&j).unwrap();
             std::fs::create_dir_all(store.job_dir(id)).unwrap();
             std::fs::write(store.job_dir(id).join("stdout"), "x").unwrap();

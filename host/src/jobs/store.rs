@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::model::{Job, Reason, Status};
+use super::model::{End, Ended, Job, Reason, Started, State, Status};
 use crate::config::ensure_private_dir;
 use crate::error::{ErrorCode, OpError};
 
@@ -227,8 +227,8 @@ impl Store {
                 stdout_truncated = ?18, stderr_truncated = ?19
              WHERE id = ?14 AND version = ?15",
             params![
-                new.status.as_str(), new.reason_code.map(Reason::as_str), new.started_ms, new.ended_ms, new.exit_code, new.signal,
-                new.supervisor_pid, new.supervisor_start, new.pid, new.pid_start, new.entity, new.kill_requested_ms,
+                new.status().as_str(), new.reason_code().map(Reason::as_str), new.started_ms(), new.ended_ms(), new.exit_code(), new.signal(),
+                new.supervisor_pid, new.supervisor_start, new.pid(), new.state.started().and_then(|s| s.pid_start), new.entity, new.kill_requested_ms,
                 new.error, new.id, expected, new.boot_id, new.kill_sent_ms, new.stdout_truncated, new.stderr_truncated
             ],
         )?;
@@ -269,8 +269,8 @@ fn insert_on(conn: &Connection, j: &Job) -> rusqlite::Result<()> {
         &format!("INSERT INTO jobs ({COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31)"),
         params![
             j.id, j.verb, j.plugin, j.plugin_digest, j.args, j.label, j.program, j.argv, j.cwd, j.env,
-            j.time_limit_ms as i64, j.status.as_str(), j.reason_code.map(Reason::as_str), j.version, j.created_ms, j.started_ms,
-            j.ended_ms, j.exit_code, j.signal, j.supervisor_pid, j.supervisor_start, j.pid, j.pid_start,
+            j.time_limit_ms as i64, j.status().as_str(), j.reason_code().map(Reason::as_str), j.version, j.created_ms, j.started_ms(),
+            j.ended_ms(), j.exit_code(), j.signal(), j.supervisor_pid, j.supervisor_start, j.pid(), j.state.started().and_then(|s| s.pid_start),
             j.entity, j.kill_requested_ms, j.error, j.boot_id, j.kill_sent_ms, j.output_limit_bytes as i64,
             j.stdout_truncated, j.stderr_truncated
         ],
@@ -281,6 +281,26 @@ fn insert_on(conn: &Connection, j: &Job) -> rusqlite::Result<()> {
 fn row_to_job(r: &Row<'_>) -> rusqlite::Result<Job> {
     let status: String = r.get(11)?;
     let reason: Option<String> = r.get(12)?;
+    let (started_ms, ended_ms): (Option<i64>, Option<i64>) = (r.get(15)?, r.get(16)?);
+    let (pid, pid_start): (Option<i64>, Option<i64>) = (r.get(21)?, r.get(22)?);
+    let started = pid.map(|pid| Started { pid, pid_start, started_ms: started_ms.unwrap_or_default() });
+    // A status this verbgate does not know (a newer one wrote it) reads as
+    // lost; a terminal row without a reason (never written) as unknown.
+    let status = Status::parse(&status).unwrap_or(Status::Lost);
+    let state = match (status, started) {
+        (Status::Preparing, _) => State::Preparing,
+        (Status::Running, Some(s)) => State::Running(s),
+        // Running with no pid cannot be written; read it as gone.
+        (Status::Running, None) => State::Ended(Ended { end: End::Lost, reason: Reason::ProcessGoneNoEnd, ended_ms: ended_ms.unwrap_or_default(), started: None, exit_code: None, signal: None }),
+        (s, started) => State::Ended(Ended {
+            end: End::of(s).unwrap_or(End::Lost),
+            reason: reason.as_deref().and_then(Reason::parse).unwrap_or(Reason::ProcessGoneNoEnd),
+            ended_ms: ended_ms.unwrap_or_default(),
+            started,
+            exit_code: r.get(17)?,
+            signal: r.get(18)?,
+        }),
+    };
     Ok(Job {
         id: r.get(0)?,
         verb: r.get(1)?,
@@ -293,18 +313,11 @@ fn row_to_job(r: &Row<'_>) -> rusqlite::Result<Job> {
         cwd: r.get(8)?,
         env: r.get(9)?,
         time_limit_ms: r.get::<_, i64>(10)? as u64,
-        status: Status::parse(&status).unwrap_or(Status::Lost),
-        reason_code: reason.as_deref().and_then(Reason::parse),
+        state,
         version: r.get(13)?,
         created_ms: r.get(14)?,
-        started_ms: r.get(15)?,
-        ended_ms: r.get(16)?,
-        exit_code: r.get(17)?,
-        signal: r.get(18)?,
         supervisor_pid: r.get(19)?,
         supervisor_start: r.get(20)?,
-        pid: r.get(21)?,
-        pid_start: r.get(22)?,
         entity: r.get(23)?,
         kill_requested_ms: r.get(24)?,
         error: r.get(25)?,
@@ -379,12 +392,12 @@ pub(crate) mod tests {
         let store = Store::open(&dir.path().join("state")).unwrap();
         store.insert(&sample("0001aa")).unwrap();
         let mut j = store.get("0001aa").unwrap().unwrap();
-        j.status = Status::Running;
+        j.state = State::Running(Started { pid: 5, pid_start: Some(6), started_ms: 7 });
         assert!(store.cas(&j, 0).unwrap());
-        j.status = Status::Lost;
+        j.finish(End::Lost, Reason::ProcessGoneNoEnd, (None, None));
         assert!(!store.cas(&j, 0).unwrap(), "a stale CAS must be refused");
         let now = store.get("0001aa").unwrap().unwrap();
-        assert_eq!((now.status, now.version), (Status::Running, 1));
+        assert_eq!((now.status(), now.version, now.pid()), (Status::Running, 1, Some(5)));
         let mode = std::fs::metadata(dir.path().join("state/jobs.db")).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let dmode = std::fs::metadata(dir.path().join("state")).unwrap().permissions().mode() & 0o777;
@@ -407,7 +420,7 @@ pub(crate) mod tests {
         }
         let store = Store::open(dir.path()).unwrap();
         let old = store.get("00old1").unwrap().unwrap();
-        assert_eq!((old.status, old.reason_code, old.version), (Status::Succeeded, Some(Reason::ExitedZero), 3));
+        assert_eq!((old.status(), old.reason_code(), old.version), (Status::Succeeded, Some(Reason::ExitedZero), 3));
         assert_eq!((old.boot_id, old.kill_sent_ms, old.output_limit_bytes, old.stdout_truncated), (None, None, 0, false));
         // Opening again (already migrated) is a no-op; new rows round-trip the new fields.
         let store = Store::open(dir.path()).unwrap();
@@ -424,7 +437,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let mut done = sample("00c0");
-        done.status = Status::Failed;
+        done.finish(End::Failed, Reason::ExitedNonzero, (Some(1), None));
         store.insert(&done).unwrap();
         assert_eq!(store.insert_bounded(&sample("00c1"), 2).unwrap(), Ok(()));
         assert_eq!(store.insert_bounded(&sample("00c2"), 2).unwrap(), Ok(()));

@@ -25,7 +25,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::capture::{pump, Event, Stream};
-use super::model::{Job, Reason, Status};
+use super::model::{End, Job, Reason, Started, State, Status};
 use super::process::{boot_id, now_ms, signal_group, start_time};
 use super::store::Store;
 use super::testhook;
@@ -58,11 +58,11 @@ enum Stop {
 }
 
 impl Stop {
-    fn end(self) -> (Status, Reason) {
+    fn end(self) -> (End, Reason) {
         match self {
-            Stop::TimeLimit => (Status::TimedOut, Reason::TimeLimit),
-            Stop::OutputLimit => (Status::Failed, Reason::OutputLimit),
-            Stop::CaptureFailed => (Status::Failed, Reason::CaptureFailed),
+            Stop::TimeLimit => (End::TimedOut, Reason::TimeLimit),
+            Stop::OutputLimit => (End::Failed, Reason::OutputLimit),
+            Stop::CaptureFailed => (End::Failed, Reason::CaptureFailed),
         }
     }
 }
@@ -100,7 +100,7 @@ impl Run {
 fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
     let store = Store::open(state_dir)?;
     let job = store.get(id)?.ok_or_else(|| anyhow::anyhow!("no job {id}"))?;
-    if job.status != Status::Preparing {
+    if job.state != State::Preparing {
         return Ok(());
     }
     let dir = store.job_dir(id);
@@ -128,7 +128,7 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         Err(e) => {
             let msg = format!("cannot start {}: {e}", job.program);
             record(&store, id, |j| {
-                j.end(Status::Failed, Reason::LaunchFailed);
+                j.finish(End::Failed, Reason::LaunchFailed, (None, None));
                 j.error = Some(msg.clone());
                 j.supervisor_pid = Some(me);
                 j.supervisor_start = my_start;
@@ -137,7 +137,7 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         }
     };
     let pid = child.id() as i64;
-    let pid_start = start_time(pid);
+    let program = Started { pid, pid_start: start_time(pid), started_ms: now_ms() };
     // Copy output from the start, so the program never waits on a full pipe
     // while the store is being written.
     let (tx, rx) = mpsc::channel();
@@ -157,11 +157,8 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         Err(anyhow::anyhow!("injected by VERBGATE_TEST_FAIL_AFTER_SPAWN"))
     } else {
         store.update(id, |j| {
-            if j.status == Status::Preparing {
-                j.status = Status::Running;
-                j.started_ms = Some(now_ms());
-                j.pid = Some(pid);
-                j.pid_start = pid_start;
+            if j.state == State::Preparing {
+                j.state = State::Running(program);
                 j.supervisor_pid = Some(me);
                 j.supervisor_start = my_start;
                 j.boot_id = boot_id();
@@ -170,10 +167,10 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
     };
     let started = match started {
         Ok(j) => j,
-        Err(e) => return unrecorded_start(&store, id, child, pid, me, my_start, e),
+        Err(e) => return unrecorded_start(&store, id, child, program, me, my_start, e),
     };
     let mut stopped_for_kill = false;
-    if started.status != Status::Running || started.kill_requested_ms.is_some() {
+    if started.status() != Status::Running || started.kill_requested_ms.is_some() {
         signal_group(pid, libc::SIGKILL);
         stopped_for_kill = true;
     }
@@ -204,11 +201,9 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
     };
     let wait_error = status.as_ref().err().map(|e| format!("cannot wait for the program: {e}"));
     record(&store, id, |j| {
-        if j.status.terminal() {
+        if j.status().terminal() {
             return;
         }
-        j.exit_code = code;
-        j.signal = signal;
         j.stdout_truncated = run.truncated[Stream::Stdout as usize];
         j.stderr_truncated = run.truncated[Stream::Stderr as usize];
         let errors: Vec<String> = run.capture_errors.iter().cloned().chain(wait_error.clone()).collect();
@@ -217,14 +212,14 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         }
         // A kill counts only if it was sent before the program ended.
         let killed = stopped_for_kill || j.kill_sent_ms.is_some_and(|sent| exit_ms >= sent);
-        let (st, why) = if killed {
-            (Status::Killed, Reason::KillRequested)
+        let (end, why) = if killed {
+            (End::Killed, Reason::KillRequested)
         } else if let Some(stop) = run.stop {
             stop.end()
         } else {
             Reason::of_exit(code)
         };
-        j.end(st, why);
+        j.finish(end, why, (code, signal));
     })?;
     Ok(())
 }
@@ -276,24 +271,25 @@ fn watch(rx: &Receiver<Event>, pid: i64, limit: Option<Duration>) -> anyhow::Res
 
 /// The program started but its start could not be recorded: nobody could
 /// find or stop it through the store, so stop it now, then record why.
-fn unrecorded_start(store: &Store, id: &str, mut child: Child, pid: i64, me: i64, my_start: Option<i64>, cause: anyhow::Error) -> anyhow::Result<()> {
+fn unrecorded_start(store: &Store, id: &str, mut child: Child, started: Started, me: i64, my_start: Option<i64>, cause: anyhow::Error) -> anyhow::Result<()> {
+    let pid = started.pid;
     signal_group(pid, libc::SIGKILL);
     let status = child.wait();
     let msg = format!("the program started (pid {pid}) but recording that failed ({cause:#}); it was stopped rather than left running unsupervised");
+    let exit = status.as_ref().map(|s| (s.code(), s.signal())).unwrap_or((None, None));
     record(store, id, |j| {
-        if j.status.terminal() {
+        if j.status().terminal() {
             return;
         }
-        j.end(Status::Failed, Reason::RecordFailed);
+        // The program did start: the end keeps its pid.
+        if j.state == State::Preparing {
+            j.state = State::Running(started);
+        }
+        j.finish(End::Failed, Reason::RecordFailed, exit);
         j.error = Some(msg.clone());
-        j.pid = Some(pid);
         j.supervisor_pid = Some(me);
         j.supervisor_start = my_start;
         j.boot_id = boot_id();
-        if let Ok(s) = &status {
-            j.exit_code = s.code();
-            j.signal = s.signal();
-        }
     })?;
     Err(cause.context("recording the start"))
 }

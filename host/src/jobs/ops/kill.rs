@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use super::KillArgs;
 use crate::error::{ErrorCode, OpError};
-use crate::jobs::model::{Job, Reason, Status};
+use crate::jobs::model::{End, Job, Reason, Started, State, Status};
 use crate::jobs::observe;
 use crate::jobs::process::{group_alive, now_ms, signal_group};
 use crate::jobs::store::{db_error, Store};
@@ -48,24 +48,24 @@ pub fn grace(args: &KillArgs) -> Duration {
 pub async fn run(store: &Store, args: &KillArgs) -> Result<Value, OpError> {
     let grace = grace(args);
     let job = store.resolve(&args.id)?;
-    if job.status.terminal() {
+    if job.status().terminal() {
         return Ok(already_terminal(&job));
     }
     if let Some(entity) = &job.entity {
         return Err(entity_refusal(&job, entity, "it is stopped only by that CLI's own kill"));
     }
     let marked = blocking(store, &job.id, |j| {
-        if !j.status.terminal() && j.kill_requested_ms.is_none() {
+        if !j.status().terminal() && j.kill_requested_ms.is_none() {
             j.kill_requested_ms = Some(now_ms());
         }
     })
     .await?;
-    if marked.status.terminal() {
+    if marked.status().terminal() {
         return Ok(already_terminal(&marked));
     }
     let mut signalled = false;
     let mut escalated = false;
-    if let (Status::Running, Some(pgid)) = (marked.status, marked.pid) {
+    if let State::Running(Started { pid: pgid, .. }) = marked.state {
         if !marked.leader_verified() && !marked.supervisor_verified() {
             return Ok(reap_unverified(store, marked));
         }
@@ -74,12 +74,12 @@ pub async fn run(store: &Store, args: &KillArgs) -> Result<Value, OpError> {
         if marked.leader_verified() || group_alive(pgid) {
             signalled = true;
             let sent = blocking(store, &marked.id, |j| {
-                if !j.status.terminal() {
+                if !j.status().terminal() {
                     j.kill_sent_ms = Some(now_ms());
                 }
             })
             .await?;
-            if sent.status.terminal() {
+            if sent.status().terminal() {
                 return Ok(ended(&sent, false, false));
             }
             signal_group(pgid, libc::SIGTERM);
@@ -97,13 +97,13 @@ pub async fn run(store: &Store, args: &KillArgs) -> Result<Value, OpError> {
     let start = Instant::now();
     loop {
         let now = store.get(&marked.id).map_err(db_error)?.ok_or_else(|| OpError::new(ErrorCode::NotFound, "the job vanished"))?;
-        if now.status.terminal() {
+        if now.status().terminal() {
             return Ok(ended(&now, signalled, escalated));
         }
         let supervisor = now.supervisor_verified();
-        if !supervisor && now.status == Status::Running && signalled {
+        if !supervisor && now.status() == Status::Running && signalled {
             let mut killed = now.clone();
-            killed.end(Status::Killed, Reason::KillRequested);
+            killed.finish(End::Killed, Reason::KillRequested, (None, None));
             if store.cas(&killed, now.version).map_err(db_error)? {
                 return Ok(ended(&killed, signalled, escalated));
             }
@@ -119,7 +119,7 @@ pub async fn run(store: &Store, args: &KillArgs) -> Result<Value, OpError> {
 /// The result for a job that has ended: `killed` only if the kill ended it;
 /// a job that ended on its own first keeps its own end (`not_needed`).
 fn ended(job: &Job, signalled: bool, escalated: bool) -> Value {
-    let killed = job.status == Status::Killed;
+    let killed = job.status() == Status::Killed;
     json!({ "id": job.id, "killed": killed, "not_needed": !killed, "signalled": signalled, "escalated_to_sigkill": escalated, "job": job.to_json() })
 }
 
@@ -131,13 +131,13 @@ fn already_terminal(job: &Job) -> Value {
 /// and the supervisor is gone: whatever holds that pid now is not ours.
 /// Record the job `lost` (fenced CAS, like any observer) and signal nothing.
 fn reap_unverified(store: &Store, job: Job) -> Value {
-    let pid = job.pid;
+    let pid = job.pid();
     let (now, _, _) = observe::reap(store, job);
     json!({
         "id": now.id,
         "killed": false,
         "signalled": false,
-        "lost": now.status == Status::Lost,
+        "lost": now.status() == Status::Lost,
         "note": format!("the job's recorded process {} is not the one its supervisor started (it ended, the machine rebooted, or the pid was reused) and its supervisor is gone; nothing was signalled", pid.unwrap_or_default()),
         "job": now.to_json(),
     })

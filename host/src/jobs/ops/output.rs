@@ -64,7 +64,7 @@ pub fn run(store: &Store, args: &OutputArgs) -> Result<Value, OpError> {
         "offset": offset,
         "next_offset": next,
         "total_bytes": total,
-        "eof": next >= total && job.status.terminal(),
+        "eof": next >= total && job.status().terminal(),
         "encoding": encoding,
         "data": data,
         "limit_reached": job.truncated(stream),

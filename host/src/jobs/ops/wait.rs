@@ -116,7 +116,7 @@ pub async fn run(store: &Store, args: &Window) -> Result<Value, OpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::model::Status;
+    use crate::jobs::model::{End, Reason, Started, State};
     use crate::jobs::process::now_ms;
     use crate::jobs::store::tests::sample;
 
@@ -135,18 +135,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let mut done = sample("000001done");
-        done.status = Status::Succeeded;
+        done.finish(End::Succeeded, Reason::ExitedZero, (Some(0), None));
         store.insert(&done).unwrap();
         let mut gone = sample("000002gone");
-        gone.status = Status::Running;
-        gone.pid = Some(i32::MAX as i64 - 7); // no such process
+        gone.state = State::Running(Started { pid: i32::MAX as i64 - 7, pid_start: Some(1), started_ms: 1 }); // no such process
         gone.supervisor_pid = Some(i32::MAX as i64 - 8);
         store.insert(&gone).unwrap();
         let mut old = sample("000003prep");
         old.created_ms = now_ms() - 60_000;
         store.insert(&old).unwrap();
         let mut me = sample("000004live");
-        me.status = Status::Running;
+        me.state = State::Running(Started { pid: i32::MAX as i64 - 9, pid_start: Some(1), started_ms: 1 });
         me.supervisor_pid = Some(std::process::id() as i64);
         me.supervisor_start = crate::jobs::process::start_time(std::process::id() as i64);
         store.insert(&me).unwrap();
