@@ -260,3 +260,22 @@ fn job_output_never_reads_through_a_link_planted_in_a_job_directory() {
         assert!(!r.to_string().contains("TOPSECRET"), "{op} read through a link: {r}");
     }
 }
+
+#[test]
+fn job_output_is_never_written_through_a_link_planted_in_the_state_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = jobs_env("");
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let state = env.home.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(&outside, state.join("jobs")).unwrap();
+    let id = spawn(&env, json!({"word": "leak"}));
+    let w = wait(&env, &[&id], 20.0);
+    assert_eq!((w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()), (json!("failed"), json!("launch_failed")), "{w}");
+    assert!(status(&env, &id)["error"].as_str().unwrap().contains("symbolic link"));
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "output was written through the link");
+    assert_eq!(std::fs::metadata(&outside).unwrap().permissions().mode() & 0o777, 0o755, "the link's target was modified");
+}

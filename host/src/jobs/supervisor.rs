@@ -103,14 +103,33 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
     if job.state != State::Preparing {
         return Ok(());
     }
-    let dir = store.job_dir(id);
-    crate::config::ensure_private_dir(&dir)?;
-    // O_NOFOLLOW: a link planted where the output goes is refused, not
-    // written through.
-    let open = |name: &str| std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(dir.join(name));
-    let (stdout_file, stderr_file) = (open("stdout")?, open("stderr")?);
-    let argv: Vec<String> = serde_json::from_str(&job.argv)?;
-    let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&job.env)?;
+    let me = std::process::id() as i64;
+    let my_start = start_time(me);
+    let setup = || -> anyhow::Result<_> {
+        let dir = store.job_dir(id);
+        make_job_dir(&store.jobs_dir(), &dir)?;
+        // O_NOFOLLOW: a link planted where the output goes is refused, not
+        // written through.
+        let open = |name: &str| std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(dir.join(name));
+        let files = (open("stdout")?, open("stderr")?);
+        let argv: Vec<String> = serde_json::from_str(&job.argv)?;
+        let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&job.env)?;
+        Ok((files, argv, env))
+    };
+    let ((stdout_file, stderr_file), argv, env) = match setup() {
+        Ok(s) => s,
+        Err(e) => {
+            // Nothing started; say why instead of leaving it `preparing`.
+            let msg = format!("cannot prepare the job: {e:#}");
+            record(&store, id, |j| {
+                j.finish(End::Failed, Reason::LaunchFailed, (None, None));
+                j.error = Some(msg.clone());
+                j.supervisor_pid = Some(me);
+                j.supervisor_start = my_start;
+            })?;
+            return Err(e);
+        }
+    };
     let spawned = Command::new(&job.program)
         .args(&argv)
         .env_clear()
@@ -121,8 +140,6 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
-    let me = std::process::id() as i64;
-    let my_start = start_time(me);
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
@@ -294,6 +311,27 @@ fn unrecorded_start(store: &Store, id: &str, mut child: Child, started: Started,
     Err(cause.context("recording the start"))
 }
 
+/// Create the job's private output directory under `jobs_dir`, never
+/// through a symbolic link: a link planted where the directory goes (or in
+/// place of `jobs_dir`) is refused, so output is never written elsewhere.
+fn make_job_dir(jobs_dir: &Path, dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let refuse_link = |d: &Path| match std::fs::symlink_metadata(d) {
+        Ok(m) if m.file_type().is_symlink() => anyhow::bail!("{} is a symbolic link; job output is never written through one", d.display()),
+        _ => Ok(()),
+    };
+    // Checked before anything touches it (making it private would chmod
+    // a link's target).
+    refuse_link(jobs_dir)?;
+    crate::config::ensure_private_dir(jobs_dir)?;
+    refuse_link(dir)?;
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir()) => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("cannot create the job directory {}: {e}", dir.display())),
+    }
+}
+
 /// A store update that must not be lost (an end): retried a few times,
 /// a second apart, before giving up (an observer then reaps the job).
 fn record(store: &Store, id: &str, change: impl Fn(&mut Job)) -> anyhow::Result<Job> {
@@ -308,4 +346,22 @@ fn record(store: &Store, id: &str, change: impl Fn(&mut Job)) -> anyhow::Result<
         }
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no attempt made")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_directory_is_never_created_through_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let jobs = tmp.path().join("jobs");
+        make_job_dir(&jobs, &jobs.join("a1")).unwrap();
+        assert!(jobs.join("a1").is_dir());
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, jobs.join("b2")).unwrap();
+        let err = make_job_dir(&jobs, &jobs.join("b2")).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+    }
 }
