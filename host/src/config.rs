@@ -59,6 +59,22 @@ pub struct Limits {
     /// Largest error details (JSON text) a plugin may return, bytes.
     /// Default 65536 (cap 1 MiB).
     pub plugin_error_details_bytes: usize,
+    /// Jobs that may be preparing or running at once, across every verbgate
+    /// process sharing the store; past it a spawn fails with `job_limit`.
+    /// Default 16.
+    pub max_running_jobs: usize,
+    /// Cap on each of a job's stdout and stderr, bytes: past it the
+    /// supervisor stops the job (`output_limit`). Default 64 MiB.
+    pub job_output_bytes: u64,
+    /// Time limit for a spawn plan that sets none, ms. Default 3600000 (1 h).
+    pub job_timeout_ms: u64,
+    /// Upper bound on any spawn plan's time limit, ms. Default 86400000 (24 h).
+    pub job_timeout_max_ms: u64,
+    /// Ended jobs older than this many days are pruned (rows and output
+    /// files) at server start and by `verbgate jobs prune`. Default 14.
+    pub job_retain_days: u64,
+    /// At most this many ended jobs are kept (the newest). Default 1000.
+    pub job_retain_count: usize,
 }
 
 impl Default for Limits {
@@ -82,6 +98,12 @@ impl Default for Limits {
             plan_env: 64,
             plugin_error_message_bytes: 16 << 10,
             plugin_error_details_bytes: 64 << 10,
+            max_running_jobs: 16,
+            job_output_bytes: 64 << 20,
+            job_timeout_ms: 3_600_000,
+            job_timeout_max_ms: 86_400_000,
+            job_retain_days: 14,
+            job_retain_count: 1000,
         }
     }
 }
@@ -115,6 +137,7 @@ fn check_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>)
         bail!("limits.plugin_timeout_ms = {} exceeds limits.plugin_timeout_cap_ms = {}; raise the cap or lower the default", limits.plugin_timeout_ms, limits.plugin_timeout_cap_ms);
     }
     check_plugin_bounds(limits)?;
+    check_job_limits(limits)?;
     for (name, c) in components {
         if let Some(m) = c.memory_mib {
             if m == 0 || m > limits.plugin_memory_cap_mib {
@@ -147,6 +170,24 @@ fn check_plugin_bounds(l: &Limits) -> Result<()> {
         if value == 0 || value > cap {
             bail!("limits.{name} = {value} is outside 1..={cap}");
         }
+    }
+/// The job limits: every count at least 1, the default time limit within
+/// the maximum.
+fn check_job_limits(limits: &Limits) -> Result<()> {
+    for (name, value) in [
+        ("max_running_jobs", limits.max_running_jobs as u64),
+        ("job_output_bytes", limits.job_output_bytes),
+        ("job_timeout_ms", limits.job_timeout_ms),
+        ("job_timeout_max_ms", limits.job_timeout_max_ms),
+        ("job_retain_days", limits.job_retain_days),
+        ("job_retain_count", limits.job_retain_count as u64),
+    ] {
+        if value == 0 {
+            bail!("limits.{name} must be at least 1");
+        }
+    }
+    if limits.job_timeout_ms > limits.job_timeout_max_ms {
+        bail!("limits.job_timeout_ms = {} exceeds limits.job_timeout_max_ms = {}; raise the maximum or lower the default", limits.job_timeout_ms, limits.job_timeout_max_ms);
     }
     Ok(())
 }
@@ -352,6 +393,15 @@ mod tests {
             let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
             assert!(err.contains(bad.split(' ').next().unwrap()), "{err}");
         }
+    fn job_limits_default_and_are_checked() {
+        let d = Limits::default();
+        assert_eq!((d.max_running_jobs, d.job_output_bytes, d.job_timeout_ms, d.job_timeout_max_ms, d.job_retain_days, d.job_retain_count), (16, 64 << 20, 3_600_000, 86_400_000, 14, 1000));
+        let none = BTreeMap::new();
+        let f: FileConfig = toml::from_str("[limits]\nmax_running_jobs = 0").unwrap();
+        assert!(check_limits(&f.limits, &none).unwrap_err().to_string().contains("limits.max_running_jobs"));
+        let f: FileConfig = toml::from_str("[limits]\njob_timeout_ms = 5000\njob_timeout_max_ms = 1000").unwrap();
+        let err = check_limits(&f.limits, &none).unwrap_err().to_string();
+        assert!(err.contains("limits.job_timeout_ms = 5000") && err.contains("job_timeout_max_ms = 1000"), "{err}");
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub enum ErrorCode {
     /// `trust/`, `state/`, `plugins/`, `verbgate.toml`) is owned by another
     /// user or writable by group or others: refused before anything runs.
     InsecureFile,
+    /// A spawn was refused: `limits.max_running_jobs` jobs are already
+    /// preparing or running.
+    JobLimit,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -110,6 +113,7 @@ impl ErrorCode {
         ErrorCode::RepoOutsideRoot,
         ErrorCode::UntrustedConfig,
         ErrorCode::InsecureFile,
+        ErrorCode::JobLimit,
         ErrorCode::Internal,
     ];
 
@@ -143,6 +147,7 @@ impl ErrorCode {
             ErrorCode::RepoOutsideRoot => "repo_outside_root",
             ErrorCode::UntrustedConfig => "untrusted_config",
             ErrorCode::InsecureFile => "insecure_file",
+            ErrorCode::JobLimit => "job_limit",
             ErrorCode::Internal => "internal",
         }
     }

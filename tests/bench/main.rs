@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use verbgate::config::{Config, Overrides};
 use verbgate::dispatch::Dispatcher;
 use verbgate::exec::Prepared;
-use verbgate::jobs::Jobs;
+use verbgate::jobs::{JobLimits, Jobs};
 use verbgate::registry::Registry;
 use verbgate::runtime::model::Outcome;
 use verbgate::runtime::{Runtime, SandboxLimits};
@@ -98,7 +98,7 @@ impl Home {
         let config = Arc::new(self.config()?);
         let runtime = Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
         let registry = Arc::new(Registry::load(&config, runtime).await?);
-        let jobs = Jobs::open(&config.state_dir(), bin_dir().join("verbgate"))?;
+        let jobs = Jobs::open(&config.state_dir(), bin_dir().join("verbgate"), JobLimits::from(&config.limits))?;
         Ok((Dispatcher::new(registry.clone(), config, Some(jobs)), registry))
     }
 

@@ -17,6 +17,8 @@ mod hostile;
 mod hostile_repo;
 mod install;
 mod jobs;
+mod jobs_bounds;
+mod jobs_kill;
 mod just;
 mod load;
 mod mcp;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::GlobalArgs;
 use crate::config::Config;
 use crate::dispatch::Dispatcher;
-use crate::jobs::Jobs;
+use crate::jobs::{JobLimits, Jobs};
 use crate::registry::live::LiveRegistry;
 use crate::registry::{LoadMode, Registry};
 use crate::runtime::{Runtime, SandboxLimits};
@@ -42,7 +42,7 @@ impl Context {
             LoadMode::Background => LiveRegistry::start(loaded, config.clone()),
         };
         let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the verbgate binary for job supervisors: {e}"))?;
-        let jobs = Jobs::open(&config.state_dir(), exe)?;
+        let jobs = Jobs::open(&config.state_dir(), exe, JobLimits::from(&config.limits))?;
         Ok(Context { config, runtime, live, jobs })
     }
 

@@ -6,6 +6,7 @@
 mod check;
 mod context;
 mod dev;
+mod jobs;
 mod keys;
 mod new;
 mod request;
@@ -91,6 +92,9 @@ enum Command {
     /// Manage the operator's trusted keys (terminal only, never a verb).
     #[command(subcommand)]
     Trust(trust::TrustCommand),
+    /// Manage the job store (terminal only, never a verb).
+    #[command(subcommand)]
+    Jobs(jobs::JobsCommand),
     /// Internal: supervise one job (started detached by verbgate itself).
     #[command(name = "__supervise", hide = true)]
     Supervise {
@@ -142,6 +146,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sign(a) => keys::sign(g, a),
         Command::Verify(a) => keys::verify(g, a),
         Command::Trust(c) => trust::run(g, c),
+        Command::Jobs(c) => jobs::run(g, c),
         Command::Supervise { state, id } => Ok(ExitCode::from(crate::jobs::supervisor::supervise(&state, &id) as u8)),
     }
 }

@@ -17,6 +17,14 @@ pub async fn run(g: &GlobalArgs, _a: ServeArgs) -> Result<ExitCode> {
     // Uncached plugin components compile in the background: the server
     // answers at once, and their verbs join when ready.
     let ctx = Context::load_with(g, LoadMode::Background).await?;
+    // Retention is applied once per server start (and by `verbgate jobs
+    // prune`); a failure is logged, never fatal to serving.
+    let jobs = ctx.jobs.clone();
+    match tokio::task::spawn_blocking(move || jobs.prune()).await {
+        Ok(Ok(r)) => tracing::info!(pruned = r.pruned.len(), kept = r.kept, "pruned ended jobs"),
+        Ok(Err(e)) => tracing::warn!(error = %format!("{e:#}"), "cannot prune ended jobs"),
+        Err(e) => tracing::warn!(error = %e, "cannot prune ended jobs"),
+    }
     // A server lives long: give back what compiling at start freed. (A
     // one-shot command exits instead, which is cheaper still.)
     crate::runtime::release_freed_memory();

@@ -9,6 +9,7 @@ use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::run_command;
 use crate::jobs::model::{Job, Status};
+use crate::jobs::ops::{kill, JobOp, KillArgs};
 use crate::jobs::output::{read_all, read_prefix};
 use crate::jobs::{process, Jobs};
 use crate::registry::{Source, Verb};
@@ -35,50 +36,69 @@ impl Dispatcher {
             return Err(OpError::new(ErrorCode::PlanRefused, format!("plugin `{}` planned host operation `{}`; only the bundled core may", verb.plugin.name, call.name))
                 .with("plugin", verb.plugin.name.as_str()));
         }
-        let args: Value = serde_json::from_str(&call.args)
-            .map_err(|e| OpError::new(ErrorCode::InvalidOutput, format!("host call args are not JSON: {e}")))?;
-        match call.name.as_str() {
-            "job.result" => return self.job_result(args["id"].as_str().unwrap_or_default()).await,
-            "job.kill" => return self.job_kill(&args).await,
-            _ => {}
+        let op = JobOp::parse(&call.name, &call.args)?;
+        match &op {
+            JobOp::Result(a) => self.job_result(&a.id).await,
+            JobOp::Kill(a) => self.job_kill(a).await,
+            _ => self.jobs()?.run(&op).await,
         }
-        self.jobs()?.host_call(&call.name, &args).await
     }
 
     /// `job.kill`. A running job whose verb's mapping names an *entity* (the
     /// fronted CLI's own id for the run) is killed by that plugin's
-    /// `kill-plan`, run natively; its outcome is returned, and if it fails
-    /// the failure is returned — never a fallback to signalling the process
-    /// group, which would leave the CLI's own records claiming otherwise.
-    /// Without an entity, the process group is stopped (TERM, then KILL).
-    async fn job_kill(&self, args: &Value) -> Result<Value, OpError> {
+    /// `kill-plan`, run natively; its outcome is returned, and if it fails —
+    /// or cannot be run at all: the plugin is no longer loaded, or its
+    /// `kill-plan` names no command for the entity — `kill_failed` is
+    /// returned. Never a fallback to signalling the process group, which
+    /// would leave the CLI's own records claiming otherwise (SPEC §7.3).
+    /// Without an entity, the process group is stopped by signals
+    /// ([`crate::jobs::ops::kill`]). A job whose plugin is gone and that has
+    /// no recorded entity cannot be asked for one; it is signalled.
+    async fn job_kill(&self, args: &KillArgs) -> Result<Value, OpError> {
         let jobs = self.jobs()?;
-        let job = jobs.store().resolve(args["id"].as_str().unwrap_or_default())?;
+        let job = jobs.store().resolve(&args.id)?;
         let verb = self.registry().resolve(&job.verb).cloned();
-        let (Status::Running, Some(verb)) = (job.status, verb) else {
-            return jobs.host_call("job.kill", args).await;
+        if job.status().terminal() || (job.status() != Status::Running && job.entity.is_none()) {
+            return jobs.run(&JobOp::Kill(args.clone())).await;
+        }
+        let entity = match (&job.entity, &verb) {
+            (Some(e), _) => Some(e.clone()),
+            (None, Some(verb)) => self.extract_entity(verb, &job).await,
+            (None, None) => None,
         };
-        let entity = match &job.entity {
-            Some(e) => Some(e.clone()),
-            None => self.extract_entity(&verb, &job).await,
+        let Some(entity) = entity else { return jobs.run(&JobOp::Kill(args.clone())).await };
+        let Some(verb) = verb else {
+            return Err(kill::entity_refusal(&job, &entity, &format!("`{}`, which started it, is no longer loaded, so that CLI's own kill cannot be planned", job.verb)));
         };
-        let Some(entity) = entity else { return jobs.host_call("job.kill", args).await };
         let cmd = self.runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
-        let Some(cmd) = cmd else { return jobs.host_call("job.kill", args).await };
+        let Some(cmd) = cmd else {
+            return Err(kill::entity_refusal(&job, &entity, &format!("plugin `{}`'s kill-plan names no command for it", verb.plugin.name)));
+        };
         let prepared = self.prepare(&verb, &cmd).await?;
-        let store = jobs.store().clone();
-        let mark = |requested: bool| {
-            let store = store.clone();
-            let id = job.id.clone();
-            tokio::task::spawn_blocking(move || {
-                store.update(&id, |j| {
-                    if !j.status.terminal() {
-                        j.kill_requested_ms = requested.then(process::now_ms);
-                    }
-                })
+        let store = jobs.store();
+        // Both marks go on before the CLI's kill runs: an end observed after
+        // `kill_sent_ms` is the kill's; one before it is the job's own.
+        let marked = kill::blocking(store, &job.id, |j| {
+            if !j.status().terminal() {
+                let now = process::now_ms();
+                j.kill_requested_ms = Some(now);
+                j.kill_sent_ms = Some(now);
+            }
+        })
+        .await?;
+        if marked.status().terminal() {
+            return jobs.run(&JobOp::Kill(args.clone())).await;
+        }
+        // Take the marks off a job the kill did not end, so that its later
+        // natural end is not recorded as `killed`.
+        let unmark = || {
+            kill::blocking(store, &job.id, |j| {
+                if !j.status().terminal() {
+                    j.kill_requested_ms = None;
+                    j.kill_sent_ms = None;
+                }
             })
         };
-        let _ = mark(true).await;
         let fail = |message: String| {
             OpError::new(ErrorCode::KillFailed, message)
                 .with("id", job.id.as_str())
@@ -88,7 +108,7 @@ impl Dispatcher {
         let outcome = match run_command(&prepared, self.run_limits.capture_bytes).await {
             Ok(o) => o,
             Err(e) => {
-                let _ = mark(false).await;
+                let _ = unmark().await;
                 return Err(fail(format!("the entity-aware kill of job {} could not run ({}); the job was left running and was not signalled", job.id, e.message)).with("cause", e.to_json()));
             }
         };
@@ -100,7 +120,7 @@ impl Dispatcher {
             "stderr": String::from_utf8_lossy(&outcome.stderr),
         });
         if outcome.exit_code != Some(0) {
-            let _ = mark(false).await;
+            let _ = unmark().await;
             let stderr = String::from_utf8_lossy(&outcome.stderr).trim().to_string();
             return Err(fail(format!("the CLI's own kill of job {} failed ({stderr}); the job was left running and was not signalled", job.id)).with("kill", kill_report));
         }
@@ -109,19 +129,27 @@ impl Dispatcher {
         let mut now = job.clone();
         while std::time::Instant::now() < deadline {
             now = jobs.store().resolve(&job.id)?;
-            if now.status.terminal() {
+            if now.status().terminal() {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        Ok(json!({
+        let mut result = json!({
             "id": job.id,
-            "killed": now.status == Status::Killed,
+            "killed": now.status() == Status::Killed,
             "delegated": true,
             "entity": serde_json::from_str::<Value>(&entity).unwrap_or(Value::Null),
             "kill": kill_report,
-            "job": now.to_json(),
-        }))
+        });
+        if now.status().terminal() {
+            result["not_needed"] = json!(now.status() != Status::Killed);
+        } else {
+            now = unmark().await?;
+            result["ended"] = json!(false);
+            result["note"] = json!(format!("the CLI's own kill reported success but job {} had not ended after {} s; it is still {} and its kill mark was cleared", job.id, ENTITY_END_WAIT.as_secs(), now.status().as_str()));
+        }
+        result["job"] = now.to_json();
+        Ok(result)
     }
 
     /// Ask the spawning plugin for the job's entity from its output so far,
@@ -147,10 +175,10 @@ impl Dispatcher {
     async fn job_result(&self, id: &str) -> Result<Value, OpError> {
         let jobs = self.jobs()?;
         let job = jobs.store().resolve(id)?;
-        if !job.status.terminal() {
-            return Err(OpError::new(ErrorCode::JobNotFinished, format!("job {} is {}; wait for it with job.wait", job.id, job.status.as_str()))
+        if !job.status().terminal() {
+            return Err(OpError::new(ErrorCode::JobNotFinished, format!("job {} is {}; wait for it with job.wait", job.id, job.status().as_str()))
                 .with("id", job.id.as_str())
-                .with("status", job.status.as_str()));
+                .with("status", job.status().as_str()));
         }
         let read = |stream: &str| -> Result<Vec<u8>, OpError> {
             read_all(jobs.store(), &job.id, stream, RESULT_OUTPUT_BYTES)?.ok_or_else(|| {
@@ -159,7 +187,7 @@ impl Dispatcher {
                     .with("limit_bytes", RESULT_OUTPUT_BYTES)
             })
         };
-        let outcome = Outcome { exit_code: job.exit_code, signal: job.signal, stdout: read("stdout")?, stderr: read("stderr")?, ..Outcome::default() };
+        let outcome = Outcome { exit_code: job.exit_code(), signal: job.signal(), stdout: read("stdout")?, stderr: read("stderr")?, ..Outcome::default() };
         let verb = self.registry().resolve(&job.verb).cloned().ok_or_else(|| {
             OpError::new(ErrorCode::Unavailable, format!("`{}`, which started job {}, is no longer loaded, so its output cannot be mapped; read it with job.output", job.verb, job.id))
         })?;
@@ -168,11 +196,11 @@ impl Dispatcher {
         let mut out = json!({
             "id": job.id,
             "kind": job.verb,
-            "status": job.status.as_str(),
+            "status": job.status().as_str(),
             "terminal": true,
-            "outcome": job.status.outcome(),
-            "reason_code": job.reason_code,
-            "exit_code": job.exit_code,
+            "outcome": job.status().outcome(),
+            "reason_code": job.reason_code(),
+            "exit_code": job.exit_code(),
             "plugin_changed": plugin_changed,
         });
         match mapped {

@@ -165,7 +165,7 @@ impl Dispatcher {
                     time_limit: cmd.timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into())),
                 })?;
                 return Ok(json!({
-                    "job": { "id": job.id, "kind": job.verb, "label": job.label, "status": job.status.as_str() },
+                    "job": { "id": job.id, "kind": job.verb, "label": job.label, "status": job.status().as_str(), "time_limit_ms": job.time_limit_ms },
                     "next": { "op": "job.wait", "args": { "ids": [job.id] } },
                 }));
             }

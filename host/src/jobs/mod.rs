@@ -3,21 +3,27 @@
 //! A spawn plan becomes a record in the [`store`] (status `preparing`) and a
 //! detached [`supervisor`] process (`verbgate __supervise`, its own session)
 //! that runs the program and records its end. Everything else observes or
-//! signals: [`observe`] (`job.wait`), [`kill`] (`job.kill`), [`output`]
-//! (`job.output`). Every verbgate process on the machine — MCP servers,
+//! signals: the core plugin's job operations, one file each under [`ops`]
+//! (`job.wait` builds on [`observe`]). Every job is bounded by
+//! [`JobLimits`]: how many run at once, how much output each stream keeps,
+//! how long it may run, and how long its record is kept ([`prune`]). Every
+//! verbgate process on the machine — MCP servers,
 //! `verbgate request`, supervisors — shares the one store, so a job started
 //! from one is visible to all (CLI ↔ MCP parity), and a server can die and
 //! restart without losing a job's end.
 
-pub mod kill;
+mod capture;
 pub mod model;
 pub mod observe;
+pub mod ops;
 pub mod output;
 pub mod process;
+pub mod prune;
 pub mod store;
 pub mod supervisor;
+mod testhook;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -25,7 +31,8 @@ use std::time::Duration;
 
 use crate::error::{ErrorCode, OpError};
 use crate::exec::Prepared;
-use model::{Job, Status};
+use model::{End, Job, Reason};
+use ops::JobOp;
 use store::{db_error, Store};
 
 /// What a spawn needs besides the prepared command.
@@ -40,8 +47,53 @@ pub struct SpawnRequest<'a> {
     pub args: &'a str,
     /// The checked command.
     pub prepared: &'a Prepared,
-    /// Time limit the plan asked for (none = unlimited).
+    /// Time limit the plan asked for (none = the default; clamped to the
+    /// maximum either way).
     pub time_limit: Option<Duration>,
+}
+
+/// The bounds every job runs within (from `[limits]`, see `config.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobLimits {
+    /// Jobs preparing or running at once (`limits.max_running_jobs`).
+    pub max_running: usize,
+    /// Cap on each of stdout and stderr, bytes (`limits.job_output_bytes`).
+    pub output_bytes: u64,
+    /// Time limit of a plan that sets none (`limits.job_timeout_ms`).
+    pub default_time_limit: Duration,
+    /// Most time limit a plan may set (`limits.job_timeout_max_ms`).
+    pub max_time_limit: Duration,
+    /// Ended jobs older than this are pruned (`limits.job_retain_days`).
+    pub retain_age: Duration,
+    /// At most this many ended jobs are kept (`limits.job_retain_count`).
+    pub retain_count: usize,
+}
+
+impl From<&crate::config::Limits> for JobLimits {
+    fn from(l: &crate::config::Limits) -> Self {
+        JobLimits {
+            max_running: l.max_running_jobs,
+            output_bytes: l.job_output_bytes,
+            default_time_limit: Duration::from_millis(l.job_timeout_ms),
+            max_time_limit: Duration::from_millis(l.job_timeout_max_ms),
+            retain_age: Duration::from_secs(l.job_retain_days.saturating_mul(86_400)),
+            retain_count: l.job_retain_count,
+        }
+    }
+}
+
+impl Default for JobLimits {
+    fn default() -> Self {
+        JobLimits::from(&crate::config::Limits::default())
+    }
+}
+
+impl JobLimits {
+    /// The time limit a job runs with: the plan's, clamped to the maximum,
+    /// or the default when it set none.
+    pub fn time_limit(&self, asked: Option<Duration>) -> Duration {
+        asked.unwrap_or(self.default_time_limit).min(self.max_time_limit)
+    }
 }
 
 /// The job subsystem of one verbgate process.
@@ -50,13 +102,24 @@ pub struct Jobs {
     store: Store,
     state_dir: PathBuf,
     supervisor_exe: PathBuf,
+    limits: JobLimits,
 }
 
 impl Jobs {
     /// Open the store in `state_dir`; supervisors are started by running
     /// `supervisor_exe __supervise` (normally this very binary).
-    pub fn open(state_dir: &Path, supervisor_exe: PathBuf) -> anyhow::Result<Jobs> {
-        Ok(Jobs { store: Store::open(state_dir)?, state_dir: state_dir.to_path_buf(), supervisor_exe })
+    pub fn open(state_dir: &Path, supervisor_exe: PathBuf, limits: JobLimits) -> anyhow::Result<Jobs> {
+        Ok(Jobs { store: Store::open(state_dir)?, state_dir: state_dir.to_path_buf(), supervisor_exe, limits })
+    }
+
+    /// The limits jobs run within.
+    pub fn limits(&self) -> &JobLimits {
+        &self.limits
+    }
+
+    /// Prune ended jobs past the retention limits (see [`prune`]).
+    pub fn prune(&self) -> anyhow::Result<prune::Report> {
+        prune::prune(&self.store, &self.limits, process::now_ms())
     }
 
     /// The store.
@@ -64,7 +127,10 @@ impl Jobs {
         &self.store
     }
 
-    /// Record a job and start its supervisor; returns at once.
+    /// Record a job and start its supervisor; returns at once. Refused
+    /// with `job_limit` when `limits.max_running_jobs` jobs are already
+    /// preparing or running; the time limit is clamped (see
+    /// [`JobLimits::time_limit`]) and recorded on the job.
     pub fn spawn(&self, req: SpawnRequest<'_>) -> Result<Job, OpError> {
         let p = req.prepared;
         let label = std::iter::once(p.name.as_str()).chain(p.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
@@ -80,11 +146,13 @@ impl Jobs {
             argv: serde_json::to_string(&p.argv).unwrap_or_default(),
             cwd: p.cwd.display().to_string(),
             env: serde_json::to_string(&p.env).unwrap_or_default(),
-            time_limit_ms: req.time_limit.map(|d| d.as_millis() as u64).unwrap_or(0),
+            time_limit_ms: self.limits.time_limit(req.time_limit).as_millis() as u64,
+            output_limit_bytes: self.limits.output_bytes,
+            boot_id: process::boot_id(),
             created_ms: process::now_ms(),
             ..Job::default()
         };
-        self.store.insert(&job).map_err(db_error)?;
+        self.insert_bounded(&job)?;
         let mut cmd = Command::new(&self.supervisor_exe);
         cmd.arg("__supervise").arg("--state").arg(&self.state_dir).arg("--id").arg(&job.id);
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
@@ -106,43 +174,48 @@ impl Jobs {
             }
             Err(e) => {
                 let mut failed = job.clone();
-                failed.status = Status::Failed;
-                failed.reason_code = Some(model::reason::LAUNCH_FAILED.into());
+                failed.finish(End::Failed, Reason::LaunchFailed, (None, None));
                 failed.error = Some(format!("cannot start the job supervisor: {e}"));
-                failed.ended_ms = Some(process::now_ms());
                 let _ = self.store.cas(&failed, job.version);
                 Err(OpError::new(ErrorCode::LaunchFailed, format!("cannot start the job supervisor {}: {e}", self.supervisor_exe.display())))
             }
         }
     }
 
-    /// Run a native job operation for the core plugin's host plans.
-    pub async fn host_call(&self, name: &str, args: &Value) -> Result<Value, OpError> {
-        let id = args["id"].as_str().unwrap_or_default();
-        match name {
-            "job.status" => Ok(self.store.resolve(id)?.to_json()),
-            "job.list" => {
-                let limit = args["limit"].as_u64().unwrap_or(20).clamp(1, 500) as usize;
-                let status = match args["status"].as_str() {
-                    None => None,
-                    Some(s) => Some(Status::parse(s).ok_or_else(|| OpError::new(ErrorCode::InvalidArgs, format!("unknown status `{s}`")).with("param", "status"))?),
-                };
-                let jobs = self.store.list(limit, status, args["verb"].as_str()).map_err(db_error)?;
-                Ok(json!({ "jobs": jobs.iter().map(Job::to_json).collect::<Vec<_>>() }))
-            }
-            "job.output" => output::read_page(
-                &self.store,
-                id,
-                args["stream"].as_str().unwrap_or("stdout"),
-                args["offset"].as_u64().unwrap_or(0),
-                args["limit"].as_u64().unwrap_or(65536),
-            ),
-            "job.wait" => observe::wait(&self.store, &observe::WaitArgs::from_json(args)).await,
-            "job.kill" => {
-                let grace = args["grace_seconds"].as_f64().map(|s| Duration::from_secs_f64(s.clamp(0.0, 60.0))).unwrap_or(kill::DEFAULT_GRACE);
-                kill::kill(&self.store, id, grace).await
-            }
-            other => Err(OpError::new(ErrorCode::Unavailable, format!("host operation `{other}` does not exist"))),
+    /// Insert `job` within the running cap. At the cap, first reap the
+    /// counted jobs that are provably gone (a crash or reboot must not use
+    /// up the cap for ever), then count again.
+    fn insert_bounded(&self, job: &Job) -> Result<(), OpError> {
+        let cap = self.limits.max_running;
+        if self.store.insert_bounded(job, cap).map_err(db_error)?.is_ok() {
+            return Ok(());
+        }
+        for id in self.store.live_ids().map_err(db_error)? {
+            observe::observe(&self.store, &id);
+        }
+        match self.store.insert_bounded(job, cap).map_err(db_error)? {
+            Ok(()) => Ok(()),
+            Err(running) => Err(OpError::new(
+                ErrorCode::JobLimit,
+                format!("{running} jobs are already preparing or running, and limits.max_running_jobs allows {cap}; wait for one to end (job.wait), stop one (job.kill), or raise limits.max_running_jobs in verbgate.toml"),
+            )
+            .with("limit", cap)
+            .with("running", running)
+            .with("setting", "limits.max_running_jobs")),
+        }
+    }
+
+    /// Run a job operation the core plugin planned (all but `job.result`,
+    /// which needs the spawning plugin, and entity-aware kills, which need
+    /// its `kill-plan`: both live in the dispatcher).
+    pub async fn run(&self, op: &JobOp) -> Result<Value, OpError> {
+        match op {
+            JobOp::Status(a) => ops::status::run(&self.store, a),
+            JobOp::List(a) => ops::list::run(&self.store, a),
+            JobOp::Output(a) => ops::output::run(&self.store, a),
+            JobOp::Wait(a) => ops::wait::run(&self.store, &ops::wait::Window::new(a)).await,
+            JobOp::Kill(a) => ops::kill::run(&self.store, a).await,
+            JobOp::Result(_) => Err(OpError::new(ErrorCode::Internal, "job.result is mapped by the dispatcher, not the job store")),
         }
     }
 }

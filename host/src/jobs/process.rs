@@ -29,14 +29,62 @@ pub fn alive(pid: Option<i64>, start: Option<i64>) -> bool {
     }
 }
 
-/// Whether any process is left in process group `pgid`.
+/// This boot's id (`/proc/sys/kernel/random/boot_id`), read once. A pid
+/// and a start time only identify a process within one boot: after a
+/// reboot both restart from zero and can match an unrelated process.
+pub fn boot_id() -> Option<String> {
+    static BOOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+        .clone()
+}
+
+/// Whether `pid` is provably the process recorded as (`pid`, `start`) in
+/// boot `boot`: the boot is this one, and the pid is alive with that start
+/// time. A record without a start time proves nothing and is never
+/// verified. A record without a boot id (written before boot ids were
+/// recorded) is checked by start time alone.
+pub fn verified(pid: Option<i64>, start: Option<i64>, boot: Option<&str>) -> bool {
+    let same_boot = match boot {
+        Some(b) => boot_id().as_deref() == Some(b),
+        None => true,
+    };
+    match (pid, start) {
+        (Some(pid), Some(start)) => same_boot && start_time(pid) == Some(start),
+        _ => false,
+    }
+}
+
+/// Whether `boot` (a recorded boot id) is this boot; unknown counts as yes.
+pub fn same_boot(boot: Option<&str>) -> bool {
+    boot.is_none_or(|b| boot_id().as_deref() == Some(b))
+}
+
+/// Whether any live process is left in process group `pgid`. Zombies do
+/// not count: they have exited, and an orphaned one lingers until init
+/// reaps it, which must not make a finished group look alive.
 pub fn group_alive(pgid: i64) -> bool {
     if pgid <= 1 {
         return false;
     }
     // SAFETY: signal 0 only checks for existence and permission.
     let r = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && group_has_live_member(pgid)
+}
+
+/// Whether `/proc` lists a process of group `pgid` that is not a zombie
+/// (true when `/proc` cannot be read: then only `kill` can tell).
+fn group_has_live_member(pgid: i64) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))).any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
+        let Some(close) = stat.rfind(')') else { return false };
+        // After the command name: state, ppid, pgrp.
+        let mut fields = stat[close + 1..].split_ascii_whitespace();
+        let state = fields.next();
+        let group = fields.nth(1).and_then(|g| g.parse::<i64>().ok());
+        group == Some(pgid) && !matches!(state, Some("Z" | "X"))
+    })
 }
 
 /// Send `signal` to process group `pgid` (never to group 0 or 1).
@@ -78,6 +126,34 @@ mod tests {
         assert!(alive(Some(me), Some(start)));
         assert!(!alive(Some(me), Some(start + 1)), "a reused pid must not count as ours");
         assert!(!alive(Some(i32::MAX as i64), None));
+    }
+
+    #[test]
+    fn verification_needs_the_start_time_and_this_boot() {
+        let me = std::process::id() as i64;
+        let start = start_time(me);
+        let boot = boot_id().expect("a Linux boot id");
+        assert!(verified(Some(me), start, Some(&boot)));
+        assert!(verified(Some(me), start, None), "a record from before boot ids counts by start time");
+        assert!(!verified(Some(me), start, Some("another-boot")), "another boot's record is never ours");
+        assert!(!verified(Some(me), None, Some(&boot)), "no start time proves nothing");
+        assert!(!verified(Some(me), start.map(|s| s + 1), Some(&boot)));
+    }
+
+    #[test]
+    fn a_group_is_alive_while_a_member_runs_and_not_once_only_zombies_remain() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let pgid = child.id() as i64;
+        assert!(group_alive(pgid));
+        signal_group(pgid, libc::SIGKILL);
+        // Not reaped yet: a zombie, which must not count.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while group_alive(pgid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!group_alive(pgid), "a group of zombies counts as gone");
+        child.wait().unwrap();
     }
 
     #[test]

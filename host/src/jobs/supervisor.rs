@@ -1,21 +1,42 @@
 //! The supervisor: `verbgate __supervise --state DIR --id ID`, started
 //! detached in its own session for every job. It starts the program in its
-//! own process group with stdout/stderr streamed to files, records pid and
-//! process start time, waits, and records the exit code or signal — so a job's
-//! end is recorded even if the MCP server that started it has died.
+//! own process group, copies its stdout/stderr into the job's files through
+//! pipes (counting, see [`super::capture`]), records pid, process start time
+//! and boot id, waits, and records the end — so a job's end is recorded even
+//! if the MCP server that started it has died.
+//!
+//! Invariants:
+//! - **No started program is left unsupervised.** If recording the start
+//!   fails, the supervisor kills the program's group, waits for it, and
+//!   records `record_failed` (retrying the write); it never exits while the
+//!   program it started runs on unrecorded.
+//! - **Every job is bounded**: past its time limit or its output cap the
+//!   group gets TERM, then KILL after [`TERM_GRACE`].
+//! - **The end says what happened**: `killed` only when a kill was sent
+//!   before the program ended (`kill_sent_ms`), or the supervisor stopped it
+//!   for a kill requested before it started; a program that ended on its own
+//!   first keeps its own end.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
-use super::model::{reason, Status};
-use super::process::{now_ms, signal_group, start_time};
+use super::capture::{pump, Event, Stream};
+use super::model::{End, Job, Reason, Started, State, Status};
+use super::process::{boot_id, now_ms, signal_group, start_time};
 use super::store::Store;
+use super::testhook;
 
-/// Time between TERM and KILL when a time limit stops a job.
+/// Time between TERM and KILL when the supervisor stops a job.
 pub const TERM_GRACE: Duration = Duration::from_secs(2);
+/// After the program exits, how long to keep copying output that its
+/// leftover children still write before recording the end.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// Attempts (one second apart) at a store write that must not be lost.
+const RECORD_ATTEMPTS: u32 = 10;
 
 /// Run the supervisor for job `id`. Returns a process exit code.
 pub fn supervise(state_dir: &Path, id: &str) -> i32 {
@@ -28,21 +49,87 @@ pub fn supervise(state_dir: &Path, id: &str) -> i32 {
     }
 }
 
+/// Why the supervisor stopped the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    TimeLimit,
+    OutputLimit,
+    CaptureFailed,
+}
+
+impl Stop {
+    fn end(self) -> (End, Reason) {
+        match self {
+            Stop::TimeLimit => (End::TimedOut, Reason::TimeLimit),
+            Stop::OutputLimit => (End::Failed, Reason::OutputLimit),
+            Stop::CaptureFailed => (End::Failed, Reason::CaptureFailed),
+        }
+    }
+}
+
+/// What happened while the program ran.
+#[derive(Debug, Default)]
+struct Run {
+    stop: Option<Stop>,
+    truncated: [bool; 2],
+    capture_errors: Vec<String>,
+    drained: usize,
+}
+
+impl Run {
+    /// Note an output event; returns a reason to stop the program, if any.
+    fn note(&mut self, ev: &Event) -> Option<Stop> {
+        match ev {
+            Event::LimitReached(s) => {
+                self.truncated[*s as usize] = true;
+                Some(Stop::OutputLimit)
+            }
+            Event::CaptureFailed(msg) => {
+                self.capture_errors.push(msg.clone());
+                Some(Stop::CaptureFailed)
+            }
+            Event::Drained => {
+                self.drained += 1;
+                None
+            }
+            Event::Exited(..) => None,
+        }
+    }
+}
+
 fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
     let store = Store::open(state_dir)?;
     let job = store.get(id)?.ok_or_else(|| anyhow::anyhow!("no job {id}"))?;
-    if job.status != Status::Preparing {
+    if job.state != State::Preparing {
         return Ok(());
     }
-    let dir = store.job_dir(id);
-    crate::config::ensure_private_dir(&dir)?;
-    let open = |name: &str| {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(dir.join(name))
+    let me = std::process::id() as i64;
+    let my_start = start_time(me);
+    let setup = || -> anyhow::Result<_> {
+        let dir = store.job_dir(id);
+        make_job_dir(&store.jobs_dir(), &dir)?;
+        // O_NOFOLLOW: a link planted where the output goes is refused, not
+        // written through.
+        let open = |name: &str| std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(dir.join(name));
+        let files = (open("stdout")?, open("stderr")?);
+        let argv: Vec<String> = serde_json::from_str(&job.argv)?;
+        let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&job.env)?;
+        Ok((files, argv, env))
     };
-    let (stdout, stderr) = (open("stdout")?, open("stderr")?);
-    let argv: Vec<String> = serde_json::from_str(&job.argv)?;
-    let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&job.env)?;
+    let ((stdout_file, stderr_file), argv, env) = match setup() {
+        Ok(s) => s,
+        Err(e) => {
+            // Nothing started; say why instead of leaving it `preparing`.
+            let msg = format!("cannot prepare the job: {e:#}");
+            record(&store, id, |j| {
+                j.finish(End::Failed, Reason::LaunchFailed, (None, None));
+                j.error = Some(msg.clone());
+                j.supervisor_pid = Some(me);
+                j.supervisor_start = my_start;
+            })?;
+            return Err(e);
+        }
+    };
     let spawned = Command::new(&job.program)
         .args(&argv)
         .env_clear()
@@ -50,20 +137,16 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         .current_dir(&job.cwd)
         .process_group(0)
         .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn();
-    let me = std::process::id() as i64;
-    let my_start = start_time(me);
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             let msg = format!("cannot start {}: {e}", job.program);
-            store.update(id, |j| {
-                j.status = Status::Failed;
-                j.reason_code = Some(reason::LAUNCH_FAILED.into());
+            record(&store, id, |j| {
+                j.finish(End::Failed, Reason::LaunchFailed, (None, None));
                 j.error = Some(msg.clone());
-                j.ended_ms = Some(now_ms());
                 j.supervisor_pid = Some(me);
                 j.supervisor_start = my_start;
             })?;
@@ -71,69 +154,214 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         }
     };
     let pid = child.id() as i64;
-    let pid_start = start_time(pid);
-    // preparing → running, unless a kill arrived first.
-    let started = store.update(id, |j| {
-        if j.status == Status::Preparing {
-            j.status = Status::Running;
-            j.started_ms = Some(now_ms());
-            j.pid = Some(pid);
-            j.pid_start = pid_start;
-            j.supervisor_pid = Some(me);
-            j.supervisor_start = my_start;
+    let program = Started { pid, pid_start: start_time(pid), started_ms: now_ms() };
+    // Copy output from the start, so the program never waits on a full pipe
+    // while the store is being written.
+    let (tx, rx) = mpsc::channel();
+    for (pipe, file, stream) in [
+        (child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>), stdout_file, Stream::Stdout),
+        (child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>), stderr_file, Stream::Stderr),
+    ] {
+        let (tx, cap) = (tx.clone(), if job.output_limit_bytes > 0 { job.output_limit_bytes } else { u64::MAX });
+        if let Some(pipe) = pipe {
+            // Unbuffered: what the program wrote is in the file at once, for
+            // `job.output` and for naming a running job's entity.
+            std::thread::spawn(move || pump(pipe, file, stream, cap, tx));
         }
-    })?;
-    if started.status != Status::Running || started.kill_requested_ms.is_some() {
+    }
+    // preparing → running, unless a kill arrived first.
+    let started = if testhook::fail_after_spawn() {
+        Err(anyhow::anyhow!("injected by VERBGATE_TEST_FAIL_AFTER_SPAWN"))
+    } else {
+        store.update(id, |j| {
+            if j.state == State::Preparing {
+                j.state = State::Running(program);
+                j.supervisor_pid = Some(me);
+                j.supervisor_start = my_start;
+                j.boot_id = boot_id();
+            }
+        })
+    };
+    let started = match started {
+        Ok(j) => j,
+        Err(e) => return unrecorded_start(&store, id, child, program, me, my_start, e),
+    };
+    let mut stopped_for_kill = false;
+    if started.status() != Status::Running || started.kill_requested_ms.is_some() {
         signal_group(pid, libc::SIGKILL);
+        stopped_for_kill = true;
     }
 
-    // Wait in a thread so the time limit can interrupt.
-    let (tx, rx) = mpsc::channel();
+    // Wait in a thread, so the time limit and output events can interrupt.
     std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
+        let status = child.wait();
+        let _ = tx.send(Event::Exited(status, now_ms()));
     });
     let limit = (job.time_limit_ms > 0).then(|| Duration::from_millis(job.time_limit_ms));
-    let mut hit_limit = false;
-    let status = match limit.map(|l| rx.recv_timeout(l)) {
-        Some(Err(mpsc::RecvTimeoutError::Timeout)) => {
-            hit_limit = true;
-            signal_group(pid, libc::SIGTERM);
-            match rx.recv_timeout(TERM_GRACE) {
-                Ok(s) => s,
-                Err(_) => {
-                    signal_group(pid, libc::SIGKILL);
-                    rx.recv()?
+    let (mut run, status, exit_ms) = watch(&rx, pid, limit)?;
+    // The program is gone; keep what its leftover children still write, for
+    // a moment.
+    let until = Instant::now() + DRAIN_AFTER_EXIT;
+    while run.drained < 2 {
+        match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(ev) => {
+                if let Some(stop) = run.note(&ev) {
+                    run.stop.get_or_insert(stop);
                 }
             }
+            Err(_) => break,
         }
-        Some(Ok(s)) => s,
-        Some(Err(mpsc::RecvTimeoutError::Disconnected)) => anyhow::bail!("lost the wait thread"),
-        None => rx.recv()?,
-    };
+    }
     let (code, signal) = match &status {
         Ok(s) => (s.code(), s.signal()),
         Err(_) => (None, None),
     };
-    store.update(id, |j| {
-        if j.status.terminal() {
+    let wait_error = status.as_ref().err().map(|e| format!("cannot wait for the program: {e}"));
+    record(&store, id, |j| {
+        if j.status().terminal() {
             return;
         }
-        j.ended_ms = Some(now_ms());
-        j.exit_code = code;
-        j.signal = signal;
-        let (st, why) = if j.kill_requested_ms.is_some() {
-            (Status::Killed, reason::KILL_REQUESTED)
-        } else if hit_limit {
-            (Status::TimedOut, reason::TIME_LIMIT)
-        } else if code == Some(0) {
-            (Status::Succeeded, reason::EXITED_ZERO)
-        } else if code.is_some() {
-            (Status::Failed, reason::EXITED_NONZERO)
+        j.stdout_truncated = run.truncated[Stream::Stdout as usize];
+        j.stderr_truncated = run.truncated[Stream::Stderr as usize];
+        let errors: Vec<String> = run.capture_errors.iter().cloned().chain(wait_error.clone()).collect();
+        if !errors.is_empty() {
+            j.error = Some(errors.join("; "));
+        }
+        // A kill counts only if it was sent before the program ended.
+        let killed = stopped_for_kill || j.kill_sent_ms.is_some_and(|sent| exit_ms >= sent);
+        let (end, why) = if killed {
+            (End::Killed, Reason::KillRequested)
+        } else if let Some(stop) = run.stop {
+            stop.end()
         } else {
-            (Status::Failed, reason::SIGNALED)
+            Reason::of_exit(code)
         };
-        j.status = st;
-        j.reason_code = Some(why.into());
+        j.finish(end, why, (code, signal));
     })?;
     Ok(())
+}
+
+/// Wait for the program's exit, stopping its group when it runs past
+/// `limit` or an output event says so: TERM, then KILL after
+/// [`TERM_GRACE`]. Returns what happened, the wait status and when it
+/// exited.
+fn watch(rx: &Receiver<Event>, pid: i64, limit: Option<Duration>) -> anyhow::Result<(Run, std::io::Result<std::process::ExitStatus>, i64)> {
+    let mut run = Run::default();
+    let deadline = limit.map(|l| Instant::now() + l);
+    let mut kill_at: Option<Instant> = None;
+    let stop_now = |run: &mut Run, stop: Stop, kill_at: &mut Option<Instant>| {
+        if run.stop.is_none() {
+            run.stop = Some(stop);
+            signal_group(pid, libc::SIGTERM);
+            *kill_at = Some(Instant::now() + TERM_GRACE);
+        }
+    };
+    loop {
+        let wake = match (run.stop, kill_at) {
+            (None, _) => deadline,
+            (Some(_), k) => k,
+        };
+        let ev = match wake {
+            Some(w) => match rx.recv_timeout(w.saturating_duration_since(Instant::now())) {
+                Ok(ev) => ev,
+                Err(RecvTimeoutError::Timeout) => {
+                    if run.stop.is_none() {
+                        stop_now(&mut run, Stop::TimeLimit, &mut kill_at);
+                    } else {
+                        signal_group(pid, libc::SIGKILL);
+                        kill_at = None;
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => anyhow::bail!("lost the wait thread"),
+            },
+            None => rx.recv()?,
+        };
+        if let Event::Exited(status, at) = ev {
+            return Ok((run, status, at));
+        }
+        if let Some(stop) = run.note(&ev) {
+            stop_now(&mut run, stop, &mut kill_at);
+        }
+    }
+}
+
+/// The program started but its start could not be recorded: nobody could
+/// find or stop it through the store, so stop it now, then record why.
+fn unrecorded_start(store: &Store, id: &str, mut child: Child, started: Started, me: i64, my_start: Option<i64>, cause: anyhow::Error) -> anyhow::Result<()> {
+    let pid = started.pid;
+    signal_group(pid, libc::SIGKILL);
+    let status = child.wait();
+    let msg = format!("the program started (pid {pid}) but recording that failed ({cause:#}); it was stopped rather than left running unsupervised");
+    let exit = status.as_ref().map(|s| (s.code(), s.signal())).unwrap_or((None, None));
+    record(store, id, |j| {
+        if j.status().terminal() {
+            return;
+        }
+        // The program did start: the end keeps its pid.
+        if j.state == State::Preparing {
+            j.state = State::Running(started);
+        }
+        j.finish(End::Failed, Reason::RecordFailed, exit);
+        j.error = Some(msg.clone());
+        j.supervisor_pid = Some(me);
+        j.supervisor_start = my_start;
+        j.boot_id = boot_id();
+    })?;
+    Err(cause.context("recording the start"))
+}
+
+/// Create the job's private output directory under `jobs_dir`, never
+/// through a symbolic link: a link planted where the directory goes (or in
+/// place of `jobs_dir`) is refused, so output is never written elsewhere.
+fn make_job_dir(jobs_dir: &Path, dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let refuse_link = |d: &Path| match std::fs::symlink_metadata(d) {
+        Ok(m) if m.file_type().is_symlink() => anyhow::bail!("{} is a symbolic link; job output is never written through one", d.display()),
+        _ => Ok(()),
+    };
+    // Checked before anything touches it (making it private would chmod
+    // a link's target).
+    refuse_link(jobs_dir)?;
+    crate::config::ensure_private_dir(jobs_dir)?;
+    refuse_link(dir)?;
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir()) => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("cannot create the job directory {}: {e}", dir.display())),
+    }
+}
+
+/// A store update that must not be lost (an end): retried a few times,
+/// a second apart, before giving up (an observer then reaps the job).
+fn record(store: &Store, id: &str, change: impl Fn(&mut Job)) -> anyhow::Result<Job> {
+    let mut last = None;
+    for attempt in 0..RECORD_ATTEMPTS {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        match store.update(id, &change) {
+            Ok(j) => return Ok(j),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no attempt made")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_directory_is_never_created_through_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let jobs = tmp.path().join("jobs");
+        make_job_dir(&jobs, &jobs.join("a1")).unwrap();
+        assert!(jobs.join("a1").is_dir());
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, jobs.join("b2")).unwrap();
+        let err = make_job_dir(&jobs, &jobs.join("b2")).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+    }
 }

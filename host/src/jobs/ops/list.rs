@@ -1,0 +1,23 @@
+//! `job.list`: recent jobs, newest first, optionally filtered.
+
+use serde_json::{json, Value};
+
+use super::ListArgs;
+use crate::error::OpError;
+use crate::jobs::model::Job;
+use crate::jobs::store::{db_error, Store};
+
+/// Default number of jobs listed.
+pub fn default_limit() -> u64 {
+    20
+}
+
+/// Most jobs one call lists.
+pub const MAX_LIMIT: u64 = 500;
+
+/// Run `job.list`.
+pub fn run(store: &Store, args: &ListArgs) -> Result<Value, OpError> {
+    let limit = args.limit.clamp(1, MAX_LIMIT) as usize;
+    let jobs = store.list(limit, args.status, args.verb.as_deref()).map_err(db_error)?;
+    Ok(json!({ "jobs": jobs.iter().map(Job::to_json).collect::<Vec<_>>() }))
+}
