@@ -171,6 +171,9 @@ fn check_plugin_bounds(l: &Limits) -> Result<()> {
             bail!("limits.{name} = {value} is outside 1..={cap}");
         }
     }
+    Ok(())
+}
+
 /// The job limits: every count at least 1, the default time limit within
 /// the maximum.
 fn check_job_limits(limits: &Limits) -> Result<()> {
@@ -393,6 +396,9 @@ mod tests {
             let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
             assert!(err.contains(bad.split(' ').next().unwrap()), "{err}");
         }
+    }
+
+    #[test]
     fn job_limits_default_and_are_checked() {
         let d = Limits::default();
         assert_eq!((d.max_running_jobs, d.job_output_bytes, d.job_timeout_ms, d.job_timeout_max_ms, d.job_retain_days, d.job_retain_count), (16, 64 << 20, 3_600_000, 86_400_000, 14, 1000));
