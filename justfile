@@ -46,10 +46,18 @@ guest-tools:
 guests: guest-tools
     ./scripts/build-guests.sh
 
-# Run the whole test suite: host, end-to-end, and the plugins' own parsers.
-test: build python-env guests
+# Run the whole test suite: lint, host, end-to-end, the plugins' own parsers, and the macOS build gate.
+test: build python-env guests lint
     cargo test --workspace -- --test-threads 2
     cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p cargo -p verbgate-plugin-sdk --lib
+    just cross
+
+# Formatting and clippy (warnings are errors) for the host workspace and the plugins.
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets --quiet -- -D warnings
+    cd plugins && cargo fmt --all --check
+    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo clippy --workspace --quiet -- -D warnings
 
 # Benchmarks against same-run baselines (release build): table, target/bench/results.json, BENCHMARKS.md.
 bench: plugins
@@ -63,7 +71,7 @@ fuzz cases="20000":
 # The macOS cross-build gate: the host builds for aarch64-apple-darwin (zig via PyPI as linker).
 cross:
     ./scripts/zig-tools.sh aarch64-apple-darwin
-    env -u VERBGATE_COMPONENTS_DIR PATH="$PWD/target/zig/bin:$PATH" cargo zigbuild --locked --target aarch64-apple-darwin -p verbgate --bin verbgate
+    env -u VERBGATE_COMPONENTS_DIR PATH="$PWD/target/zig/bin:$PATH" cargo zigbuild --locked --profile cross --target aarch64-apple-darwin -p verbgate --bin verbgate
 
 # Release binaries (Linux musl x86_64/aarch64, macOS aarch64/x86_64) and SHA256SUMS into target/dist/.
 dist *targets:

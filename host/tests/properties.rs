@@ -103,9 +103,9 @@ proptest! {
     }
 }
 
-/// A signed component with any one byte changed never verifies.
-#[test]
-fn any_flipped_byte_breaks_the_signature() {
+/// A bundled component signed by a fresh key, and a trust store holding
+/// that key (the directory keeps the store's files alive).
+fn signed_bundled() -> (tempfile::TempDir, TrustStore, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let files = verbgate::trust::keys::generate(dir.path(), "p", false).unwrap();
     verbgate::trust::TrustStore::add(&dir.path().join("trust"), &files.public, None).unwrap();
@@ -113,6 +113,13 @@ fn any_flipped_byte_breaks_the_signature() {
     let sk = verbgate::trust::keys::read_secret_key(&files.secret).unwrap();
     let pk = verbgate::trust::keys::read_public_key(&files.public).unwrap();
     let signed = sign_component(verbgate::registry::bundled::BUNDLED[0].bytes, &sk, &pk).unwrap();
+    (dir, store, signed)
+}
+
+/// A signed component with any one byte changed never verifies.
+#[test]
+fn any_flipped_byte_breaks_the_signature() {
+    let (_dir, store, signed) = signed_bundled();
     assert!(verify_component(&signed, &store).is_ok());
     // Every byte of the preamble and signature section, exhaustively.
     for at in 0..300.min(signed.len()) {
@@ -208,13 +215,7 @@ fn assemble(payload: &[u8], size_extra: usize, content: &[u8], duplicate: bool) 
 /// "any byte changed after signing is refused" covers the section too.
 #[test]
 fn any_change_to_the_signature_section_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let files = verbgate::trust::keys::generate(dir.path(), "p", false).unwrap();
-    verbgate::trust::TrustStore::add(&dir.path().join("trust"), &files.public, None).unwrap();
-    let store = TrustStore::load(&dir.path().join("trust")).unwrap();
-    let sk = verbgate::trust::keys::read_secret_key(&files.secret).unwrap();
-    let pk = verbgate::trust::keys::read_public_key(&files.public).unwrap();
-    let signed = sign_component(verbgate::registry::bundled::BUNDLED[0].bytes, &sk, &pk).unwrap();
+    let (_dir, store, signed) = signed_bundled();
     let (payload, content) = split_signed(&signed);
     // Reassembling without an edit gives the signed bytes back, and they verify.
     assert_eq!(assemble(&payload, 0, &content, false), signed);

@@ -219,7 +219,7 @@ fn the_git_directory_itself_gets_no_pass() {
 fn submodules_are_not_entered_even_when_gitmodules_asks() {
     let h = hostile();
     let root = &h.env.root;
-    // A submodule whose own git directory names a filter.
+    // A submodule whose own git directory names a filter and an external diff.
     let sub_src = h.env.tmp.path().join("sub-src");
     std::fs::create_dir_all(&sub_src).unwrap();
     git(&sub_src, &["init", "-q", "-b", "main"]);
@@ -227,22 +227,86 @@ fn submodules_are_not_entered_even_when_gitmodules_asks() {
     git(&sub_src, &["add", "f"]);
     git(&sub_src, &["commit", "-q", "-m", "sub"]);
     git(root, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", sub_src.to_str().unwrap(), "sub"]);
+    // .gitmodules asks git to look inside; committed, so git also finds it
+    // in the index and HEAD once the work-tree copy is gone.
+    git(root, &["config", "-f", ".gitmodules", "submodule.sub.ignore", "none"]);
+    git(root, &["add", ".gitmodules"]);
     git(root, &["commit", "-q", "-m", "add sub"]);
+    std::fs::write(sub_src.join("f"), "f2\n").unwrap();
+    git(&sub_src, &["commit", "-q", "-am", "sub 2"]);
+    git(&root.join("sub"), &["-c", "protocol.file.allow=always", "pull", "-q", "origin", "main"]);
+    git(root, &["commit", "-q", "-am", "bump sub"]);
     let modcfg = root.join(".git/modules/sub/config");
     let mut text = std::fs::read_to_string(&modcfg).unwrap();
-    text.push_str(&format!("[filter \"x\"]\n\tclean = {}\n", h.program.display()));
+    text.push_str(&format!("[filter \"x\"]\n\tclean = {p}\n[diff]\n\texternal = {p}\n", p = h.program.display()));
     std::fs::write(&modcfg, text).unwrap();
     std::fs::write(root.join("sub/.gitattributes"), "* filter=x\n").unwrap();
-    let f = std::fs::File::options().write(true).open(root.join("sub/f")).unwrap();
-    f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)).unwrap();
-    // Without any override, status is answered and the submodule's filter
-    // never runs.
-    let r = h.op("git.status", json!({}));
-    assert_eq!(r["ok"], true, "{r}");
-    assert!(!h.ran(), "git entered the submodule and ran its filter");
-    // .gitmodules asking git to look inside the submodule is refused.
-    git(root, &["config", "-f", ".gitmodules", "submodule.sub.ignore", "none"]);
-    h.assert_refused(&h.op("git.status", json!({})), "submodule.sub.ignore");
+    let touch_sub = || {
+        let f = std::fs::File::options().write(true).open(root.join("sub/f")).unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)).unwrap();
+    };
+    // The superproject asks for submodule diffs in full.
+    h.append_config(root, "[diff]\n\tsubmodule = diff\n");
+    for gitmodules in ["in the work tree", "only in the index and HEAD"] {
+        if gitmodules == "only in the index and HEAD" {
+            std::fs::remove_file(root.join(".gitmodules")).unwrap();
+        }
+        touch_sub();
+        let r = h.op("git.status", json!({}));
+        assert_eq!(r["ok"], true, "{r}");
+        touch_sub();
+        let r = h.op("git.diff", json!({"rev_range": "HEAD~1..HEAD"}));
+        assert_eq!(r["ok"], true, "{r}");
+        assert!(!h.ran(), "git ran a program from the submodule's config (.gitmodules {gitmodules})");
+    }
+}
+
+#[test]
+fn repository_hooks_never_run() {
+    let h = hostile();
+    let hook = h.env.root.join(".git/hooks/post-index-change");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::copy(&h.program, &hook).unwrap();
+    for verb in ["git.diff", "git.status", "git.log", "git.show", "git.branches"] {
+        h.touch();
+        let r = h.op(verb, json!({}));
+        assert_eq!(r["ok"], true, "{verb}: {r}");
+        assert!(!h.ran(), "{verb} ran the repository's hook");
+    }
+}
+
+#[test]
+fn a_lazy_fetch_never_starts_a_transport_program() {
+    // A partial clone whose promisor remote is a shell command (directly,
+    // or through a URL rewrite), and a missing object a read would fetch.
+    let promisor = |h: &Hostile, url_config: &str| {
+        h.append_config(
+            &h.env.root,
+            &format!("[core]\n\trepositoryformatversion = 1\n[extensions]\n\tpartialClone = origin\n[protocol \"ext\"]\n\tallow = always\n{url_config}"),
+        );
+        let blob = git(&h.env.root, &["rev-parse", "HEAD:a.txt"]);
+        let blob = blob.trim();
+        std::fs::remove_file(h.env.root.join(format!(".git/objects/{}/{}", &blob[..2], &blob[2..]))).unwrap();
+    };
+    let direct = |h: &Hostile| format!("[remote \"origin\"]\n\tpromisor = true\n\turl = ext::sh -c {}\n", h.program.display());
+    let rewrite = |h: &Hostile| {
+        format!("[remote \"origin\"]\n\tpromisor = true\n\turl = https://example.invalid/x\n[url \"ext::sh -c {} \"]\n\tinsteadOf = https://\n", h.program.display())
+    };
+    for (name, url) in [("remote url", &direct as &dyn Fn(&Hostile) -> String), ("url rewrite", &rewrite)] {
+        let h = hostile();
+        promisor(&h, &url(&h));
+        let r = h.op("git.show", json!({}));
+        assert_eq!(r["error"]["code"], "repo_config_runs_programs", "{name}: {r}");
+        assert!(!h.ran());
+    }
+    // Even for a repository the operator vouches for, git fetches nothing:
+    // transports are off in command scope and lazy fetches are disabled.
+    let env = Env::new();
+    let root = env.root.canonicalize().unwrap();
+    let h = hostile_with(env.with_config(&format!("trusted_repos = [{:?}]", root.display().to_string())));
+    promisor(&h, &direct(&h));
+    let r = h.op("git.show", json!({}));
+    assert!(!h.ran(), "a lazy fetch ran a transport program: {r}");
 }
 
 #[test]

@@ -116,17 +116,20 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&job.env)?;
         Ok((files, argv, env))
     };
+    // The job ends `launch_failed` with `msg`, recorded by this supervisor.
+    let launch_failed = |msg: String| {
+        record(&store, id, |j| {
+            j.finish(End::Failed, Reason::LaunchFailed, (None, None));
+            j.error = Some(msg.clone());
+            j.supervisor_pid = Some(me);
+            j.supervisor_start = my_start;
+        })
+    };
     let ((stdout_file, stderr_file), argv, env) = match setup() {
         Ok(s) => s,
         Err(e) => {
             // Nothing started; say why instead of leaving it `preparing`.
-            let msg = format!("cannot prepare the job: {e:#}");
-            record(&store, id, |j| {
-                j.finish(End::Failed, Reason::LaunchFailed, (None, None));
-                j.error = Some(msg.clone());
-                j.supervisor_pid = Some(me);
-                j.supervisor_start = my_start;
-            })?;
+            launch_failed(format!("cannot prepare the job: {e:#}"))?;
             return Err(e);
         }
     };
@@ -143,13 +146,7 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
-            let msg = format!("cannot start {}: {e}", job.program);
-            record(&store, id, |j| {
-                j.finish(End::Failed, Reason::LaunchFailed, (None, None));
-                j.error = Some(msg.clone());
-                j.supervisor_pid = Some(me);
-                j.supervisor_start = my_start;
-            })?;
+            launch_failed(format!("cannot start {}: {e}", job.program))?;
             return Ok(());
         }
     };

@@ -182,6 +182,7 @@ pub fn runs_program(key: &str, value: &str) -> Option<&'static str> {
         ("difftool" | "mergetool", true, "cmd" | "path") => "a diff or merge tool",
         ("man" | "browser", true, "cmd" | "path") => "a viewer program",
         ("remote", true, "url" | "pushurl") if value.contains("::") => "a remote helper transport (`<helper>::`)",
+        ("url", true, "insteadof" | "pushinsteadof") if sub.is_some_and(|s| s.contains("::")) => "rewrites URLs to a remote helper transport",
         ("submodule", true, "update") if value.starts_with('!') => "a submodule update command",
         _ => return None,
     })
@@ -217,6 +218,7 @@ mod tests {
             ("core.pager", "less"),
             ("alias.st", "!sh -c x"),
             ("remote.origin.url", "ext::sh -c evil"),
+            ("url.ext::sh -c evil .insteadOf", "https://"),
             ("credential.helper", "!sh"),
         ] {
             assert!(runs_program(k, v).is_some(), "{k}");

@@ -1,23 +1,31 @@
-//! Facts about processes from `/proc`, PID-reuse safe: a pid only counts as
-//! "ours" while its start time (field 22 of `/proc/<pid>/stat`, clock ticks
-//! since boot) matches the one recorded when we started it.
+//! Facts about processes, PID-reuse safe: a pid only counts as "ours" while
+//! its start time matches the one recorded when we started it, in the same
+//! boot.
+//!
+//! The facts come from the platform, behind one small interface
+//! ([`start_time`], [`boot_id`], whether a group has a live member):
+//! [`linux`] reads `/proc`; [`macos`] asks libproc (`proc_pidinfo`,
+//! `proc_listpgrppids`) and `sysctl kern.bootsessionuuid`. Everything else
+//! here — verification, signalling, ids — is shared, and so are the tests,
+//! which exercise whichever implementation the target has.
 
-/// The start time of `pid`, or `None` if there is no such live process
-/// (zombies count as gone: they have exited).
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as platform;
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(target_os = "macos")]
+use macos as platform;
+
+/// The start time of `pid` in the platform's unit (Linux: clock ticks since
+/// boot; macOS: microseconds since the epoch), or `None` if there is no such
+/// live process (zombies count as gone: they have exited).
 pub fn start_time(pid: i64) -> Option<i64> {
     if pid <= 0 {
         return None;
     }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces and parentheses; the
-    // fields we need come after its closing parenthesis.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split(' ').collect();
-    if fields.first() == Some(&"Z") || fields.first() == Some(&"X") {
-        return None;
-    }
-    // `rest` starts at field 3 (state), so field 22 is index 19.
-    fields.get(19)?.parse().ok()
+    platform::start_time(pid)
 }
 
 /// Whether `pid` is alive and is the process that started at `start`.
@@ -29,13 +37,12 @@ pub fn alive(pid: Option<i64>, start: Option<i64>) -> bool {
     }
 }
 
-/// This boot's id (`/proc/sys/kernel/random/boot_id`), read once. A pid
-/// and a start time only identify a process within one boot: after a
-/// reboot both restart from zero and can match an unrelated process.
+/// This boot's id, read once. A pid and a start time only identify a
+/// process within one boot: after a reboot both restart from zero and can
+/// match an unrelated process.
 pub fn boot_id() -> Option<String> {
     static BOOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    BOOT.get_or_init(|| std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
-        .clone()
+    BOOT.get_or_init(|| platform::boot_id().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())).clone()
 }
 
 /// Whether `pid` is provably the process recorded as (`pid`, `start`) in
@@ -69,22 +76,7 @@ pub fn group_alive(pgid: i64) -> bool {
     // SAFETY: signal 0 only checks for existence and permission.
     let r = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
     let exists = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    exists && group_has_live_member(pgid)
-}
-
-/// Whether `/proc` lists a process of group `pgid` that is not a zombie
-/// (true when `/proc` cannot be read: then only `kill` can tell).
-fn group_has_live_member(pgid: i64) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
-    entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))).any(|e| {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
-        let Some(close) = stat.rfind(')') else { return false };
-        // After the command name: state, ppid, pgrp.
-        let mut fields = stat[close + 1..].split_ascii_whitespace();
-        let state = fields.next();
-        let group = fields.nth(1).and_then(|g| g.parse::<i64>().ok());
-        group == Some(pgid) && !matches!(state, Some("Z" | "X"))
-    })
+    exists && platform::group_has_live_member(pgid)
 }
 
 /// Send `signal` to process group `pgid` (never to group 0 or 1).
@@ -132,7 +124,7 @@ mod tests {
     fn verification_needs_the_start_time_and_this_boot() {
         let me = std::process::id() as i64;
         let start = start_time(me);
-        let boot = boot_id().expect("a Linux boot id");
+        let boot = boot_id().expect("the platform's boot id");
         assert!(verified(Some(me), start, Some(&boot)));
         assert!(verified(Some(me), start, None), "a record from before boot ids counts by start time");
         assert!(!verified(Some(me), start, Some("another-boot")), "another boot's record is never ours");
