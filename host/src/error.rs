@@ -72,6 +72,8 @@ pub enum ErrorCode {
     /// Configuration a program would read from outside the root belongs to
     /// another user or is writable by others; nothing ran.
     UntrustedConfig,
+    /// The verb is outside the calling token's allow list; nothing ran.
+    NotAllowed,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -105,6 +107,7 @@ impl ErrorCode {
         ErrorCode::RepoConfigRunsPrograms,
         ErrorCode::RepoOutsideRoot,
         ErrorCode::UntrustedConfig,
+        ErrorCode::NotAllowed,
         ErrorCode::Internal,
     ];
 
@@ -137,6 +140,7 @@ impl ErrorCode {
             ErrorCode::RepoConfigRunsPrograms => "repo_config_runs_programs",
             ErrorCode::RepoOutsideRoot => "repo_outside_root",
             ErrorCode::UntrustedConfig => "untrusted_config",
+            ErrorCode::NotAllowed => "not_allowed",
             ErrorCode::Internal => "internal",
         }
     }

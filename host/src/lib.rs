@@ -33,6 +33,7 @@ pub mod json;
 pub mod mcp;
 pub mod registry;
 pub mod runtime;
+pub mod tokens;
 pub mod trust;
 
 pub use error::{ErrorCode, OpError};

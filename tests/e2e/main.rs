@@ -13,6 +13,7 @@ mod golden;
 mod guests;
 mod hostile;
 mod hostile_repo;
+mod http;
 mod install;
 mod jobs;
 mod just;
