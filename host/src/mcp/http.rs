@@ -94,7 +94,7 @@ impl Gate {
             None => Caller { name: "local".into(), allow: None },
             Some(store) => match self.authenticate(store, &req) {
                 Ok(caller) => caller,
-                Err(resp) => return resp,
+                Err(refusal) => return refusal.response(),
             },
         };
         req.extensions_mut().insert(Arc::new(caller));
@@ -103,23 +103,38 @@ impl Gate {
 
     /// The caller named by the request's bearer token, re-reading the
     /// token file so a revocation takes effect on the next request.
-    fn authenticate(&self, store: &TokenStore, req: &Request<Incoming>) -> Result<Caller, Response<Body>> {
+    fn authenticate(&self, store: &TokenStore, req: &Request<Incoming>) -> Result<Caller, Refusal> {
         let presented = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim);
-        let Some(presented) = presented else {
-            return Err(unauthorized("missing bearer token: send `Authorization: Bearer <token>` (make one with `verbgate token add NAME`)"));
-        };
+        let presented = presented.ok_or(Refusal::Missing)?;
         match store.authenticate(presented) {
             Ok(Some(caller)) => Ok(caller),
-            Ok(None) => Err(unauthorized("invalid or revoked token")),
+            Ok(None) => Err(Refusal::Invalid),
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot read the token file; refusing the request");
-                Err(plain(StatusCode::INTERNAL_SERVER_ERROR, "the server cannot read its token file".into()))
+                Err(Refusal::Unreadable)
             }
+        }
+    }
+}
+
+/// Why a request was not let through.
+enum Refusal {
+    Missing,
+    Invalid,
+    Unreadable,
+}
+
+impl Refusal {
+    fn response(self) -> Response<Body> {
+        match self {
+            Refusal::Missing => unauthorized("missing bearer token: send `Authorization: Bearer <token>` (make one with `verbgate token add NAME`)"),
+            Refusal::Invalid => unauthorized("invalid or revoked token"),
+            Refusal::Unreadable => plain(StatusCode::INTERNAL_SERVER_ERROR, "the server cannot read its token file".into()),
         }
     }
 }
