@@ -177,6 +177,24 @@ fn missing_wrong_and_revoked_tokens_get_401_with_a_bearer_challenge() {
 }
 
 #[test]
+fn a_session_answers_only_to_the_token_that_opened_it() {
+    let env = Env::new();
+    let alice = add_token(&env, "alice", &[]);
+    let mallory = add_token(&env, "mallory", &[]);
+    let server = serve(&env, &[]);
+    let init = post(&server.addr, &[("Authorization", &bearer(&alice))], INITIALIZE.as_bytes());
+    assert_eq!(init.status, 200);
+    let id = init.header("mcp-session-id").expect("a session id").to_string();
+    let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let session = [("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
+    // Another valid token that learned the id gets what an unknown id gets.
+    let stolen = post(&server.addr, &[session[0], session[1], ("Authorization", &bearer(&mallory))], initialized);
+    assert_eq!(stolen.status, 404);
+    let own = post(&server.addr, &[session[0], session[1], ("Authorization", &bearer(&alice))], initialized);
+    assert_eq!(own.status, 202);
+}
+
+#[test]
 fn a_foreign_origin_or_host_gets_403() {
     let env = Env::new();
     let token = add_token(&env, "ci", &[]);

@@ -78,11 +78,23 @@ Create a token first (`verbgate token add NAME`, stored in {}), or bind a loopba
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// The header carrying a session id (MCP's Streamable HTTP transport).
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Past this many remembered session owners, forget those of sessions that
+/// have ended (expired or deleted).
+const OWNERS_PRUNE_AT: usize = 1024;
+
 /// The front of the server: path and token checks, then rmcp.
 #[derive(Clone)]
 struct Gate {
     mcp: StreamableHttpService<VerbgateServer, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
     tokens: Option<TokenStore>,
+    /// Which token opened each session: a session answers only to it, so
+    /// another token that learns a session id can neither read its
+    /// stream nor delete it.
+    owners: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
 }
 
 impl Gate {
@@ -97,8 +109,33 @@ impl Gate {
                 Err(refusal) => return refusal.response(),
             },
         };
+        let session = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+        if let (Some(id), Some(_)) = (&session, &self.tokens) {
+            let owner = self.owners.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
+            if owner.is_some_and(|o| o != caller.name) {
+                // The same answer as for a session that does not exist.
+                return plain(StatusCode::NOT_FOUND, "Not Found: Session not found".into());
+            }
+        }
+        let name = caller.name.clone();
         req.extensions_mut().insert(Arc::new(caller));
-        self.mcp.handle(req).await
+        let resp = self.mcp.handle(req).await;
+        if let (None, Some(_), Some(new)) = (&session, &self.tokens, resp.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
+            self.remember(new.to_string(), name).await;
+        }
+        resp
+    }
+
+    async fn remember(&self, session: String, token: String) {
+        let prune = {
+            let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+            owners.insert(session, token);
+            owners.len() > OWNERS_PRUNE_AT
+        };
+        if prune {
+            let live: std::collections::HashSet<String> = self.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect();
+            self.owners.lock().unwrap_or_else(|e| e.into_inner()).retain(|id, _| live.contains(id));
+        }
     }
 
     /// The caller named by the request's bearer token, re-reading the
@@ -164,8 +201,9 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
         .with_max_request_body_bytes(opts.max_body_bytes);
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(opts.session_idle);
-    let mcp = StreamableHttpService::new(move || Ok(VerbgateServer::new(dispatcher.clone())), Arc::new(sessions), config);
-    let gate = Gate { mcp, tokens: opts.tokens };
+    let sessions = Arc::new(sessions);
+    let mcp = StreamableHttpService::new(move || Ok(VerbgateServer::new(dispatcher.clone())), sessions.clone(), config);
+    let gate = Gate { mcp, sessions, tokens: opts.tokens, owners: Default::default() };
     loop {
         let (stream, _peer) = match listener.accept().await {
             Ok(s) => s,
