@@ -294,3 +294,26 @@ fn fifty_clients_twenty_requests_each_without_errors_share_one_job_store() {
     // The job one client spawned is visible to every other client.
     assert_eq!(v["seen_by_others"], 50, "{v}");
 }
+
+#[test]
+fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
+    let inspector = target_dir().join("inspector/node_modules/.bin/mcp-inspector");
+    assert!(inspector.exists(), "{} is missing: run `just inspector` (part of `just test`)", inspector.display());
+    // Inspector 0.15.0's CLI cannot send headers, so this is the loopback,
+    // no-token configuration.
+    let env = Env::new();
+    let server = serve(&env, &[]);
+    let run = |extra: &[&str]| -> Value {
+        let out = Command::new(&inspector).args(["--cli", &server.url, "--transport", "http"]).args(extra).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "inspector failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let tools = run(&["--method", "tools/list"]);
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 1, "{tools}");
+    assert_eq!(tools["tools"][0]["name"], "request");
+    // The inspector sends tool arguments as strings: ask for one verb's help.
+    let called = run(&["--method", "tools/call", "--tool-name", "request", "--tool-arg", "help=job.list"]);
+    assert_eq!(called["structuredContent"]["status"], "success", "{called}");
+    assert_eq!(called["structuredContent"]["help"]["verb"], "job.list", "{called}");
+}
