@@ -38,6 +38,10 @@ python-env:
     @test -x target/py/bin/python || python3 -m venv target/py
     @target/py/bin/python -c "import mcp" 2>/dev/null || target/py/bin/pip install --quiet "mcp>=2,<3"
 
+# The MCP Inspector CLI (pinned) in target/inspector, for the HTTP interop test.
+inspector:
+    @test -x target/inspector/node_modules/.bin/mcp-inspector || (mkdir -p target/inspector && cd target/inspector && npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector@0.15.0)
+
 # The Python and JavaScript guest toolchains (componentize-py, componentize-js) in target/guest-tools.
 guest-tools:
     ./scripts/guest-tools.sh
@@ -47,7 +51,7 @@ guests: guest-tools
     ./scripts/build-guests.sh
 
 # Run the whole test suite: lint, host, end-to-end, the plugins' own parsers, and the macOS build gate.
-test: build python-env guests lint
+test: build python-env inspector guests lint
     cargo test --workspace -- --test-threads 2
     cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p cargo -p verbgate-plugin-sdk --lib
     just cross

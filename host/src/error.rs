@@ -79,6 +79,8 @@ pub enum ErrorCode {
     /// A spawn was refused: `limits.max_running_jobs` jobs are already
     /// preparing or running.
     JobLimit,
+    /// The verb is outside the calling token's allow list; nothing ran.
+    NotAllowed,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -114,6 +116,7 @@ impl ErrorCode {
         ErrorCode::UntrustedConfig,
         ErrorCode::InsecureFile,
         ErrorCode::JobLimit,
+        ErrorCode::NotAllowed,
         ErrorCode::Internal,
     ];
 
@@ -148,6 +151,7 @@ impl ErrorCode {
             ErrorCode::UntrustedConfig => "untrusted_config",
             ErrorCode::InsecureFile => "insecure_file",
             ErrorCode::JobLimit => "job_limit",
+            ErrorCode::NotAllowed => "not_allowed",
             ErrorCode::Internal => "internal",
         }
     }

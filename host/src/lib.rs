@@ -34,6 +34,7 @@ pub mod mcp;
 pub mod private_files;
 pub mod registry;
 pub mod runtime;
+pub mod tokens;
 pub mod trust;
 
 pub use error::{ErrorCode, OpError};

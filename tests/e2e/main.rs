@@ -15,6 +15,7 @@ mod guests;
 mod home;
 mod hostile;
 mod hostile_repo;
+mod http;
 mod install;
 mod jobs;
 mod jobs_bounds;

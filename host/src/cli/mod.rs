@@ -11,6 +11,7 @@ mod keys;
 mod new;
 mod request;
 mod serve;
+mod token;
 mod trust;
 mod verbs;
 
@@ -71,7 +72,7 @@ impl GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve MCP over stdio: one tool, `request`.
+    /// Serve MCP over stdio (or Streamable HTTP with --http): one tool, `request`.
     Serve(serve::ServeArgs),
     /// Run one request ({"ops": [...]} or {"help": ...}) and print the JSON result.
     Request(request::RequestArgs),
@@ -95,6 +96,9 @@ enum Command {
     /// Manage the job store (terminal only, never a verb).
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// Manage bearer tokens for `serve --http` (terminal only, never a verb).
+    #[command(subcommand)]
+    Token(token::TokenCommand),
     /// Internal: supervise one job (started detached by verbgate itself).
     #[command(name = "__supervise", hide = true)]
     Supervise {
@@ -147,6 +151,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(a) => keys::verify(g, a),
         Command::Trust(c) => trust::run(g, c),
         Command::Jobs(c) => jobs::run(g, c),
+        Command::Token(c) => token::run(g, c),
         Command::Supervise { state, id } => Ok(ExitCode::from(crate::jobs::supervisor::supervise(&state, &id) as u8)),
     }
 }

@@ -2,6 +2,7 @@
 //! contract. Discovery is a call, never part of the advertised tool.
 
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 use crate::error::{ErrorCode, OpError};
 use crate::json::{near_matches, sha256_hex};
@@ -11,8 +12,12 @@ use crate::runtime::model::VerbKind;
 /// A version of the whole surface: changes whenever any reachable verb's
 /// name, schema or providing component changes.
 pub fn surface_version(registry: &Registry) -> String {
+    surface_version_of(registry.verbs())
+}
+
+fn surface_version_of<'a>(verbs: impl Iterator<Item = &'a std::sync::Arc<Verb>>) -> String {
     let mut text = String::new();
-    for v in registry.verbs() {
+    for v in verbs {
         text.push_str(&format!("{}\n{}\n{}\n", v.name, v.fingerprint, v.plugin.digest));
     }
     format!("sha256:{}", &sha256_hex(text.as_bytes())[..16])
@@ -22,20 +27,27 @@ pub fn surface_version(registry: &Registry) -> String {
 /// says which verbs need a fingerprint: the `spawn` group). Grouping keeps
 /// the catalog near 110 bytes a verb.
 pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Value {
+    catalog_for(registry, batch_cap, loading, &crate::dispatch::Caller { name: "local".into(), allow: None })
+}
+
+/// The catalog as `caller` sees it: only the verbs its allow list reaches
+/// (and a surface version over those).
+pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], caller: &crate::dispatch::Caller) -> Value {
+    let verbs = || registry.verbs().filter(|v| caller.permits(&v.name));
     let mut groups = serde_json::Map::new();
     for kind in [VerbKind::Read, VerbKind::Exec, VerbKind::Spawn, VerbKind::Control] {
-        let sigs: Vec<&str> = registry.verbs().filter(|v| v.kind == kind).map(|v| v.signature.as_str()).collect();
+        let sigs: Vec<&str> = verbs().filter(|v| v.kind == kind).map(|v| v.signature.as_str()).collect();
         if !sigs.is_empty() {
             groups.insert(kind.as_str().to_string(), json!(sigs));
         }
     }
     let mut out = json!({
-        "surface_version": surface_version(registry),
+        "surface_version": surface_version_of(verbs()),
         "batch_cap": batch_cap,
         "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"} gives its schema and schema_fingerprint",
         "fingerprint_required": ["spawn"],
         "verbs": Value::Object(groups),
-        "runs_repository_code": repo_code_patterns(registry),
+        "runs_repository_code": repo_code_patterns(verbs()),
     });
     if !loading.is_empty() {
         // Components compiling in the background: their verbs join soon,
@@ -66,9 +78,9 @@ fn runs_repo_code(v: &Verb) -> bool {
 
 /// The verbs that run repository code, compactly: `ns.*` when every verb of
 /// a namespace does, else the verb names (the catalog stays small).
-fn repo_code_patterns(registry: &Registry) -> Vec<String> {
+fn repo_code_patterns<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>) -> Vec<String> {
     let mut by_ns: std::collections::BTreeMap<&str, (Vec<&str>, bool)> = std::collections::BTreeMap::new();
-    for v in registry.verbs() {
+    for v in verbs {
         let ns = v.name.split_once('.').map_or(v.name.as_str(), |(ns, _)| ns);
         let entry = by_ns.entry(ns).or_insert((Vec::new(), true));
         if runs_repo_code(v) {

@@ -14,6 +14,7 @@
 //! schema itself appears once in the envelope's `schemas` map, however many
 //! ops failed against it.
 
+pub mod caller;
 pub mod help;
 mod host;
 pub mod kind;
@@ -35,6 +36,7 @@ use crate::registry::Registry;
 use crate::runtime::Runtime;
 use op::OpOutcome;
 use request::Request;
+pub use caller::Caller;
 
 /// Codes whose error carries the verb's schema.
 const SCHEMA_BEARING: &[ErrorCode] =
@@ -116,13 +118,19 @@ impl Dispatcher {
     /// Handle one request, counting finished ops in `observer` (the MCP
     /// transport turns the count into progress notifications).
     pub async fn handle_observed(self: &Arc<Self>, request: &Value, observer: Arc<Observer>) -> Response {
+        self.handle_as(request, observer, Caller::local()).await
+    }
+
+    /// Handle one request for `caller`: its allow list narrows what ops
+    /// and help reach (see [`caller`]).
+    pub async fn handle_as(self: &Arc<Self>, request: &Value, observer: Arc<Observer>, caller: Arc<Caller>) -> Response {
         let decoded = match request::decode(request, self.batch_cap()) {
             Ok(r) => r,
             Err(e) => return request_error(e),
         };
         match decoded {
-            Request::Catalog => success_help(help::catalog(&self.registry(), self.batch_cap(), &self.registry.loading())),
-            Request::HelpVerb(name) => match self.help_with_target(&name).await {
+            Request::Catalog => success_help(help::catalog_for(&self.registry(), self.batch_cap(), &self.registry.loading(), &caller)),
+            Request::HelpVerb(name) => match self.help_as(&name, &caller).await {
                 Ok(h) => success_help(h),
                 Err(e) => request_error(e),
             },
@@ -137,8 +145,9 @@ impl Dispatcher {
                     .map(|op| {
                         let me = Arc::clone(self);
                         let observer = Arc::clone(&observer);
+                        let caller = Arc::clone(&caller);
                         tokio::spawn(async move {
-                            let outcome = me.run_op(op).await;
+                            let outcome = me.run_op_as(op, &caller).await;
                             observer.done.fetch_add(1, Ordering::Relaxed);
                             outcome
                         })

@@ -1,5 +1,5 @@
-//! The MCP transport: exactly one tool, `request`, over stdio (rmcp, the
-//! official SDK). This module only speaks the protocol: every call goes to
+//! The MCP transport: exactly one tool, `request`, over stdio or
+//! Streamable HTTP (rmcp, the official SDK). This module only speaks the protocol: every call goes to
 //! [`crate::dispatch`], the same code `verbgate request` uses, so the two
 //! give byte-identical JSON.
 //!
@@ -8,6 +8,7 @@
 //! result with `isError: true` and a structured error object; only a call to
 //! a tool that does not exist is a protocol error.
 
+pub mod http;
 mod server;
 pub mod tool;
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::tool::{tool, TOOL_NAME};
-use crate::dispatch::{Dispatcher, Observer, Response};
+use crate::dispatch::{Caller, Dispatcher, Observer, Response};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -61,7 +61,7 @@ impl ServerHandler for VerbgateServer {
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let observer = Arc::new(Observer::default());
-        let work = self.dispatcher.handle_observed(&args, observer.clone());
+        let work = self.dispatcher.handle_as(&args, observer.clone(), caller_of(&context));
         let observed = async {
             match context.meta.get_progress_token() {
                 None => work.await,
@@ -83,6 +83,18 @@ impl ServerHandler for VerbgateServer {
         };
         Ok(result.into())
     }
+}
+
+/// The caller of a request: over HTTP, the identity the token gate put on
+/// the HTTP request (rmcp hands its parts to the handler); on stdio, the
+/// local user.
+fn caller_of(context: &RequestContext<RoleServer>) -> Arc<Caller> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+        .cloned()
+        .unwrap_or_else(Caller::local)
 }
 
 /// How often a long request reports progress.

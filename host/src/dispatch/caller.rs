@@ -1,0 +1,98 @@
+//! Who is asking: the caller identity a transport hands to dispatch, and the
+//! per-caller allow list (an HTTP token's `--allow` patterns).
+//!
+//! The operator's config `allow` already shaped the registry; a caller's
+//! allow list only narrows that surface further, for ops *and* for help, so
+//! a narrowed client can neither run nor discover a verb outside it.
+
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+use super::op::OpOutcome;
+use super::request::OpRequest;
+use super::Dispatcher;
+use crate::error::{ErrorCode, OpError};
+use crate::json::near_matches;
+use crate::registry::fence;
+
+/// The caller of one request. Carried through dispatch so that an audit
+/// trail can record who asked (none exists yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The caller's name: a token's name over HTTP, `local` on stdio and
+    /// the command line (whoever started the process).
+    pub name: String,
+    /// Verb patterns this caller may reach (`*`, `ns.*`, exact names), or
+    /// `None` for everything the registry serves.
+    pub allow: Option<Vec<String>>,
+}
+
+impl Caller {
+    /// The process's own user (stdio, `verbgate request`): no narrowing.
+    pub fn local() -> Arc<Caller> {
+        Arc::new(Caller { name: "local".into(), allow: None })
+    }
+
+    /// Whether this caller may reach the verb named `verb` (its canonical
+    /// name, not an alias).
+    pub fn permits(&self, verb: &str) -> bool {
+        fence::allowed(verb, self.allow.as_deref())
+    }
+
+    /// The error for a verb outside this caller's allow list.
+    pub fn refusal(&self, verb: &str) -> OpError {
+        OpError::new(
+            ErrorCode::NotAllowed,
+            format!("`{verb}` is outside the allow list of the token `{}`; ask the operator for a token that allows it", self.name),
+        )
+        .with("verb", verb)
+        .with("caller", self.name.as_str())
+    }
+}
+
+impl Dispatcher {
+    /// Run one op for `caller`: a verb outside the caller's allow list is
+    /// refused before anything about it runs.
+    pub(crate) async fn run_op_as(&self, req: OpRequest, caller: &Caller) -> OpOutcome {
+        if caller.allow.is_none() {
+            return self.run_op(req).await;
+        }
+        let registry = self.registry_for(&req.op).await;
+        match registry.resolve(&req.op) {
+            Some(verb) if !caller.permits(&verb.name) => {
+                let err = caller.refusal(&verb.name);
+                OpOutcome { op: req.op, verb: None, result: Err(err) }
+            }
+            Some(_) => self.run_op(req).await,
+            None => {
+                // Unknown: suggest only names this caller may reach.
+                let err = self.unknown_for(&req.op, caller);
+                OpOutcome { op: req.op, verb: None, result: Err(err) }
+            }
+        }
+    }
+
+    /// `help: "<verb>"` for `caller`.
+    pub(crate) async fn help_as(&self, name: &str, caller: &Caller) -> Result<Value, OpError> {
+        if caller.allow.is_some() {
+            let verb_name = name.split_once(':').map_or(name, |(v, _)| v);
+            let registry = self.registry_for(verb_name).await;
+            match registry.resolve(verb_name) {
+                Some(verb) if !caller.permits(&verb.name) => return Err(caller.refusal(&verb.name)),
+                Some(_) => {}
+                None => return Err(self.unknown_for(verb_name, caller)),
+            }
+        }
+        self.help_with_target(name).await
+    }
+
+    fn unknown_for(&self, name: &str, caller: &Caller) -> OpError {
+        let registry = self.registry();
+        let hints = near_matches(name, registry.verb_names().filter(|n| caller.permits(n)));
+        let msg = match hints.first() {
+            Some(h) => format!("no verb named `{name}`; did you mean `{h}`?"),
+            None => format!("no verb named `{name}`; ask {{\"help\": true}} for the catalog"),
+        };
+        OpError::new(ErrorCode::UnknownVerb, msg).with("verb", name).with("did_you_mean", json!(hints))
+    }
+}

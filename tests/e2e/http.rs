@@ -1,0 +1,319 @@
+//! `verbgate serve --http`: Streamable HTTP with bearer tokens, end to end.
+//! The real binary on a loopback port picked by the kernel (`--http
+//! 127.0.0.1:0`, the bound address read from stderr), the official Python
+//! SDK's Streamable HTTP client for whole sessions, and raw HTTP/1.1 for the
+//! gate's answers (401, 403, 413, expired sessions).
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use verbgate_tests::{target_dir, Env};
+
+/// A running `verbgate serve --http`; killed when dropped.
+struct Server {
+    child: Child,
+    /// `host:port` it is bound to.
+    addr: String,
+    /// `http://host:port/mcp`.
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(env: &Env, extra: &[&str]) -> Server {
+    let mut args = vec!["serve", "--http", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = env.cmd(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start verbgate serve --http");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent {
+                if let Some(rest) = line.split("serving MCP on ").nth(1) {
+                    let url = rest.split_whitespace().next().unwrap().to_string();
+                    let _ = tx.send(url);
+                    sent = true;
+                }
+            }
+            // Keep draining so the server never blocks on a full pipe.
+        }
+    });
+    let url = rx.recv_timeout(Duration::from_secs(120)).expect("verbgate serve --http printed its address");
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    Server { child, addr, url }
+}
+
+fn add_token(env: &Env, name: &str, allow: &[&str]) -> String {
+    let mut args = vec!["token", "add", name];
+    for a in allow {
+        args.extend_from_slice(&["--allow", a]);
+    }
+    let out = env.run_ok(&args);
+    out["token"].as_str().unwrap().to_string()
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+/// The status line and headers of one HTTP/1.1 POST to /mcp (the body,
+/// possibly an endless event stream, is not read).
+struct Head {
+    status: u16,
+    headers: Vec<(String, String)>,
+}
+
+impl Head {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+fn post(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> Head {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    // The server may answer (413) before it has read the whole body.
+    let _ = s.write_all(body);
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_string();
+    let mut lines = text.split("\r\n");
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
+    Head { status, headers }
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// Run tests/python/mcp_http.py and parse what it printed.
+fn python(args: &[&str]) -> Value {
+    let python = target_dir().join("py/bin/python");
+    assert!(python.exists(), "{} is missing: run `just python-env` (part of `just test`)", python.display());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_http.py");
+    let out = Command::new(&python).arg(&script).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "python client failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn a_python_sdk_session_over_http_runs_help_a_batch_a_job_and_reports_progress() {
+    let env = Env::with_plugin("fixture-echo");
+    let token = add_token(&env, "laptop", &[]);
+    let server = serve(&env, &[]);
+    let v = python(&["session", &server.url, &token]);
+    assert_eq!(v["tools"], json!(["request"]), "{v}");
+    assert!(v["catalog_verbs"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().starts_with("echo.job(")), "{v}");
+    // The batch: answers in order, one bad op costs only itself.
+    assert_eq!(v["batch"]["status"], "partial", "{v}");
+    assert_eq!(v["batch"]["results"][0]["result"]["argv"], json!(["one"]));
+    assert_eq!(v["batch"]["results"][1]["result"]["argv"], json!(["two"]));
+    assert_eq!(v["batch"]["results"][2]["error"]["code"], "unknown_param");
+    assert_eq!(v["batch_is_error"], false);
+    // Progress arrives on this client's own stream while a slow op runs.
+    assert_eq!(v["slow"]["status"], "success", "{v}");
+    let progress = v["progress"].as_array().unwrap();
+    assert!(!progress.is_empty(), "no progress notification for a 2.5 s request: {v}");
+    assert_eq!(progress[0]["total"], 1.0);
+    // The spawned job ran to its end and its result came back.
+    let job = &v["waited"]["results"][0]["result"];
+    assert_eq!(job["all_terminal"], true, "{v}");
+    assert_eq!(job["jobs"][0]["status"], "succeeded");
+    assert_eq!(v["result"]["results"][0]["result"]["result"]["argv"], json!(["over-http"]), "{v}");
+    // The same job is in the store `verbgate request` reads.
+    let status = env.op("job.status", json!({"id": v["job_id"]}));
+    assert_eq!(status["result"]["status"], "succeeded", "{status}");
+}
+
+#[test]
+fn missing_wrong_and_revoked_tokens_get_401_with_a_bearer_challenge() {
+    let env = Env::new();
+    let token = add_token(&env, "ci", &[]);
+    let server = serve(&env, &[]);
+    let missing = post(&server.addr, &[], INITIALIZE.as_bytes());
+    assert_eq!(missing.status, 401);
+    assert!(missing.header("www-authenticate").unwrap().starts_with("Bearer"), "{:?}", missing.headers);
+    let wrong = post(&server.addr, &[("Authorization", &bearer(&format!("{token}x")))], INITIALIZE.as_bytes());
+    assert_eq!(wrong.status, 401);
+    let not_bearer = post(&server.addr, &[("Authorization", &format!("Basic {token}"))], INITIALIZE.as_bytes());
+    assert_eq!(not_bearer.status, 401);
+    let good = post(&server.addr, &[("Authorization", &bearer(&token))], INITIALIZE.as_bytes());
+    assert_eq!(good.status, 200, "{:?}", good.headers);
+    // Revoked while the server runs: the very next request is refused.
+    env.run_ok(&["token", "revoke", "ci"]);
+    let revoked = post(&server.addr, &[("Authorization", &bearer(&token))], INITIALIZE.as_bytes());
+    assert_eq!(revoked.status, 401);
+    // The listing never shows a token, and the file holds only hashes.
+    let listed = env.run_ok(&["token", "list"]);
+    assert_eq!(listed["tokens"], json!([]));
+    let file = std::fs::read_to_string(env.home.join("tokens.json")).unwrap();
+    assert!(!file.contains(&token));
+}
+
+#[test]
+fn a_session_answers_only_to_the_token_that_opened_it() {
+    let env = Env::new();
+    let alice = add_token(&env, "alice", &[]);
+    let mallory = add_token(&env, "mallory", &[]);
+    let server = serve(&env, &[]);
+    let init = post(&server.addr, &[("Authorization", &bearer(&alice))], INITIALIZE.as_bytes());
+    assert_eq!(init.status, 200);
+    let id = init.header("mcp-session-id").expect("a session id").to_string();
+    let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let session = [("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
+    // Another valid token that learned the id gets what an unknown id gets.
+    let stolen = post(&server.addr, &[session[0], session[1], ("Authorization", &bearer(&mallory))], initialized);
+    assert_eq!(stolen.status, 404);
+    let own = post(&server.addr, &[session[0], session[1], ("Authorization", &bearer(&alice))], initialized);
+    assert_eq!(own.status, 202);
+}
+
+#[test]
+fn a_foreign_origin_or_host_gets_403() {
+    let env = Env::new();
+    let token = add_token(&env, "ci", &[]);
+    let server = serve(&env, &[]);
+    let auth = bearer(&token);
+    let foreign = post(&server.addr, &[("Authorization", &auth), ("Origin", "http://evil.example")], INITIALIZE.as_bytes());
+    assert_eq!(foreign.status, 403);
+    // A DNS-rebinding page reaches the loopback port under its own name.
+    let rebound = post(&server.addr, &[("Authorization", &auth), ("Host", "evil.example")], INITIALIZE.as_bytes());
+    assert_eq!(rebound.status, 403);
+    let local = post(&server.addr, &[("Authorization", &auth), ("Origin", "http://localhost:3000")], INITIALIZE.as_bytes());
+    assert_eq!(local.status, 200);
+    // An origin the operator allowed.
+    drop(server);
+    let server = serve(&env, &["--allow-origin", "https://app.example:443", "--allow-host", "gate.example"]);
+    let allowed = post(&server.addr, &[("Authorization", &auth), ("Origin", "https://app.example"), ("Host", "gate.example")], INITIALIZE.as_bytes());
+    assert_eq!(allowed.status, 200);
+    let other = post(&server.addr, &[("Authorization", &auth), ("Origin", "https://evil.example")], INITIALIZE.as_bytes());
+    assert_eq!(other.status, 403);
+}
+
+#[test]
+fn oversized_bodies_get_413_and_idle_sessions_expire() {
+    let env = Env::new();
+    let server = serve(&env, &["--max-body-bytes", "4096", "--session-idle-secs", "1"]);
+    let big = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(64 * 1024));
+    assert_eq!(post(&server.addr, &[], big.as_bytes()).status, 413);
+    // A session, then silence past the idle limit: the session is gone.
+    let init = post(&server.addr, &[], INITIALIZE.as_bytes());
+    assert_eq!(init.status, 200);
+    let id = init.header("mcp-session-id").expect("a session id").to_string();
+    let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let live = post(&server.addr, &[("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "2025-06-18")], initialized);
+    assert_eq!(live.status, 202);
+    // Any request is activity, so stay silent well past the limit (4x),
+    // then ask once.
+    std::thread::sleep(Duration::from_secs(4));
+    let ping = br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let later = post(&server.addr, &[("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "2025-06-18")], ping);
+    assert_eq!(later.status, 404, "the idle session is still there");
+}
+
+#[test]
+fn binding_all_interfaces_without_tokens_refuses_to_start() {
+    let env = Env::new();
+    let out = env.cmd(&["serve", "--http", "0.0.0.0:0"]).stdin(Stdio::null()).output().unwrap();
+    assert!(!out.status.success());
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("without authentication") && text.contains("verbgate token add"), "{text}");
+    // With a token it starts (and demands it).
+    let token = add_token(&env, "remote", &[]);
+    let mut child = env.cmd(&["serve", "--http", "0.0.0.0:0"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains("serving MCP on http://0.0.0.0:") && line.contains("bearer tokens required"), "{line}");
+    assert!(!token.is_empty());
+}
+
+#[test]
+fn one_tokens_allow_list_is_enforced_while_anothers_is_not() {
+    let env = Env::with_plugin("fixture-echo");
+    let narrow = add_token(&env, "narrow", &["job.*"]);
+    let wide = add_token(&env, "wide", &[]);
+    let server = serve(&env, &[]);
+    let n = python(&["probe", &server.url, &narrow]);
+    let catalog: Vec<&str> = n["catalog_verbs"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert!(catalog.iter().all(|s| s.starts_with("job.")), "the narrow catalog lists {catalog:?}");
+    assert!(catalog.iter().any(|s| s.starts_with("job.list(")), "{catalog:?}");
+    assert_eq!(n["help_echo_is_error"], true, "{n}");
+    assert_eq!(n["help_echo"]["error"]["code"], "not_allowed", "{n}");
+    let ops = &n["ops"]["results"];
+    assert_eq!(ops[0]["error"]["code"], "not_allowed", "{n}");
+    assert_eq!(ops[0]["error"]["caller"], "narrow");
+    // An alias of a refused verb is the same verb.
+    assert_eq!(ops[1]["error"]["code"], "not_allowed", "{n}");
+    assert_eq!(ops[1]["error"]["verb"], "echo.argv");
+    assert_eq!(ops[2]["ok"], true, "{n}");
+    let w = python(&["probe", &server.url, &wide]);
+    assert!(w["catalog_verbs"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().starts_with("echo.argv(")), "{w}");
+    assert_eq!(w["help_echo_is_error"], false, "{w}");
+    let ops = &w["ops"]["results"];
+    assert_eq!((ops[0]["ok"].clone(), ops[1]["ok"].clone(), ops[2]["ok"].clone()), (json!(true), json!(true), json!(true)), "{w}");
+    assert_eq!(ops[1]["result"]["argv"], json!(["alias"]));
+}
+
+#[test]
+fn fifty_clients_twenty_requests_each_without_errors_share_one_job_store() {
+    let env = Env::with_plugin("fixture-echo");
+    let token = add_token(&env, "load", &[]);
+    let server = serve(&env, &[]);
+    let v = python(&["load", &server.url, &token, "50", "20"]);
+    eprintln!("load over HTTP: {v}");
+    assert_eq!(v["error_count"], 0, "{v}");
+    assert_eq!(v["requests"], 1000, "{v}");
+    // The job one client spawned is visible to every other client.
+    assert_eq!(v["seen_by_others"], 50, "{v}");
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
+    let inspector = target_dir().join("inspector/node_modules/.bin/mcp-inspector");
+    assert!(inspector.exists(), "{} is missing: run `just inspector` (part of `just test`)", inspector.display());
+    // Inspector 0.15.0's CLI cannot send headers, so this is the loopback,
+    // no-token configuration.
+    let env = Env::new();
+    let server = serve(&env, &[]);
+    let run = |extra: &[&str]| -> Value {
+        let out = Command::new(&inspector).args(["--cli", &server.url, "--transport", "http"]).args(extra).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "inspector failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let tools = run(&["--method", "tools/list"]);
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 1, "{tools}");
+    assert_eq!(tools["tools"][0]["name"], "request");
+    // The inspector sends tool arguments as strings: ask for one verb's help.
+    let called = run(&["--method", "tools/call", "--tool-name", "request", "--tool-arg", "help=job.list"]);
+    assert_eq!(called["structuredContent"]["status"], "success", "{called}");
+    assert_eq!(called["structuredContent"]["help"]["verb"], "job.list", "{called}");
+}
