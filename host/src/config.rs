@@ -131,22 +131,36 @@ fn check_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>)
         bail!("limits.plugin_concurrent_calls must be at least 1");
     }
     if limits.plugin_memory_mib > limits.plugin_memory_cap_mib {
-        bail!("limits.plugin_memory_mib = {} exceeds limits.plugin_memory_cap_mib = {}; raise the cap or lower the default", limits.plugin_memory_mib, limits.plugin_memory_cap_mib);
+        bail!(
+            "limits.plugin_memory_mib = {} exceeds limits.plugin_memory_cap_mib = {}; raise the cap or lower the default",
+            limits.plugin_memory_mib,
+            limits.plugin_memory_cap_mib
+        );
     }
     if limits.plugin_timeout_ms > limits.plugin_timeout_cap_ms {
-        bail!("limits.plugin_timeout_ms = {} exceeds limits.plugin_timeout_cap_ms = {}; raise the cap or lower the default", limits.plugin_timeout_ms, limits.plugin_timeout_cap_ms);
+        bail!(
+            "limits.plugin_timeout_ms = {} exceeds limits.plugin_timeout_cap_ms = {}; raise the cap or lower the default",
+            limits.plugin_timeout_ms,
+            limits.plugin_timeout_cap_ms
+        );
     }
     check_plugin_bounds(limits)?;
     check_job_limits(limits)?;
     for (name, c) in components {
         if let Some(m) = c.memory_mib {
             if m == 0 || m > limits.plugin_memory_cap_mib {
-                bail!("components.{name}.memory_mib = {m} is outside 1..={} (limits.plugin_memory_cap_mib); lower it or raise the cap", limits.plugin_memory_cap_mib);
+                bail!(
+                    "components.{name}.memory_mib = {m} is outside 1..={} (limits.plugin_memory_cap_mib); lower it or raise the cap",
+                    limits.plugin_memory_cap_mib
+                );
             }
         }
         if let Some(t) = c.timeout_ms {
             if t == 0 || t > limits.plugin_timeout_cap_ms {
-                bail!("components.{name}.timeout_ms = {t} is outside 1..={} (limits.plugin_timeout_cap_ms); lower it or raise the cap", limits.plugin_timeout_cap_ms);
+                bail!(
+                    "components.{name}.timeout_ms = {t} is outside 1..={} (limits.plugin_timeout_cap_ms); lower it or raise the cap",
+                    limits.plugin_timeout_cap_ms
+                );
             }
         }
     }
@@ -190,17 +204,18 @@ fn check_job_limits(limits: &Limits) -> Result<()> {
         }
     }
     if limits.job_timeout_ms > limits.job_timeout_max_ms {
-        bail!("limits.job_timeout_ms = {} exceeds limits.job_timeout_max_ms = {}; raise the maximum or lower the default", limits.job_timeout_ms, limits.job_timeout_max_ms);
+        bail!(
+            "limits.job_timeout_ms = {} exceeds limits.job_timeout_max_ms = {}; raise the maximum or lower the default",
+            limits.job_timeout_ms,
+            limits.job_timeout_max_ms
+        );
     }
     Ok(())
 }
 
 /// Environment variables passed to programs by default (everything else is
 /// cleared). `env_allow` in the config replaces this list.
-pub const DEFAULT_ENV_ALLOW: &[&str] = &[
-    "PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "CARGO_HOME",
-    "RUSTUP_HOME", "RUSTUP_TOOLCHAIN",
-];
+pub const DEFAULT_ENV_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"];
 
 /// `verbgate.toml` as written by an operator.
 #[derive(Debug, Default, Deserialize)]
@@ -277,10 +292,8 @@ impl Config {
         crate::private_files::check_home(&home, file_path.as_deref())?;
         let file = match &file_path {
             Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .with_context(|| format!("cannot read config file {}", p.display()))?;
-                toml::from_str::<FileConfig>(&text)
-                    .with_context(|| format!("invalid config file {}", p.display()))?
+                let text = std::fs::read_to_string(p).with_context(|| format!("cannot read config file {}", p.display()))?;
+                toml::from_str::<FileConfig>(&text).with_context(|| format!("invalid config file {}", p.display()))?
             }
             None => FileConfig::default(),
         };
@@ -288,9 +301,7 @@ impl Config {
             Some(r) => r,
             None => std::env::current_dir().context("cannot read the current directory")?,
         };
-        let root = root
-            .canonicalize()
-            .with_context(|| format!("root directory {} does not exist", root.display()))?;
+        let root = root.canonicalize().with_context(|| format!("root directory {} does not exist", root.display()))?;
         if !root.is_dir() {
             bail!("root {} is not a directory", root.display());
         }
@@ -313,9 +324,7 @@ impl Config {
             root,
             allow: file.allow,
             plugin_dirs,
-            env_allow: file
-                .env_allow
-                .unwrap_or_else(|| DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect()),
+            env_allow: file.env_allow.unwrap_or_else(|| DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect()),
             limits: file.limits,
             programs: file.programs,
             components: file.components,
@@ -401,7 +410,10 @@ mod tests {
     #[test]
     fn job_limits_default_and_are_checked() {
         let d = Limits::default();
-        assert_eq!((d.max_running_jobs, d.job_output_bytes, d.job_timeout_ms, d.job_timeout_max_ms, d.job_retain_days, d.job_retain_count), (16, 64 << 20, 3_600_000, 86_400_000, 14, 1000));
+        assert_eq!(
+            (d.max_running_jobs, d.job_output_bytes, d.job_timeout_ms, d.job_timeout_max_ms, d.job_retain_days, d.job_retain_count),
+            (16, 64 << 20, 3_600_000, 86_400_000, 14, 1000)
+        );
         let none = BTreeMap::new();
         let f: FileConfig = toml::from_str("[limits]\nmax_running_jobs = 0").unwrap();
         assert!(check_limits(&f.limits, &none).unwrap_err().to_string().contains("limits.max_running_jobs"));

@@ -46,13 +46,7 @@ impl InsecureFile {
 
 impl fmt::Display for InsecureFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {}; verbgate does not trust files another user could have written (fix: {})",
-            self.path.display(),
-            self.problem,
-            self.fix
-        )
+        write!(f, "{} {}; verbgate does not trust files another user could have written (fix: {})", self.path.display(), self.problem, self.fix)
     }
 }
 
@@ -122,8 +116,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<()> {
     }
     check_private(dir, &meta)?;
     if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).with_context(|| format!("cannot make {} private", dir.display()))?;
     }
     Ok(())
 }
@@ -131,9 +124,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<()> {
 /// `n` bytes from the system's random source.
 pub fn random_bytes(n: usize) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; n];
-    File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .context("cannot read random bytes from /dev/urandom")?;
+    File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).context("cannot read random bytes from /dev/urandom")?;
     Ok(buf)
 }
 
@@ -165,15 +156,13 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Returns false when `path` already existed.
 pub fn create_private_file_once(path: &Path, bytes: &[u8]) -> Result<bool> {
     let (tmp, mut file) = create_exclusive_temp(path, 0o600)?;
-    let result = file
-        .write_all(bytes)
-        .and_then(|_| file.sync_all())
-        .with_context(|| format!("cannot write {}", tmp.display()))
-        .and_then(|_| match std::fs::hard_link(&tmp, path) {
+    let result = file.write_all(bytes).and_then(|_| file.sync_all()).with_context(|| format!("cannot write {}", tmp.display())).and_then(|_| {
+        match std::fs::hard_link(&tmp, path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(e).with_context(|| format!("cannot create {}", path.display())),
-        });
+        }
+    });
     let _ = std::fs::remove_file(&tmp);
     result
 }
@@ -184,13 +173,7 @@ fn create_exclusive_temp(path: &Path, mode: u32) -> Result<(PathBuf, File)> {
     let mut last = None;
     for _ in 0..8 {
         let tmp = dir.join(format!(".{name}.{}.tmp", hex::encode(random_bytes(8)?)));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&tmp)
-        {
+        match OpenOptions::new().write(true).create_new(true).mode(mode).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(&tmp) {
             Ok(f) => return Ok((tmp, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e).with_context(|| format!("cannot create {}", tmp.display())),
@@ -224,11 +207,7 @@ impl fmt::Display for ReadRefusal {
 /// regular file of at most `cap` bytes, owned by the user and not writable
 /// by group or others. Never reads more than `cap + 1` bytes.
 pub fn read_regular_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadRefusal> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)
-    {
+    let file = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadRefusal::Missing),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
@@ -247,9 +226,7 @@ pub fn read_regular_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadRefusal
         return Err(ReadRefusal::Refused(format!("{} (fix: {})", e.problem, e.fix)));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ReadRefusal::Refused(format!("cannot be read ({e})")))?;
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| ReadRefusal::Refused(format!("cannot be read ({e})")))?;
     if bytes.len() as u64 > cap {
         return Err(ReadRefusal::Refused(format!("grew past the {cap}-byte cap while being read")));
     }

@@ -79,7 +79,10 @@ impl TokenStore {
         if let Some(patterns) = &allow {
             for p in patterns {
                 let exact_or_ns = p.strip_suffix(".*").unwrap_or(p);
-                if p != "*" && crate::registry::fence::name_problem(exact_or_ns).is_some() && crate::registry::fence::name_problem(&format!("{exact_or_ns}.x")).is_some() {
+                if p != "*"
+                    && crate::registry::fence::name_problem(exact_or_ns).is_some()
+                    && crate::registry::fence::name_problem(&format!("{exact_or_ns}.x")).is_some()
+                {
                     bail!("`{p}` is not an allow pattern (use `*`, `namespace.*` or a verb name like `git.status`)");
                 }
             }

@@ -34,8 +34,11 @@ fn arb_json() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(5, 64, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((prop_oneof![Just("op".to_string()), Just("ops".to_string()), Just("args".to_string()), Just("help".to_string()), ".{0,6}"], inner), 0..6)
-                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            prop::collection::vec(
+                (prop_oneof![Just("op".to_string()), Just("ops".to_string()), Just("args".to_string()), Just("help".to_string()), ".{0,6}"], inner),
+                0..6
+            )
+            .prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]
     })
 }

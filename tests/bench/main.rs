@@ -34,7 +34,11 @@ struct Row {
 
 impl Row {
     fn ratio(&self) -> f64 {
-        if self.baseline == 0.0 { f64::NAN } else { self.value / self.baseline }
+        if self.baseline == 0.0 {
+            f64::NAN
+        } else {
+            self.value / self.baseline
+        }
     }
     fn met(&self) -> Option<bool> {
         self.goal.map(|(op, g)| match op {
@@ -166,11 +170,15 @@ async fn tool_bytes(n: usize) -> Result<Row> {
     let verbs: Vec<_> = registry.verbs().take(n).collect();
     anyhow::ensure!(verbs.len() == n, "only {} verbs loaded", verbs.len());
     let ours = serde_json::to_string(&verbgate::mcp::tool::tool(8))?.len() as f64;
-    let per_verb: usize = verbs
-        .iter()
-        .map(|v| json!({"name": v.name, "description": v.summary, "inputSchema": v.params_schema}).to_string().len())
-        .sum();
-    Ok(Row { figure: format!("tools/list bytes, {n} verbs"), value: ours, unit: "B", baseline_name: "one tool per verb".into(), baseline: per_verb as f64, goal: Some(("<=", 1500.0)) })
+    let per_verb: usize = verbs.iter().map(|v| json!({"name": v.name, "description": v.summary, "inputSchema": v.params_schema}).to_string().len()).sum();
+    Ok(Row {
+        figure: format!("tools/list bytes, {n} verbs"),
+        value: ours,
+        unit: "B",
+        baseline_name: "one tool per verb".into(),
+        baseline: per_verb as f64,
+        goal: Some(("<=", 1500.0)),
+    })
 }
 
 /// Catalog bytes per verb vs the full schema per verb.
@@ -181,7 +189,14 @@ async fn catalog_bytes() -> Result<Row> {
     let n = registry.verbs().count() as f64;
     let ours = cat["help"]["verbs"].to_string().len() as f64 / n;
     let full: usize = registry.verbs().map(|v| v.params_schema.to_string().len() + v.name.len()).sum();
-    Ok(Row { figure: "catalog bytes per verb (bundled)".into(), value: ours, unit: "B", baseline_name: "full schema per verb".into(), baseline: full as f64 / n, goal: Some(("<=", 120.0)) })
+    Ok(Row {
+        figure: "catalog bytes per verb (bundled)".into(),
+        value: ours,
+        unit: "B",
+        baseline_name: "full schema per verb".into(),
+        baseline: full as f64 / n,
+        goal: Some(("<=", 120.0)),
+    })
 }
 
 /// Host overhead of one component verb op without its subprocess.
@@ -224,7 +239,14 @@ async fn overhead() -> Result<Row> {
         std::hint::black_box((argv, out));
         floor.push(t.elapsed().as_secs_f64() * 1e6);
     }
-    Ok(Row { figure: "host overhead per component op (no subprocess)".into(), value: median(ours), unit: "µs", baseline_name: "same logic native".into(), baseline: median(floor), goal: Some(("<=", 100.0)) })
+    Ok(Row {
+        figure: "host overhead per component op (no subprocess)".into(),
+        value: median(ours),
+        unit: "µs",
+        baseline_name: "same logic native".into(),
+        baseline: median(floor),
+        goal: Some(("<=", 100.0)),
+    })
 }
 
 /// git.status end to end vs the same argv run directly.
@@ -247,7 +269,14 @@ async fn exec_end_to_end() -> Result<Row> {
         direct.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let (o, b) = (median(ours), median(direct));
-    Ok(Row { figure: "git.status end to end".into(), value: o, unit: "ms", baseline_name: "same git argv run directly".into(), baseline: b, goal: Some(("<=", 1.10 * b)) })
+    Ok(Row {
+        figure: "git.status end to end".into(),
+        value: o,
+        unit: "ms",
+        baseline_name: "same git argv run directly".into(),
+        baseline: b,
+        goal: Some(("<=", 1.10 * b)),
+    })
 }
 
 /// Where git.status's time goes (`VERBGATE_BENCH_EXEC_BREAKDOWN=1`): the
@@ -261,7 +290,16 @@ async fn exec_breakdown() -> Result<()> {
     let plan = d.handle(&dry).await.body;
     let argv: Vec<String> = serde_json::from_value(plan["results"][0]["result"]["plan"]["command"]["argv"].clone())?;
     let env = [("PATH".to_string(), std::env::var("PATH").unwrap_or_default()), ("GIT_OPTIONAL_LOCKS".to_string(), "0".to_string())].into_iter().collect();
-    let p = Prepared { name: "git".into(), program: git.clone(), argv: argv.clone(), cwd: home.root.clone(), env, stdin: None, timeout: Duration::from_secs(60), truncate_stdout: false };
+    let p = Prepared {
+        name: "git".into(),
+        program: git.clone(),
+        argv: argv.clone(),
+        cwd: home.root.clone(),
+        env,
+        stdin: None,
+        timeout: Duration::from_secs(60),
+        truncate_stdout: false,
+    };
     let (mut dry_us, mut runner, mut std_ms) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..200 {
         let t = Instant::now();
@@ -292,18 +330,36 @@ fn cold_start(home: &Home) -> Result<f64> {
 }
 
 fn start_rows() -> Result<Vec<Row>> {
-    let floor = median((0..10).map(|_| {
-        let t = Instant::now();
-        let _ = Command::new(bin_dir().join("verbgate")).arg("--version").output();
-        t.elapsed().as_secs_f64() * 1e3
-    }).collect());
+    let floor = median(
+        (0..10)
+            .map(|_| {
+                let t = Instant::now();
+                let _ = Command::new(bin_dir().join("verbgate")).arg("--version").output();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    );
     let warm_home = Home::new(&[], "")?;
     cold_start(&warm_home)?;
     let warm = median((0..10).map(|_| cold_start(&warm_home).unwrap_or(f64::NAN)).collect());
     let cold = median((0..3).map(|_| Home::new(&[], "").and_then(|h| cold_start(&h)).unwrap_or(f64::NAN)).collect());
     Ok(vec![
-        Row { figure: "start to tools/list, warm compile cache".into(), value: warm, unit: "ms", baseline_name: "`verbgate --version` process".into(), baseline: floor, goal: Some(("<=", 100.0)) },
-        Row { figure: "start to tools/list, cold compile cache".into(), value: cold, unit: "ms", baseline_name: "`verbgate --version` process".into(), baseline: floor, goal: None },
+        Row {
+            figure: "start to tools/list, warm compile cache".into(),
+            value: warm,
+            unit: "ms",
+            baseline_name: "`verbgate --version` process".into(),
+            baseline: floor,
+            goal: Some(("<=", 100.0)),
+        },
+        Row {
+            figure: "start to tools/list, cold compile cache".into(),
+            value: cold,
+            unit: "ms",
+            baseline_name: "`verbgate --version` process".into(),
+            baseline: floor,
+            goal: None,
+        },
     ])
 }
 
@@ -323,7 +379,14 @@ async fn wake_latency() -> Result<Row> {
         let ended = st["results"][0]["result"]["ended_ms"].as_i64().context("ended")?;
         lat.push((returned - ended) as f64);
     }
-    Ok(Row { figure: "job.wait wake latency after exit (poll 1 s)".into(), value: median(lat), unit: "ms", baseline_name: "poll interval".into(), baseline: 1000.0, goal: Some(("<=", 50.0)) })
+    Ok(Row {
+        figure: "job.wait wake latency after exit (poll 1 s)".into(),
+        value: median(lat),
+        unit: "ms",
+        baseline_name: "poll interval".into(),
+        baseline: 1000.0,
+        goal: Some(("<=", 50.0)),
+    })
 }
 
 /// 16-op batches of job.status over stdio MCP vs the same via CLI processes.
@@ -354,7 +417,14 @@ async fn batch_throughput() -> Result<Row> {
         anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     }
     let cli = (m * 16) as f64 / t.elapsed().as_secs_f64();
-    Ok(Row { figure: "16-op job.status batches over stdio MCP".into(), value: ours, unit: "ops/s", baseline_name: "same batches, one CLI process each".into(), baseline: cli, goal: Some((">=", 5000.0)) })
+    Ok(Row {
+        figure: "16-op job.status batches over stdio MCP".into(),
+        value: ours,
+        unit: "ops/s",
+        baseline_name: "same batches, one CLI process each".into(),
+        baseline: cli,
+        goal: Some((">=", 5000.0)),
+    })
 }
 
 fn rss_kib(pid: u32) -> f64 {
@@ -385,8 +455,22 @@ fn idle_rss() -> Result<Vec<Row>> {
     let _ = cat.kill();
     let _ = cat.wait();
     Ok(vec![
-        Row { figure: "idle RSS, bundled components loaded (warm cache)".into(), value: warm, unit: "MiB", baseline_name: "an idle `cat`".into(), baseline: base, goal: Some(("<=", 40.0)) },
-        Row { figure: "idle RSS, first start (components compiled)".into(), value: cold, unit: "MiB", baseline_name: "an idle `cat`".into(), baseline: base, goal: Some(("<=", 40.0)) },
+        Row {
+            figure: "idle RSS, bundled components loaded (warm cache)".into(),
+            value: warm,
+            unit: "MiB",
+            baseline_name: "an idle `cat`".into(),
+            baseline: base,
+            goal: Some(("<=", 40.0)),
+        },
+        Row {
+            figure: "idle RSS, first start (components compiled)".into(),
+            value: cold,
+            unit: "MiB",
+            baseline_name: "an idle `cat`".into(),
+            baseline: base,
+            goal: Some(("<=", 40.0)),
+        },
     ])
 }
 
@@ -405,7 +489,15 @@ fn machine() -> String {
 }
 
 fn fmt(v: f64) -> String {
-    if v.is_nan() { "n/a".into() } else if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") }
+    if v.is_nan() {
+        "n/a".into()
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 #[tokio::main]
@@ -433,14 +525,30 @@ async fn main() -> Result<()> {
     let mut table = String::from("| figure | value | baseline (same run) | ratio | goal | met |\n|---|---|---|---|---|---|\n");
     for r in &rows {
         let goal = r.goal.map(|(op, g)| format!("{op} {} {}", fmt(g), r.unit)).unwrap_or_else(|| "—".into());
-        let met = match r.met() { Some(true) => "met", Some(false) => "NOT met", None => "—" };
-        table.push_str(&format!("| {} | {} {} | {}: {} {} | {} | {goal} | {met} |\n", r.figure, fmt(r.value), r.unit, r.baseline_name, fmt(r.baseline), r.unit, fmt(r.ratio())));
+        let met = match r.met() {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "—",
+        };
+        table.push_str(&format!(
+            "| {} | {} {} | {}: {} {} | {} | {goal} | {met} |\n",
+            r.figure,
+            fmt(r.value),
+            r.unit,
+            r.baseline_name,
+            fmt(r.baseline),
+            r.unit,
+            fmt(r.ratio())
+        ));
     }
     let machine = machine();
     println!("verbgate benchmarks — {machine}\n\n{table}");
     let out_dir = Path::new("target/bench");
     std::fs::create_dir_all(out_dir)?;
-    std::fs::write(out_dir.join("results.json"), serde_json::to_string_pretty(&json!({ "machine": machine, "rows": rows.iter().map(Row::json).collect::<Vec<_>>() }))?)?;
+    std::fs::write(
+        out_dir.join("results.json"),
+        serde_json::to_string_pretty(&json!({ "machine": machine, "rows": rows.iter().map(Row::json).collect::<Vec<_>>() }))?,
+    )?;
     let md = format!(
         "# Benchmarks\n\nProduced by `just bench` (release build) on: {machine}.\nEach figure sits beside a baseline measured in the same run; the ratio is figure ÷ baseline.\nRaw numbers: `target/bench/results.json`.\n\n{table}\nNotes:\n- `tools/list` bytes do not depend on the verbs loaded (one tool); the baseline is what one tool per verb would advertise.\n- The git.status goal is 1.10 × the direct run of the same argv. `VERBGATE_BENCH_EXEC_BREAKDOWN=1 target/release/verbgate-bench` splits it: the host's process runner alone is as fast as std's `Command::output`; the rest is the op around the program (plan, prepare, map-result, result schema, envelope, one task hand-off), about 0.3 ms on this machine.\n- Plugin instances come from wasmtime's pooling allocator (memories, tables and fiber stacks reused; touched pages reset through PAGEMAP_SCAN): a fresh instance per call without an mmap/munmap per call.\n- Wake latency is the time from the job's recorded end to `job.wait` returning, with a 1 s poll interval.\n"
     );

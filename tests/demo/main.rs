@@ -47,7 +47,10 @@ async fn main() -> Result<()> {
     println!("keygen: {}", key["key_id"]);
     verbgate(&home, &["trust", "add", key["public_key"].as_str().unwrap(), "--name", "demo author"])?;
     let signed = plugins.join("fixture-echo.wasm");
-    let sig = verbgate(&home, &["sign", component("fixture-echo").to_str().unwrap(), "--key", key["secret_key"].as_str().unwrap(), "--out", signed.to_str().unwrap()])?;
+    let sig = verbgate(
+        &home,
+        &["sign", component("fixture-echo").to_str().unwrap(), "--key", key["secret_key"].as_str().unwrap(), "--out", signed.to_str().unwrap()],
+    )?;
     println!("signed: {} by {}", sig["file"], sig["signer"]);
     let fixture_cli = bin_dir().join("verbgate-fixture-cli");
     std::fs::write(home.join("verbgate.toml"), format!("[programs]\nverbgate-fixture-cli = {:?}\n", fixture_cli.display().to_string()))?;
@@ -59,14 +62,21 @@ async fn main() -> Result<()> {
 
     let tools = session.tools().await?;
     let tool_bytes = serde_json::to_string(&tools[0])?.len();
-    show("tools/list (one tool, whatever is loaded)", &json!({"method": "tools/list"}), &json!({ "tools": tools.len(), "name": tools[0]["name"], "bytes": tool_bytes, "description": tools[0]["description"] }));
+    show(
+        "tools/list (one tool, whatever is loaded)",
+        &json!({"method": "tools/list"}),
+        &json!({ "tools": tools.len(), "name": tools[0]["name"], "bytes": tool_bytes, "description": tools[0]["description"] }),
+    );
 
     let steps = [
         ("the catalog", json!({"help": true})),
         ("one verb's contract", json!({"help": "git.log"})),
         ("git.status and git.log in one batch", json!({"ops": [{"op": "git.status"}, {"op": "git.log", "args": {"limit": 3}}]})),
         ("a typo is named, with the schema to fix it", json!({"ops": [{"op": "git.log", "args": {"limt": 3}}]})),
-        ("option injection never reaches a program", json!({"ops": [{"op": "git.log", "args": {"rev": "--output=/tmp/pwned"}}, {"op": "echo.argv", "args": {"flag": "--upload-pack=evil", "tail": ["-c"]}}]})),
+        (
+            "option injection never reaches a program",
+            json!({"ops": [{"op": "git.log", "args": {"rev": "--output=/tmp/pwned"}}, {"op": "echo.argv", "args": {"flag": "--upload-pack=evil", "tail": ["-c"]}}]}),
+        ),
         ("dry_run shows the plan without running it", json!({"ops": [{"op": "git.log", "args": {"limit": 1, "path": "README.md"}, "dry_run": true}]})),
     ];
     for (title, request) in steps {
@@ -77,7 +87,11 @@ async fn main() -> Result<()> {
     // A job: cargo.check of one small package of this workspace.
     let help = json!({"help": "cargo.check"});
     let contract = session.request(help.clone()).await?.structured;
-    show("cargo.check's contract (spawn verbs need its fingerprint)", &help, &json!({ "signature": contract["help"]["signature"], "schema_fingerprint": contract["help"]["schema_fingerprint"] }));
+    show(
+        "cargo.check's contract (spawn verbs need its fingerprint)",
+        &help,
+        &json!({ "signature": contract["help"]["signature"], "schema_fingerprint": contract["help"]["schema_fingerprint"] }),
+    );
     let fp = contract["help"]["schema_fingerprint"].clone();
     let spawn = json!({"ops": [{"op": "cargo.check", "args": {"package": "verbgate-fixture-cli"}, "schema_fingerprint": fp}]});
     let started = session.request(spawn.clone()).await?.structured;

@@ -48,7 +48,8 @@ fn dev(env: &Env, dir: &Path, lang: &str) -> (i32, Value) {
     build_env(&mut c, lang);
     let out = c.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("dev printed non-JSON ({e}): {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let v: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("dev printed non-JSON ({e}): {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code().unwrap_or(-1), v)
 }
 

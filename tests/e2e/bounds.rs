@@ -38,7 +38,8 @@ fn timed(env: &Env, request: &Value) -> (Value, usize, Duration) {
     let _ = writer.join().unwrap();
     assert!(out.status.code().is_some(), "verbgate did not answer within {:?} and was killed", HANG * 6);
     let elapsed = started.elapsed();
-    let body: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(2000)])));
+    let body: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(2000)])));
     (body, out.stdout.len(), elapsed)
 }
 

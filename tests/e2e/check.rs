@@ -94,10 +94,7 @@ fn each_lint_code_fires_on_its_fixture_verb() {
         ("lint.noprograms", "no_programs", None),
     ];
     for (verb, code, pointer) in expect {
-        let f = findings
-            .iter()
-            .find(|f| f["verb"] == verb && f["code"] == code)
-            .unwrap_or_else(|| panic!("no `{code}` finding for {verb}: {out}"));
+        let f = findings.iter().find(|f| f["verb"] == verb && f["code"] == code).unwrap_or_else(|| panic!("no `{code}` finding for {verb}: {out}"));
         assert!(!f["fix"].as_str().unwrap().is_empty() && !f["fix"].as_str().unwrap().contains('\n'), "{f}");
         if let Some(p) = pointer {
             assert_eq!(f["pointer"], p, "{f}");
@@ -142,7 +139,8 @@ fn a_wasi_http_import_is_refused_with_its_name() {
     let dest = env.plugins.join("http.wasm");
     env.run_ok(&["sign", unsigned.to_str().unwrap(), "--key", env.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
     let verbs = env.verbs();
-    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap().ends_with("http.wasm")).unwrap_or_else(|| panic!("{verbs}"));
+    let refusal =
+        verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap().ends_with("http.wasm")).unwrap_or_else(|| panic!("{verbs}"));
     assert_eq!(refusal["code"], "import_outside_policy", "{refusal}");
     assert!(refusal["reason"].as_str().unwrap().contains("wasi:http/outgoing-handler@0.2.0"), "{refusal}");
 }

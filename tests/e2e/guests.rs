@@ -43,10 +43,7 @@ fn python_and_js_guests_answer_exactly_like_the_rust_one() {
     ];
     let langs = [("echo", "fixture-echo"), ("pyecho", "py-echo"), ("jsecho", "js-echo")];
     for (verb, args) in &calls {
-        let answers: Vec<String> = langs
-            .iter()
-            .map(|(ns, plugin)| neutral(&env.op(&format!("{ns}.{verb}"), args.clone()), ns, plugin))
-            .collect();
+        let answers: Vec<String> = langs.iter().map(|(ns, plugin)| neutral(&env.op(&format!("{ns}.{verb}"), args.clone()), ns, plugin)).collect();
         assert_eq!(answers[0], answers[1], "Python differs from Rust for {verb} {args}");
         assert_eq!(answers[0], answers[2], "JavaScript differs from Rust for {verb} {args}");
     }
@@ -69,10 +66,8 @@ fn hostile_python_and_js_guests_are_stopped_and_the_server_keeps_serving() {
     let env = polyglot("");
     verbgate_tests::runtime().block_on(async {
         let s = Session::start(env.serve_command()).await.unwrap();
-        let ops: Vec<Value> = ["pyecho.spin", "pyecho.bomb", "jsecho.spin", "jsecho.bomb", "pyecho.argv", "jsecho.argv"]
-            .iter()
-            .map(|op| json!({"op": op, "args": {}}))
-            .collect();
+        let ops: Vec<Value> =
+            ["pyecho.spin", "pyecho.bomb", "jsecho.spin", "jsecho.bomb", "pyecho.argv", "jsecho.argv"].iter().map(|op| json!({"op": op, "args": {}})).collect();
         let reply = s.request(json!({ "ops": ops })).await.unwrap();
         let r = &reply.structured["results"];
         for (i, plugin) in [(0, "py-echo"), (2, "js-echo")] {

@@ -131,7 +131,12 @@ fn a_plan_of_another_kind_than_its_verb_is_refused_and_starts_nothing() {
         {"op": "hostile.ok"},
     ]}));
     let r = out["results"].as_array().unwrap_or_else(|| panic!("{out}"));
-    for (i, verb, declared, plan) in [(0, "hostile.readspawn", "read", "spawn"), (1, "hostile.exechost", "exec", "host"), (2, "hostile.spawnexec", "spawn", "exec"), (3, "hostile.readspawn", "read", "spawn")] {
+    for (i, verb, declared, plan) in [
+        (0, "hostile.readspawn", "read", "spawn"),
+        (1, "hostile.exechost", "exec", "host"),
+        (2, "hostile.spawnexec", "spawn", "exec"),
+        (3, "hostile.readspawn", "read", "spawn"),
+    ] {
         let e = &r[i]["error"];
         assert_eq!(e["code"], "plan_refused", "{i}: {out}");
         assert_eq!(e["verb"], verb, "{e}");
@@ -190,7 +195,8 @@ fn plugin_error_text_past_its_bounds_is_a_plugin_limit() {
 fn plans_past_their_bounds_are_plugin_limits() {
     let env = hostile_env();
     let started = std::time::Instant::now();
-    let ops: Vec<Value> = ["hostile.argvflood", "hostile.argvbig", "hostile.stdinbig", "hostile.envflood"].iter().map(|op| json!({"op": op, "dry_run": true})).collect();
+    let ops: Vec<Value> =
+        ["hostile.argvflood", "hostile.argvbig", "hostile.stdinbig", "hostile.envflood"].iter().map(|op| json!({"op": op, "dry_run": true})).collect();
     let out = env.request(&json!({ "ops": ops }));
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
     let r = out["results"].as_array().unwrap_or_else(|| panic!("{out}"));
@@ -239,7 +245,12 @@ fn fifty_thousand_verbs_are_refused_at_once() {
     let started = std::time::Instant::now();
     let verbs = env.verbs();
     assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
-    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap().ends_with("fixture-flood.wasm")).unwrap_or_else(|| panic!("{}", &verbs.to_string()[..2000]));
+    let refusal = verbs["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["source"].as_str().unwrap().ends_with("fixture-flood.wasm"))
+        .unwrap_or_else(|| panic!("{}", &verbs.to_string()[..2000]));
     assert_eq!(refusal["code"], "plugin_limit", "{refusal}");
     assert!(refusal["reason"].as_str().unwrap().contains("verbs"), "{refusal}");
     assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["verb"].as_str().unwrap().starts_with("flood.")));
@@ -252,7 +263,12 @@ fn a_version_with_terminal_escapes_refuses_the_component() {
     let env = Env::new();
     env.install("fixture-garish");
     let verbs = env.verbs();
-    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap().ends_with("fixture-garish.wasm")).unwrap_or_else(|| panic!("{verbs}"));
+    let refusal = verbs["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["source"].as_str().unwrap().ends_with("fixture-garish.wasm"))
+        .unwrap_or_else(|| panic!("{verbs}"));
     assert_eq!(refusal["code"], "control_characters", "{refusal}");
     assert!(!verbs.to_string().contains('\u{1b}'), "a terminal escape reached the output");
     assert!(!verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == "fixture-garish"), "{verbs}");

@@ -290,7 +290,10 @@ fn a_lazy_fetch_never_starts_a_transport_program() {
     };
     let direct = |h: &Hostile| format!("[remote \"origin\"]\n\tpromisor = true\n\turl = ext::sh -c {}\n", h.program.display());
     let rewrite = |h: &Hostile| {
-        format!("[remote \"origin\"]\n\tpromisor = true\n\turl = https://example.invalid/x\n[url \"ext::sh -c {} \"]\n\tinsteadOf = https://\n", h.program.display())
+        format!(
+            "[remote \"origin\"]\n\tpromisor = true\n\turl = https://example.invalid/x\n[url \"ext::sh -c {} \"]\n\tinsteadOf = https://\n",
+            h.program.display()
+        )
     };
     for (name, url) in [("remote url", &direct as &dyn Fn(&Hostile) -> String), ("url rewrite", &rewrite)] {
         let h = hostile();
@@ -386,7 +389,8 @@ fn code_running_verbs_say_so() {
         assert_eq!(h["help"]["runs_repository_code"], false, "{verb}: {h}");
     }
     let catalog = env.request(&json!({"help": true}));
-    let marked: Vec<&str> = catalog["help"]["runs_repository_code"].as_array().unwrap_or_else(|| panic!("{catalog}")).iter().map(|v| v.as_str().unwrap()).collect();
+    let marked: Vec<&str> =
+        catalog["help"]["runs_repository_code"].as_array().unwrap_or_else(|| panic!("{catalog}")).iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(marked, ["cargo.*", "just.*"], "{catalog}");
 }
 

@@ -60,7 +60,8 @@ fn add_token(env: &Env, name: &str, allow: &[&str]) -> String {
     out["token"].as_str().unwrap().to_string()
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+const INITIALIZE: &str =
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
 /// The status line and headers of one HTTP/1.1 POST to /mcp (the body,
 /// possibly an endless event stream, is not read).

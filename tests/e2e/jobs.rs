@@ -115,7 +115,10 @@ fn kill_stops_the_process_group_and_is_a_no_op_afterwards() {
     assert_eq!(k["result"]["job"]["status"], "killed");
     assert_eq!(k["result"]["job"]["outcome"], "cancelled");
     let pid = k["result"]["job"]["pid"].as_i64().unwrap();
-    assert!(!std::path::Path::new(&format!("/proc/{pid}/stat")).exists() || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap().contains(") Z "), "process {pid} survived");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}/stat")).exists() || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap().contains(") Z "),
+        "process {pid} survived"
+    );
     let again = env.op("job.kill", json!({"id": &id}));
     assert_eq!(again["result"]["already_terminal"], true, "{again}");
     assert_eq!(again["result"]["killed"], false);
@@ -263,9 +266,7 @@ fn kill_reaches_grandchildren_and_programs_that_ignore_term() {
     assert!(std::path::Path::new(&format!("/proc/{grandchild}")).exists());
     let k = env.op("job.kill", json!({"id": &family, "grace_seconds": 2}));
     assert_eq!(k["result"]["job"]["status"], "killed", "{k}");
-    let gone = |pid: i64| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
-    };
+    let gone = |pid: i64| std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true);
     let deadline = Instant::now() + Duration::from_secs(3);
     while !gone(grandchild) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

@@ -23,7 +23,8 @@ fn two_hundred_concurrent_spawns_lose_nothing() {
             let s = s.clone();
             let fp = fp.clone();
             set.spawn(async move {
-                let ops: Vec<Value> = (0..8).map(|i| json!({"op": "echo.job", "args": {"word": format!("w{}", batch * 8 + i)}, "schema_fingerprint": fp})).collect();
+                let ops: Vec<Value> =
+                    (0..8).map(|i| json!({"op": "echo.job", "args": {"word": format!("w{}", batch * 8 + i)}, "schema_fingerprint": fp})).collect();
                 s.request(json!({ "ops": ops })).await.unwrap().structured
             });
         }
@@ -43,9 +44,9 @@ fn two_hundred_concurrent_spawns_lose_nothing() {
         for chunk in ids.chunks(100) {
             let s = s.clone();
             let chunk = chunk.to_vec();
-            waits.spawn(async move {
-                s.request(json!({"ops": [{"op": "job.wait", "args": {"ids": chunk, "max_wait_seconds": 120}}]})).await.unwrap().structured
-            });
+            waits.spawn(
+                async move { s.request(json!({"ops": [{"op": "job.wait", "args": {"ids": chunk, "max_wait_seconds": 120}}]})).await.unwrap().structured },
+            );
         }
         while let Some(w) = waits.join_next().await {
             let w = w.unwrap();

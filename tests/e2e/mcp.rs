@@ -52,7 +52,8 @@ fn help_ops_and_errors_over_mcp() {
 
         let catalog = s.request(json!({"help": true})).await.unwrap();
         assert!(!catalog.is_error);
-        let sigs: Vec<&str> = catalog.structured["help"]["verbs"].as_object().unwrap().values().flat_map(|g| g.as_array().unwrap()).map(|v| v.as_str().unwrap()).collect();
+        let sigs: Vec<&str> =
+            catalog.structured["help"]["verbs"].as_object().unwrap().values().flat_map(|g| g.as_array().unwrap()).map(|v| v.as_str().unwrap()).collect();
         assert!(sigs.iter().any(|s| s.starts_with("git.log(")), "{sigs:?}");
         assert!(!sigs.iter().any(|s| s.starts_with("echo.args(")), "aliases are never listed");
 
@@ -178,13 +179,8 @@ fn cancelling_a_request_stops_the_observation_not_the_work() {
 /// would send.
 fn raw_session(env: &Env) -> (std::process::Child, std::process::ChildStdin, std::sync::mpsc::Receiver<Value>) {
     use std::io::BufRead;
-    let mut child = env
-        .cmd(&["serve"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        env.cmd(&["serve"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();

@@ -15,13 +15,7 @@ fn the_python_mcp_sdk_sees_one_tool_and_structured_results() {
     git(&env.root, &["add", "f"]);
     git(&env.root, &["commit", "-q", "-m", "only commit"]);
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_session.py");
-    let out = Command::new(&python)
-        .arg(&script)
-        .arg(verbgate_bin())
-        .arg(&env.home)
-        .arg(&env.root)
-        .output()
-        .unwrap();
+    let out = Command::new(&python).arg(&script).arg(verbgate_bin()).arg(&env.home).arg(&env.root).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "python client failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_str(stdout.trim()).unwrap();

@@ -21,7 +21,11 @@ pub fn target_dir() -> PathBuf {
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap();
-    if dir.ends_with("deps") { dir.parent().unwrap().to_path_buf() } else { dir.to_path_buf() }
+    if dir.ends_with("deps") {
+        dir.parent().unwrap().to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 /// The `verbgate` binary under test.
@@ -42,10 +46,7 @@ pub struct GuestTools {
 /// The guest toolchains, if `scripts/guest-tools.sh` installed them.
 pub fn guest_tools() -> Option<GuestTools> {
     let root = target_dir().join("guest-tools");
-    let tools = GuestTools {
-        componentize_py: root.join("py/bin/componentize-py"),
-        componentize_js: root.join("node/node_modules/.bin/componentize-js"),
-    };
+    let tools = GuestTools { componentize_py: root.join("py/bin/componentize-py"), componentize_js: root.join("node/node_modules/.bin/componentize-js") };
     (tools.componentize_py.exists() && tools.componentize_js.exists()).then_some(tools)
 }
 
@@ -117,11 +118,7 @@ impl Env {
 
     fn write_config(&self) {
         std::fs::create_dir_all(&self.home).unwrap();
-        let text = format!(
-            "{}\n[programs]\nverbgate-fixture-cli = {:?}\n",
-            self.config,
-            fixture_cli().display().to_string()
-        );
+        let text = format!("{}\n[programs]\nverbgate-fixture-cli = {:?}\n", self.config, fixture_cli().display().to_string());
         std::fs::write(self.home.join("verbgate.toml"), text).unwrap();
     }
 
@@ -133,13 +130,7 @@ impl Env {
     /// A `verbgate` command in this environment.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(verbgate_bin());
-        c.env("VERBGATE_HOME", &self.home)
-            .env_remove("VERBGATE_LOG")
-            .arg("--root")
-            .arg(&self.root)
-            .arg("--plugins")
-            .arg(&self.plugins)
-            .args(args);
+        c.env("VERBGATE_HOME", &self.home).env_remove("VERBGATE_LOG").arg("--root").arg(&self.root).arg("--plugins").arg(&self.plugins).args(args);
         c
     }
 
@@ -156,9 +147,8 @@ impl Env {
         let out: Output = self.cmd(args).output().expect("run verbgate");
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-            panic!("verbgate {args:?} printed non-JSON ({e}):\nstdout: {stdout}\nstderr: {stderr}")
-        });
+        let json =
+            serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("verbgate {args:?} printed non-JSON ({e}):\nstdout: {stdout}\nstderr: {stderr}"));
         (out.status.code().unwrap_or(-1), json, stderr)
     }
 

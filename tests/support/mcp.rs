@@ -77,11 +77,8 @@ impl Session {
         use rmcp::service::PeerRequestOptions;
         let Value::Object(map) = args else { anyhow::bail!("arguments must be an object") };
         let params = CallToolRequestParams::new("request").with_arguments(map);
-        let handle = self
-            .client
-            .peer()
-            .send_cancellable_request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), PeerRequestOptions::no_options())
-            .await?;
+        let handle =
+            self.client.peer().send_cancellable_request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), PeerRequestOptions::no_options()).await?;
         tokio::time::sleep(after).await;
         handle.cancel(Some("test cancels".into())).await?;
         Ok(())

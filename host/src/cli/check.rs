@@ -157,7 +157,8 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
         }
         for p in &spec.programs {
             if let Err(why) = programs.resolve(p) {
-                r.warnings.push(json!({ "code": "missing_program", "verb": spec.name, "message": why, "fix": "install it or set programs.<name> in verbgate.toml" }));
+                r.warnings
+                    .push(json!({ "code": "missing_program", "verb": spec.name, "message": why, "fix": "install it or set programs.<name> in verbgate.toml" }));
             }
         }
         if let Some(f) = undeclared_program(ctx, &component, spec).await {

@@ -100,7 +100,9 @@ pub fn verify(g: &GlobalArgs, a: VerifyArgs) -> Result<ExitCode> {
     };
     match result {
         Ok(signer) => {
-            print_json(&json!({ "ok": true, "file": a.component, "signer": signer.key_id, "signer_name": signer.name, "digest": format!("sha256:{}", sha256_hex(&bytes)) }));
+            print_json(
+                &json!({ "ok": true, "file": a.component, "signer": signer.key_id, "signer_name": signer.name, "digest": format!("sha256:{}", sha256_hex(&bytes)) }),
+            );
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

@@ -84,14 +84,10 @@ fn template_files(lang: Lang) -> Vec<(&'static str, &'static str, bool)> {
             ("build.sh", include_str!("../../templates/rust/build.sh"), true),
             ("sdk/Cargo.toml", SDK_MANIFEST, false),
         ],
-        Lang::Python => vec![
-            ("app.py", include_str!("../../templates/python/app.py"), false),
-            ("build.sh", include_str!("../../templates/python/build.sh"), true),
-        ],
-        Lang::Js => vec![
-            ("guest.js", include_str!("../../templates/js/guest.js"), false),
-            ("build.sh", include_str!("../../templates/js/build.sh"), true),
-        ],
+        Lang::Python => {
+            vec![("app.py", include_str!("../../templates/python/app.py"), false), ("build.sh", include_str!("../../templates/python/build.sh"), true)]
+        }
+        Lang::Js => vec![("guest.js", include_str!("../../templates/js/guest.js"), false), ("build.sh", include_str!("../../templates/js/build.sh"), true)],
     };
     let mut files: Vec<_> = common.into_iter().chain(own).collect();
     if lang == Lang::Rust {

@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use super::context::Context;
+use super::GlobalArgs;
 use crate::mcp::http::{HttpOptions, DEFAULT_MAX_BODY_BYTES, DEFAULT_SESSION_IDLE, MCP_PATH};
 use crate::registry::LoadMode;
 use crate::tokens::TokenStore;
-use super::GlobalArgs;
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
@@ -81,7 +81,10 @@ pub async fn run(g: &GlobalArgs, a: ServeArgs) -> Result<ExitCode> {
     let listener = crate::mcp::http::bind(addr).await?;
     let bound = listener.local_addr().context("cannot read the bound address")?;
     // Tests and scripts read this line to find a port-0 server.
-    eprintln!("verbgate: serving MCP on http://{bound}{MCP_PATH} ({})", if tokens.is_some() { "bearer tokens required" } else { "loopback, no tokens configured" });
+    eprintln!(
+        "verbgate: serving MCP on http://{bound}{MCP_PATH} ({})",
+        if tokens.is_some() { "bearer tokens required" } else { "loopback, no tokens configured" }
+    );
     let opts = HttpOptions {
         allowed_hosts: a.allow_host,
         allowed_origins: a.allow_origin,

@@ -43,16 +43,14 @@ pub fn run(g: &GlobalArgs, c: TokenCommand) -> Result<ExitCode> {
                 "note": "shown once: store it now; only its hash is kept" }));
         }
         TokenCommand::List => {
-            let tokens: Vec<_> = store
-                .list()?
-                .into_iter()
-                .map(|t| json!({ "name": t.name, "allow": t.allow, "created": t.created }))
-                .collect();
+            let tokens: Vec<_> = store.list()?.into_iter().map(|t| json!({ "name": t.name, "allow": t.allow, "created": t.created })).collect();
             print_json(&json!({ "ok": true, "file": store.path(), "tokens": tokens }));
         }
         TokenCommand::Revoke { name } => {
             if !store.revoke(&name)? {
-                print_json(&json!({ "ok": false, "error": { "code": "not_found", "message": format!("no token named `{name}`; `verbgate token list` shows them"), "name": name } }));
+                print_json(
+                    &json!({ "ok": false, "error": { "code": "not_found", "message": format!("no token named `{name}`; `verbgate token list` shows them"), "name": name } }),
+                );
                 return Ok(ExitCode::FAILURE);
             }
             print_json(&json!({ "ok": true, "revoked": name }));

@@ -33,8 +33,11 @@ impl Dispatcher {
     pub(crate) async fn host_call(&self, verb: &Verb, call: &HostCall) -> Result<Value, OpError> {
         let trusted = verb.plugin.source == Source::Bundled && verb.plugin.name == "core";
         if !trusted {
-            return Err(OpError::new(ErrorCode::PlanRefused, format!("plugin `{}` planned host operation `{}`; only the bundled core may", verb.plugin.name, call.name))
-                .with("plugin", verb.plugin.name.as_str()));
+            return Err(OpError::new(
+                ErrorCode::PlanRefused,
+                format!("plugin `{}` planned host operation `{}`; only the bundled core may", verb.plugin.name, call.name),
+            )
+            .with("plugin", verb.plugin.name.as_str()));
         }
         let op = JobOp::parse(&call.name, &call.args)?;
         match &op {
@@ -68,7 +71,11 @@ impl Dispatcher {
         };
         let Some(entity) = entity else { return jobs.run(&JobOp::Kill(args.clone())).await };
         let Some(verb) = verb else {
-            return Err(kill::entity_refusal(&job, &entity, &format!("`{}`, which started it, is no longer loaded, so that CLI's own kill cannot be planned", job.verb)));
+            return Err(kill::entity_refusal(
+                &job,
+                &entity,
+                &format!("`{}`, which started it, is no longer loaded, so that CLI's own kill cannot be planned", job.verb),
+            ));
         };
         let cmd = self.runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
         let Some(cmd) = cmd else {
@@ -109,7 +116,11 @@ impl Dispatcher {
             Ok(o) => o,
             Err(e) => {
                 let _ = unmark().await;
-                return Err(fail(format!("the entity-aware kill of job {} could not run ({}); the job was left running and was not signalled", job.id, e.message)).with("cause", e.to_json()));
+                return Err(fail(format!(
+                    "the entity-aware kill of job {} could not run ({}); the job was left running and was not signalled",
+                    job.id, e.message
+                ))
+                .with("cause", e.to_json()));
             }
         };
         let kill_report = json!({
@@ -122,7 +133,8 @@ impl Dispatcher {
         if outcome.exit_code != Some(0) {
             let _ = unmark().await;
             let stderr = String::from_utf8_lossy(&outcome.stderr).trim().to_string();
-            return Err(fail(format!("the CLI's own kill of job {} failed ({stderr}); the job was left running and was not signalled", job.id)).with("kill", kill_report));
+            return Err(fail(format!("the CLI's own kill of job {} failed ({stderr}); the job was left running and was not signalled", job.id))
+                .with("kill", kill_report));
         }
         // The CLI stopped its run; the supervisor records the end.
         let deadline = std::time::Instant::now() + ENTITY_END_WAIT;
@@ -146,7 +158,12 @@ impl Dispatcher {
         } else {
             now = unmark().await?;
             result["ended"] = json!(false);
-            result["note"] = json!(format!("the CLI's own kill reported success but job {} had not ended after {} s; it is still {} and its kill mark was cleared", job.id, ENTITY_END_WAIT.as_secs(), now.status().as_str()));
+            result["note"] = json!(format!(
+                "the CLI's own kill reported success but job {} had not ended after {} s; it is still {} and its kill mark was cleared",
+                job.id,
+                ENTITY_END_WAIT.as_secs(),
+                now.status().as_str()
+            ));
         }
         result["job"] = now.to_json();
         Ok(result)
@@ -182,14 +199,20 @@ impl Dispatcher {
         }
         let read = |stream: &str| -> Result<Vec<u8>, OpError> {
             read_all(jobs.store(), &job.id, stream, RESULT_OUTPUT_BYTES)?.ok_or_else(|| {
-                OpError::new(ErrorCode::OutputOverflow, format!("job {}'s {stream} is larger than {RESULT_OUTPUT_BYTES} bytes; page through it with job.output", job.id))
-                    .with("stream", stream)
-                    .with("limit_bytes", RESULT_OUTPUT_BYTES)
+                OpError::new(
+                    ErrorCode::OutputOverflow,
+                    format!("job {}'s {stream} is larger than {RESULT_OUTPUT_BYTES} bytes; page through it with job.output", job.id),
+                )
+                .with("stream", stream)
+                .with("limit_bytes", RESULT_OUTPUT_BYTES)
             })
         };
         let outcome = Outcome { exit_code: job.exit_code(), signal: job.signal(), stdout: read("stdout")?, stderr: read("stderr")?, ..Outcome::default() };
         let verb = self.registry().resolve(&job.verb).cloned().ok_or_else(|| {
-            OpError::new(ErrorCode::Unavailable, format!("`{}`, which started job {}, is no longer loaded, so its output cannot be mapped; read it with job.output", job.verb, job.id))
+            OpError::new(
+                ErrorCode::Unavailable,
+                format!("`{}`, which started job {}, is no longer loaded, so its output cannot be mapped; read it with job.output", job.verb, job.id),
+            )
         })?;
         let plugin_changed = verb.plugin.digest != job.plugin_digest;
         let mapped = self.map_outcome(&verb, &job.args, &outcome, None).await;
@@ -208,7 +231,10 @@ impl Dispatcher {
             Err(e) => out["error"] = e.to_json(),
         }
         if plugin_changed {
-            out["note"] = json!(format!("plugin `{}` changed since this job started (digest {} then, {} now); the mapping is the current plugin's", verb.plugin.name, job.plugin_digest, verb.plugin.digest));
+            out["note"] = json!(format!(
+                "plugin `{}` changed since this job started (digest {} then, {} now); the mapping is the current plugin's",
+                verb.plugin.name, job.plugin_digest, verb.plugin.digest
+            ));
         }
         Ok(out)
     }

@@ -44,11 +44,16 @@ pub fn check_plan_kind(verb: &Verb, plan: &Plan) -> Result<(), OpError> {
     let (declared, planned) = (verb.kind.as_str(), plan_kind(plan));
     let why = match plan {
         Plan::Host(_) => "host operations are planned only by the bundled core, for its own job verbs".to_string(),
-        _ => format!("a `{declared}` verb may not plan a `{planned}`: the declared kind decides which checks an op passes (a spawn needs the schema fingerprint)"),
+        _ => format!(
+            "a `{declared}` verb may not plan a `{planned}`: the declared kind decides which checks an op passes (a spawn needs the schema fingerprint)"
+        ),
     };
-    Err(OpError::new(ErrorCode::PlanRefused, format!("`{}` is declared `{declared}` but plugin `{}` planned a `{planned}`; {why}. Nothing ran", verb.name, verb.plugin.name))
-        .with("verb", verb.name.as_str())
-        .with("verb_kind", declared)
-        .with("plan_kind", planned)
-        .with("plugin", verb.plugin.name.as_str()))
+    Err(OpError::new(
+        ErrorCode::PlanRefused,
+        format!("`{}` is declared `{declared}` but plugin `{}` planned a `{planned}`; {why}. Nothing ran", verb.name, verb.plugin.name),
+    )
+    .with("verb", verb.name.as_str())
+    .with("verb_kind", declared)
+    .with("plan_kind", planned)
+    .with("plugin", verb.plugin.name.as_str()))
 }

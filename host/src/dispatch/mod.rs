@@ -34,13 +34,12 @@ use crate::jobs::Jobs;
 use crate::registry::live::LiveRegistry;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
+pub use caller::Caller;
 use op::OpOutcome;
 use request::Request;
-pub use caller::Caller;
 
 /// Codes whose error carries the verb's schema.
-const SCHEMA_BEARING: &[ErrorCode] =
-    &[ErrorCode::UnknownParam, ErrorCode::InvalidArgs, ErrorCode::FingerprintRequired, ErrorCode::FingerprintStale];
+const SCHEMA_BEARING: &[ErrorCode] = &[ErrorCode::UnknownParam, ErrorCode::InvalidArgs, ErrorCode::FingerprintRequired, ErrorCode::FingerprintStale];
 
 /// Progress of a request's ops, readable while it runs.
 #[derive(Debug, Default)]

@@ -12,12 +12,12 @@ use crate::error::{ErrorCode, OpError};
 use crate::exec::{run_command, Prepared};
 use crate::jobs::SpawnRequest;
 use crate::json::near_matches;
+use crate::registry::schema;
 use crate::registry::Verb;
 use crate::runtime::bounds::{check_command, Exceeded, PluginBounds, ERROR_CODE_BYTES};
+use crate::runtime::model::VerbKind;
 use crate::runtime::model::{Outcome, Plan, PluginOpError};
 use crate::runtime::Ready;
-use crate::registry::schema;
-use crate::runtime::model::VerbKind;
 
 /// The result of one op, before it is put in the envelope.
 pub struct OpOutcome {
@@ -101,7 +101,8 @@ impl Dispatcher {
     /// the args still had to validate against the target as it is now).
     async fn check_target(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<(Value, Value), OpError> {
         let name = req.args.get("target").and_then(Value::as_str).ok_or_else(|| {
-            OpError::new(ErrorCode::InvalidArgs, format!("`{}` needs `target`; list them with {{\"help\": \"{}\"}}", verb.name, verb.name)).with("param", "target")
+            OpError::new(ErrorCode::InvalidArgs, format!("`{}` needs `target`; list them with {{\"help\": \"{}\"}}", verb.name, verb.name))
+                .with("param", "target")
         })?;
         // As in `help: "<verb>:<target>"`: no target name is longer, and the
         // name is quoted back in messages and handed to the plugin.
@@ -219,7 +220,8 @@ impl Dispatcher {
             .map_err(|e| e.to_op_error(&verb.plugin.name))?
             .map_err(|e| self.plugin_error(&verb.plugin.name, e))?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
-            OpError::new(ErrorCode::InvalidOutput, format!("plugin `{}` returned a result that is not JSON: {e}", verb.plugin.name)).with("plugin", verb.plugin.name.as_str())
+            OpError::new(ErrorCode::InvalidOutput, format!("plugin `{}` returned a result that is not JSON: {e}", verb.plugin.name))
+                .with("plugin", verb.plugin.name.as_str())
         })?;
         let problems = verb.result_problems(&value);
         if !problems.is_empty() {
@@ -275,7 +277,10 @@ fn check_fingerprint(verb: &Verb, given: Option<&str>) -> Result<(), OpError> {
         Some(fp) if fp == verb.fingerprint => Ok(()),
         Some(fp) => Err(OpError::new(
             ErrorCode::FingerprintStale,
-            format!("`{}`'s schema changed since it was read (you sent {fp}); re-read it with {{\"help\": \"{}\"}} or use the schema and fingerprint included here", verb.name, verb.name),
+            format!(
+                "`{}`'s schema changed since it was read (you sent {fp}); re-read it with {{\"help\": \"{}\"}} or use the schema and fingerprint included here",
+                verb.name, verb.name
+            ),
         )
         .with("given", fp)),
         None => Err(OpError::new(
@@ -294,10 +299,14 @@ fn check_fingerprint(verb: &Verb, given: Option<&str>) -> Result<(), OpError> {
 pub(crate) fn plugin_error(plugin: &str, e: PluginOpError, bounds: &PluginBounds) -> OpError {
     let measured = Exceeded::check("error_code_bytes", ERROR_CODE_BYTES, e.code.len())
         .map_err(|x| (x, "the error code"))
-        .and_then(|()| Exceeded::check("error_message_bytes", bounds.error_message_bytes, e.message.len()).map_err(|x| (x, "the error message (limits.plugin_error_message_bytes)")))
+        .and_then(|()| {
+            Exceeded::check("error_message_bytes", bounds.error_message_bytes, e.message.len())
+                .map_err(|x| (x, "the error message (limits.plugin_error_message_bytes)"))
+        })
         .and_then(|()| {
             let details = e.details.as_ref().map_or(0, String::len);
-            Exceeded::check("error_details_bytes", bounds.error_details_bytes, details).map_err(|x| (x, "the error details (limits.plugin_error_details_bytes)"))
+            Exceeded::check("error_details_bytes", bounds.error_details_bytes, details)
+                .map_err(|x| (x, "the error details (limits.plugin_error_details_bytes)"))
         });
     if let Err((exceeded, what)) = measured {
         return exceeded.to_op_error(plugin, what);

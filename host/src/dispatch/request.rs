@@ -104,7 +104,10 @@ fn decode_op(index: usize, v: &Value) -> Result<OpRequest, OpError> {
     }
     let op = match obj.get("op") {
         Some(Value::String(s)) if s.len() > NAME_BYTES => {
-            return Err(at(format!("`op` is {} bytes; no verb name is longer than {NAME_BYTES} bytes", s.len())).with("field", "op").with("limit", NAME_BYTES).with("actual", s.len()))
+            return Err(at(format!("`op` is {} bytes; no verb name is longer than {NAME_BYTES} bytes", s.len()))
+                .with("field", "op")
+                .with("limit", NAME_BYTES)
+                .with("actual", s.len()))
         }
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(_) => return Err(at("`op` must be a verb name string".into()).with("field", "op")),
@@ -118,10 +121,13 @@ fn decode_op(index: usize, v: &Value) -> Result<OpRequest, OpError> {
     let fingerprint = match obj.get("schema_fingerprint") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.len() > FINGERPRINT_BYTES => {
-            return Err(at(format!("`schema_fingerprint` is {} bytes; a fingerprint is `sha256:` and 64 hex digits ({FINGERPRINT_BYTES} bytes), as help gives it", s.len()))
-                .with("field", "schema_fingerprint")
-                .with("limit", FINGERPRINT_BYTES)
-                .with("actual", s.len()))
+            return Err(at(format!(
+                "`schema_fingerprint` is {} bytes; a fingerprint is `sha256:` and 64 hex digits ({FINGERPRINT_BYTES} bytes), as help gives it",
+                s.len()
+            ))
+            .with("field", "schema_fingerprint")
+            .with("limit", FINGERPRINT_BYTES)
+            .with("actual", s.len()))
         }
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(at("`schema_fingerprint` must be a string".into()).with("field", "schema_fingerprint")),

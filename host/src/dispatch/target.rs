@@ -77,7 +77,8 @@ impl Dispatcher {
         let verb = registry.resolve(verb_name).cloned().expect("verb_help found it");
         if !verb.two_stage {
             if target.is_some() {
-                return Err(OpError::new(ErrorCode::InvalidRequest, format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name)).with("verb", verb.name.as_str()));
+                return Err(OpError::new(ErrorCode::InvalidRequest, format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name))
+                    .with("verb", verb.name.as_str()));
             }
             return Ok(contract);
         }

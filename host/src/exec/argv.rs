@@ -36,9 +36,7 @@ pub fn render_argv(args: &[Arg], root: &Path, cwd: &Path) -> Result<Vec<String>,
                 if !after_marker && value.starts_with('-') {
                     return Err(OpError::new(
                         ErrorCode::UnsafeArgv,
-                        format!(
-                            "the value {value:?} starts with `-`, so the program would read it as an option; values that start with `-` are refused here"
-                        ),
+                        format!("the value {value:?} starts with `-`, so the program would read it as an option; values that start with `-` are refused here"),
                     )
                     .with("value", value.as_str())
                     .with("position", index));
@@ -69,14 +67,12 @@ pub fn render_argv(args: &[Arg], root: &Path, cwd: &Path) -> Result<Vec<String>,
 
 fn is_option_name(name: &str) -> bool {
     let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric()) && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 fn refuse_nul(text: &str, index: usize) -> Result<(), OpError> {
     if text.contains('\0') {
-        return Err(OpError::new(ErrorCode::UnsafeArgv, "an argument contains a NUL byte, which cannot be passed to a program")
-            .with("position", index));
+        return Err(OpError::new(ErrorCode::UnsafeArgv, "an argument contains a NUL byte, which cannot be passed to a program").with("position", index));
     }
     Ok(())
 }

@@ -27,11 +27,7 @@ impl Programs {
             return Err(format!("`{name}` is not a program name (declare a bare name; paths are configured by the operator)"));
         }
         if let Some(p) = self.overrides.get(name) {
-            return if is_executable(p) {
-                Ok(p.clone())
-            } else {
-                Err(format!("programs.{name} = {} is not an executable file", p.display()))
-            };
+            return if is_executable(p) { Ok(p.clone()) } else { Err(format!("programs.{name} = {} is not an executable file", p.display())) };
         }
         self.search
             .iter()

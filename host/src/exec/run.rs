@@ -60,7 +60,11 @@ impl Prepared {
         let program = programs.get(&cmd.program).cloned().ok_or_else(|| {
             OpError::new(
                 ErrorCode::PlanRefused,
-                format!("the plan runs `{}`, which the verb did not declare (declared: {})", cmd.program, programs.keys().cloned().collect::<Vec<_>>().join(", ")),
+                format!(
+                    "the plan runs `{}`, which the verb did not declare (declared: {})",
+                    cmd.program,
+                    programs.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
             )
             .with("program", cmd.program.as_str())
         })?;
@@ -78,10 +82,7 @@ impl Prepared {
             super::env::check_plan_env(&cmd.program, name, value)?;
             env.insert(name.clone(), value.clone());
         }
-        let timeout = cmd
-            .timeout_ms
-            .map(|ms| Duration::from_millis(ms.into()).min(limits.max_timeout))
-            .unwrap_or(limits.default_timeout);
+        let timeout = cmd.timeout_ms.map(|ms| Duration::from_millis(ms.into()).min(limits.max_timeout)).unwrap_or(limits.default_timeout);
         Ok(Prepared { name: cmd.program.clone(), program, argv, cwd, env, stdin: cmd.stdin.clone(), timeout, truncate_stdout: cmd.truncate_stdout })
     }
 
@@ -132,8 +133,7 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|e| {
-        OpError::new(ErrorCode::LaunchFailed, format!("cannot start {}: {e}", p.program.display()))
-            .with("program", p.program.display().to_string())
+        OpError::new(ErrorCode::LaunchFailed, format!("cannot start {}: {e}", p.program.display())).with("program", p.program.display().to_string())
     })?;
     let mut guard = GroupGuard(child.id().map(|id| id as i32).filter(|id| *id > 1));
 
@@ -184,8 +184,11 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
     for (stream, r) in [("stdout", &out), ("stderr", &err)] {
         if let Err(Capture::Read(e)) = r {
             guard.kill();
-            return Err(OpError::new(ErrorCode::Internal, format!("reading `{}`'s {stream} failed: {e}; the output is incomplete, so nothing was mapped", p.name))
-                .with("stream", stream));
+            return Err(OpError::new(
+                ErrorCode::Internal,
+                format!("reading `{}`'s {stream} failed: {e}; the output is incomplete, so nothing was mapped", p.name),
+            )
+            .with("stream", stream));
         }
         if let Err(Capture::Overflow(_)) = r {
             guard.kill();

@@ -27,8 +27,7 @@ pub enum Status {
 
 impl Status {
     /// Every status.
-    pub const ALL: &'static [Status] =
-        &[Status::Preparing, Status::Running, Status::Succeeded, Status::Failed, Status::Killed, Status::TimedOut, Status::Lost];
+    pub const ALL: &'static [Status] = &[Status::Preparing, Status::Running, Status::Succeeded, Status::Failed, Status::Killed, Status::TimedOut, Status::Lost];
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {

@@ -167,5 +167,4 @@ mod tests {
         assert_eq!(now.status(), Status::Lost);
         assert_eq!(now.version, 1, "exactly one reap was published");
     }
-
 }

@@ -114,7 +114,13 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("precious"), "keep me").unwrap();
         // Oldest first: 01 old (age), 02..04 recent ended, 05 running and old.
-        for (id, status, ended) in [("0001", Status::Succeeded, now - 30 * DAY), ("0002", Status::Failed, now - DAY), ("0003", Status::Killed, now - DAY), ("0004", Status::Succeeded, now - DAY), ("0005", Status::Running, 0)] {
+        for (id, status, ended) in [
+            ("0001", Status::Succeeded, now - 30 * DAY),
+            ("0002", Status::Failed, now - DAY),
+            ("0003", Status::Killed, now - DAY),
+            ("0004", Status::Succeeded, now - DAY),
+            ("0005", Status::Running, 0),
+        ] {
             let mut j = sample(id);
             j.state = match End::of(status) {
                 Some(end) => State::Ended(Ended { end, reason: Reason::ExitedZero, ended_ms: ended, started: None, exit_code: None, signal: None }),

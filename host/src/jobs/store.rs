@@ -210,9 +210,8 @@ impl Store {
     /// Newest jobs first, optionally filtered.
     pub fn list(&self, limit: usize, status: Option<Status>, verb: Option<&str>) -> rusqlite::Result<Vec<Job>> {
         let conn = self.conn()?;
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM jobs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR verb = ?2) ORDER BY id DESC LIMIT ?3"
-        ))?;
+        let mut stmt =
+            conn.prepare(&format!("SELECT {COLUMNS} FROM jobs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR verb = ?2) ORDER BY id DESC LIMIT ?3"))?;
         let rows = stmt.query_map(params![status.map(Status::as_str), verb, limit as i64], row_to_job)?;
         rows.collect()
     }
@@ -227,9 +226,25 @@ impl Store {
                 stdout_truncated = ?18, stderr_truncated = ?19
              WHERE id = ?14 AND version = ?15",
             params![
-                new.status().as_str(), new.reason_code().map(Reason::as_str), new.started_ms(), new.ended_ms(), new.exit_code(), new.signal(),
-                new.supervisor_pid, new.supervisor_start, new.pid(), new.state.started().and_then(|s| s.pid_start), new.entity, new.kill_requested_ms,
-                new.error, new.id, expected, new.boot_id, new.kill_sent_ms, new.stdout_truncated, new.stderr_truncated
+                new.status().as_str(),
+                new.reason_code().map(Reason::as_str),
+                new.started_ms(),
+                new.ended_ms(),
+                new.exit_code(),
+                new.signal(),
+                new.supervisor_pid,
+                new.supervisor_start,
+                new.pid(),
+                new.state.started().and_then(|s| s.pid_start),
+                new.entity,
+                new.kill_requested_ms,
+                new.error,
+                new.id,
+                expected,
+                new.boot_id,
+                new.kill_sent_ms,
+                new.stdout_truncated,
+                new.stderr_truncated
             ],
         )?;
         Ok(changed == 1)
@@ -291,7 +306,14 @@ fn row_to_job(r: &Row<'_>) -> rusqlite::Result<Job> {
         (Status::Preparing, _) => State::Preparing,
         (Status::Running, Some(s)) => State::Running(s),
         // Running with no pid cannot be written; read it as gone.
-        (Status::Running, None) => State::Ended(Ended { end: End::Lost, reason: Reason::ProcessGoneNoEnd, ended_ms: ended_ms.unwrap_or_default(), started: None, exit_code: None, signal: None }),
+        (Status::Running, None) => State::Ended(Ended {
+            end: End::Lost,
+            reason: Reason::ProcessGoneNoEnd,
+            ended_ms: ended_ms.unwrap_or_default(),
+            started: None,
+            exit_code: None,
+            signal: None,
+        }),
         (s, started) => State::Ended(Ended {
             end: End::of(s).unwrap_or(End::Lost),
             reason: reason.as_deref().and_then(Reason::parse).unwrap_or(Reason::ProcessGoneNoEnd),

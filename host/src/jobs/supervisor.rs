@@ -110,7 +110,8 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
         make_job_dir(&store.jobs_dir(), &dir)?;
         // O_NOFOLLOW: a link planted where the output goes is refused, not
         // written through.
-        let open = |name: &str| std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(dir.join(name));
+        let open =
+            |name: &str| std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(dir.join(name));
         let files = (open("stdout")?, open("stderr")?);
         let argv: Vec<String> = serde_json::from_str(&job.argv)?;
         let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&job.env)?;

@@ -3,8 +3,7 @@
 //! macros are for compile-time tools).
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -39,11 +38,7 @@ impl ServerHandler for VerbgateServer {
             .with_instructions("One tool, `request`. Start with {\"help\": true}.")
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
     }
 
@@ -51,11 +46,7 @@ impl ServerHandler for VerbgateServer {
         (name == TOOL_NAME).then(|| self.tool.clone())
     }
 
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
         if request.name != TOOL_NAME {
             return Err(McpError::invalid_params(format!("unknown tool `{}`; the only tool is `{TOOL_NAME}`", request.name), None));
         }
@@ -76,11 +67,7 @@ impl ServerHandler for VerbgateServer {
                 return Err(McpError::internal_error("the request was cancelled by the client; work it started continues", None));
             }
         };
-        let result = if response.is_error {
-            CallToolResult::structured_error(response.body)
-        } else {
-            CallToolResult::structured(response.body)
-        };
+        let result = if response.is_error { CallToolResult::structured_error(response.body) } else { CallToolResult::structured(response.body) };
         Ok(result.into())
     }
 }
@@ -89,12 +76,7 @@ impl ServerHandler for VerbgateServer {
 /// the HTTP request (rmcp hands its parts to the handler); on stdio, the
 /// local user.
 fn caller_of(context: &RequestContext<RoleServer>) -> Arc<Caller> {
-    context
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
-        .cloned()
-        .unwrap_or_else(Caller::local)
+    context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Arc<Caller>>()).cloned().unwrap_or_else(Caller::local)
 }
 
 /// How often a long request reports progress.

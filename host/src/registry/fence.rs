@@ -46,9 +46,9 @@ pub fn namespace_problem(name: &str, is_bundled_core: bool) -> Option<String> {
 /// Whether `verb` matches an allow-list pattern: `*`, `ns.*`, or an exact name.
 pub fn allowed(verb: &str, allow: Option<&[String]>) -> bool {
     let Some(patterns) = allow else { return true };
-    patterns.iter().any(|p| {
-        p == "*" || p == verb || p.strip_suffix(".*").is_some_and(|prefix| namespace(verb) == prefix || verb.starts_with(&format!("{prefix}.")))
-    })
+    patterns
+        .iter()
+        .any(|p| p == "*" || p == verb || p.strip_suffix(".*").is_some_and(|prefix| namespace(verb) == prefix || verb.starts_with(&format!("{prefix}."))))
 }
 
 #[cfg(test)]

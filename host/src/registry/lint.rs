@@ -53,7 +53,14 @@ pub fn plugin_name_problem(name: &str) -> Option<Finding> {
     let mut c = name.chars();
     let ok = matches!(c.next(), Some(f) if f.is_ascii_lowercase()) && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     (!ok).then(|| {
-        finding("invalid_plugin_name", Severity::Error, None, None, format!("plugin name {name:?} must be lower-case letters, digits and `-`"), "rename the plugin in describe()")
+        finding(
+            "invalid_plugin_name",
+            Severity::Error,
+            None,
+            None,
+            format!("plugin name {name:?} must be lower-case letters, digits and `-`"),
+            "rename the plugin in describe()",
+        )
     })
 }
 
@@ -65,14 +72,28 @@ pub fn lint_plugin(info: &PluginInfo, is_bundled_core: bool, bounds: &PluginBoun
     let mut seen: HashSet<&str> = HashSet::new();
     for spec in &info.verbs {
         if !seen.insert(spec.name.as_str()) {
-            out.push(finding("duplicate_verb", Severity::Error, Some(&spec.name), None, format!("`{}` is declared twice", clip(&spec.name, NAME_BYTES)), "declare each verb once"));
+            out.push(finding(
+                "duplicate_verb",
+                Severity::Error,
+                Some(&spec.name),
+                None,
+                format!("`{}` is declared twice", clip(&spec.name, NAME_BYTES)),
+                "declare each verb once",
+            ));
         }
         out.extend(lint_verb(spec, is_bundled_core, bounds));
     }
     for spec in &info.verbs {
         for alias in &spec.aliases {
             if seen.contains(alias.as_str()) {
-                out.push(finding("alias_shadows_verb", Severity::Error, Some(&spec.name), None, format!("alias `{alias}` is also the name of a verb"), "drop the alias or rename it"));
+                out.push(finding(
+                    "alias_shadows_verb",
+                    Severity::Error,
+                    Some(&spec.name),
+                    None,
+                    format!("alias `{alias}` is also the name of a verb"),
+                    "drop the alias or rename it",
+                ));
             }
         }
     }
@@ -103,28 +124,77 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
         out.push(finding("missing_summary", Severity::Error, v, None, "the verb has no summary".into(), "say in one line what the verb does"));
     } else if summary.contains('\n') {
         // A newline is a control character: refused, never cleaned.
-        out.push(finding("summary_multiline", Severity::Error, v, None, "the summary is more than one line".into(), "keep the summary to one line; put detail in parameter descriptions"));
+        out.push(finding(
+            "summary_multiline",
+            Severity::Error,
+            v,
+            None,
+            "the summary is more than one line".into(),
+            "keep the summary to one line; put detail in parameter descriptions",
+        ));
     } else if let Some(c) = control_character(summary) {
-        out.push(finding("control_characters", Severity::Error, v, None, format!("the summary contains the control character {c:?} (a terminal escape?); plugin text is refused, not cleaned"), "remove escapes and other control characters from the summary"));
+        out.push(finding(
+            "control_characters",
+            Severity::Error,
+            v,
+            None,
+            format!("the summary contains the control character {c:?} (a terminal escape?); plugin text is refused, not cleaned"),
+            "remove escapes and other control characters from the summary",
+        ));
     }
     match serde_json::from_str::<Value>(&spec.params_schema) {
-        Err(e) => out.push(finding("invalid_schema", Severity::Error, v, None, format!("params schema is not JSON: {e}"), "emit the schema with the SDK's Schema builder")),
+        Err(e) => out.push(finding(
+            "invalid_schema",
+            Severity::Error,
+            v,
+            None,
+            format!("params schema is not JSON: {e}"),
+            "emit the schema with the SDK's Schema builder",
+        )),
         Ok(schema) => out.extend(lint_params(spec, &schema)),
     }
     if let Some(text) = &spec.result_schema {
         match serde_json::from_str::<Value>(text).map_err(|e| e.to_string()).and_then(|s| compile(&s).map(|_| ())) {
             Ok(()) => {}
-            Err(e) => out.push(finding("invalid_result_schema", Severity::Error, v, None, format!("result schema is invalid: {e}"), "fix the result schema (JSON Schema 2020-12)")),
+            Err(e) => out.push(finding(
+                "invalid_result_schema",
+                Severity::Error,
+                v,
+                None,
+                format!("result schema is invalid: {e}"),
+                "fix the result schema (JSON Schema 2020-12)",
+            )),
         }
     } else if spec.kind == VerbKind::Spawn {
-        out.push(finding("missing_result_schema", Severity::Warning, v, None, "a spawn verb without a result schema gives job.result callers nothing to rely on".into(), "declare a result schema"));
+        out.push(finding(
+            "missing_result_schema",
+            Severity::Warning,
+            v,
+            None,
+            "a spawn verb without a result schema gives job.result callers nothing to rely on".into(),
+            "declare a result schema",
+        ));
     }
     if matches!(spec.kind, VerbKind::Exec | VerbKind::Spawn) && spec.programs.is_empty() {
-        out.push(finding("no_programs", Severity::Warning, v, None, "an exec/spawn verb that declares no program cannot run anything".into(), "declare the programs the verb runs"));
+        out.push(finding(
+            "no_programs",
+            Severity::Warning,
+            v,
+            None,
+            "an exec/spawn verb that declares no program cannot run anything".into(),
+            "declare the programs the verb runs",
+        ));
     }
     for p in &spec.programs {
         if p.is_empty() || p.contains('/') || p.contains('\0') {
-            out.push(finding("invalid_program", Severity::Error, v, None, format!("{p:?} is not a program name"), "declare bare program names; operators configure paths"));
+            out.push(finding(
+                "invalid_program",
+                Severity::Error,
+                v,
+                None,
+                format!("{p:?} is not a program name"),
+                "declare bare program names; operators configure paths",
+            ));
         }
     }
     out
@@ -160,7 +230,14 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
     let v = Some(spec.name.as_str());
     let mut out = Vec::new();
     if schema.get("type") != Some(&Value::String("object".into())) {
-        out.push(finding("schema_not_object", Severity::Error, v, Some("/type".into()), "the params schema must be `\"type\": \"object\"`".into(), "describe args as an object"));
+        out.push(finding(
+            "schema_not_object",
+            Severity::Error,
+            v,
+            Some("/type".into()),
+            "the params schema must be `\"type\": \"object\"`".into(),
+            "describe args as an object",
+        ));
     }
     for pointer in open_objects(schema) {
         out.push(finding(
@@ -180,10 +257,24 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
         for (name, p) in props {
             let pointer = Some(format!("/properties/{name}"));
             if p.get("description").and_then(Value::as_str).is_none_or(|d| d.trim().is_empty()) {
-                out.push(finding("param_without_description", Severity::Warning, v, pointer.clone(), format!("parameter `{name}` has no description"), "describe every parameter; callers read it in help"));
+                out.push(finding(
+                    "param_without_description",
+                    Severity::Warning,
+                    v,
+                    pointer.clone(),
+                    format!("parameter `{name}` has no description"),
+                    "describe every parameter; callers read it in help",
+                ));
             }
             if required.contains(&name.as_str()) && p.get("default").is_some() {
-                out.push(finding("required_with_default", Severity::Warning, v, pointer, format!("parameter `{name}` is required but has a default"), "make it optional or drop the default"));
+                out.push(finding(
+                    "required_with_default",
+                    Severity::Warning,
+                    v,
+                    pointer,
+                    format!("parameter `{name}` is required but has a default"),
+                    "make it optional or drop the default",
+                ));
             }
         }
     }

@@ -228,7 +228,15 @@ impl Registry {
     pub async fn load_with(config: &Config, runtime: Arc<Runtime>, mode: LoadMode) -> anyhow::Result<Registry> {
         let trust = TrustStore::load(&config.trust_dir())?;
         let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
-        let mut reg = Registry { verbs: BTreeMap::new(), aliases: BTreeMap::new(), plugins: Vec::new(), unavailable: Vec::new(), runtime, deferred: Vec::new(), namespaces: namespaces::Namespaces::default() };
+        let mut reg = Registry {
+            verbs: BTreeMap::new(),
+            aliases: BTreeMap::new(),
+            plugins: Vec::new(),
+            unavailable: Vec::new(),
+            runtime,
+            deferred: Vec::new(),
+            namespaces: namespaces::Namespaces::default(),
+        };
         for b in bundled::BUNDLED {
             // The pin is re-checked against the embedded bytes so a build
             // that embedded the wrong file cannot go unnoticed.
@@ -276,13 +284,7 @@ impl Registry {
         let verb = verb.map(|v| clip(v, NAME_BYTES));
         let plugin = plugin.map(|p| clip(p, NAME_BYTES));
         tracing::warn!(verb, plugin, source = %source.describe(), code, "{reason}");
-        self.unavailable.push(Unavailable {
-            verb,
-            plugin,
-            source: source.describe(),
-            code: code.to_string(),
-            reason,
-        });
+        self.unavailable.push(Unavailable { verb, plugin, source: source.describe(), code: code.to_string(), reason });
     }
 
     async fn admit(&mut self, c: Candidate, digest: String, signer: Option<String>, config: &Config, programs: &Programs) {
@@ -352,14 +354,7 @@ impl Registry {
         if let Some(f) = findings.iter().find(|f| f.severity == Severity::Error && f.verb.is_none()) {
             return self.refuse(None, Some(&info.name), &c.source, f.code, f.message.clone());
         }
-        let plugin = Arc::new(Plugin {
-            name: info.name.clone(),
-            version: info.version.clone(),
-            digest,
-            signer,
-            source: c.source.clone(),
-            component,
-        });
+        let plugin = Arc::new(Plugin { name: info.name.clone(), version: info.version.clone(), digest, signer, source: c.source.clone(), component });
         self.plugins.push(PluginReport {
             name: plugin.name.clone(),
             version: plugin.version.clone(),
@@ -391,7 +386,10 @@ impl Registry {
         // callers reach.
         for name in std::iter::once(&spec.name).chain(&spec.aliases) {
             if let Some(owner) = self.owner_of(name) {
-                return Err(("collision", format!("`{name}` is already provided by plugin `{owner}`; the first loaded keeps it (bundled first, then plugin files in name order)")));
+                return Err((
+                    "collision",
+                    format!("`{name}` is already provided by plugin `{owner}`; the first loaded keeps it (bundled first, then plugin files in name order)"),
+                ));
             }
         }
         let claimant = namespaces::Owner { plugin: plugin.name.clone(), bundled };
@@ -502,10 +500,8 @@ fn component_files(dir: &Path, unavailable: &mut Vec<Unavailable>) -> Vec<PathBu
             return Vec::new();
         }
     };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-        .collect();
+    let mut files: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file()).collect();
     files.sort();
     files
 }

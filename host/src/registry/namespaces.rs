@@ -35,7 +35,11 @@ pub struct Owner {
 impl Owner {
     /// How the owner is named in a refusal.
     pub fn describe(&self) -> String {
-        if self.bundled { format!("the bundled `{}` plugin", self.plugin) } else { format!("plugin `{}`", self.plugin) }
+        if self.bundled {
+            format!("the bundled `{}` plugin", self.plugin)
+        } else {
+            format!("plugin `{}`", self.plugin)
+        }
     }
 }
 

@@ -71,7 +71,9 @@ fn walk(node: &Value, pointer: String, found: &mut Vec<String>) {
                 }
             }
             Some(child @ Value::Object(_)) => walk(child, format!("{pointer}/{key}"), found),
-            Some(Value::Bool(true)) if matches!(key, "items" | "additionalItems" | "unevaluatedItems") => walk(&Value::Bool(true), format!("{pointer}/{key}"), found),
+            Some(Value::Bool(true)) if matches!(key, "items" | "additionalItems" | "unevaluatedItems") => {
+                walk(&Value::Bool(true), format!("{pointer}/{key}"), found)
+            }
             _ => {}
         }
     }
@@ -92,8 +94,7 @@ fn is_value_position(pointer: &str) -> bool {
     let mut parts = pointer.rsplit('/');
     let last = parts.next().unwrap_or("");
     let parent = parts.next().unwrap_or("");
-    matches!(parent, "properties" | "patternProperties" | "$defs" | "definitions" | "prefixItems")
-        || matches!(last, "items" | "additionalItems")
+    matches!(parent, "properties" | "patternProperties" | "$defs" | "definitions" | "prefixItems") || matches!(last, "items" | "additionalItems")
 }
 
 fn escape(segment: &str) -> String {
@@ -209,22 +210,14 @@ pub fn validate_args(validator: &Validator, schema: &Value, verb: &str, args: &V
 
 /// Top-level parameter names, in declaration order.
 pub fn declared_params(schema: &Value) -> Vec<String> {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default()
+    schema.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
 }
 
 /// The one-line signature: `git.log(limit?=20, rev?, path?) — List commits`,
 /// with `-> job` for spawn verbs. Required parameters come first and carry
 /// no `?`; defaults are shown as JSON.
 pub fn signature(name: &str, schema: &Value, returns_job: bool, summary: &str) -> String {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     let mut params: Vec<String> = Vec::new();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for want_required in [true, false] {

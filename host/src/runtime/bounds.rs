@@ -89,7 +89,11 @@ pub struct Exceeded {
 impl Exceeded {
     /// `Err` when `actual` is past `limit`.
     pub fn check(bound: &'static str, limit: usize, actual: usize) -> Result<(), Exceeded> {
-        if actual > limit { Err(Exceeded { bound, limit, actual }) } else { Ok(()) }
+        if actual > limit {
+            Err(Exceeded { bound, limit, actual })
+        } else {
+            Ok(())
+        }
     }
 
     /// One sentence for a load refusal or an op error.

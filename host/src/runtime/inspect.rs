@@ -16,15 +16,8 @@ pub const PLUGIN_INTERFACE: &str = "verbgate:verbs/plugin";
 ///
 /// `verbgate:verbs/types` holds only type definitions (no functions): a
 /// component imports it because its exports use those types.
-pub const ALLOWED_IMPORT_PACKAGES: &[&str] = &[
-    "verbgate:verbs/types@",
-    "wasi:io/",
-    "wasi:cli/",
-    "wasi:clocks/",
-    "wasi:random/",
-    "wasi:filesystem/",
-    "wasi:sockets/",
-];
+pub const ALLOWED_IMPORT_PACKAGES: &[&str] =
+    &["verbgate:verbs/types@", "wasi:io/", "wasi:cli/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/"];
 
 /// A component's contract-relevant shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,10 +51,9 @@ pub fn inspect(bytes: &[u8]) -> Result<Shape, ShapeError> {
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| ShapeError::Invalid(e.to_string()))?;
         match payload {
-            Payload::Version { encoding, .. } if depth == 0
-                && encoding != wasmparser::Encoding::Component => {
-                    return Err(ShapeError::Invalid("a core module, not a component".into()));
-                }
+            Payload::Version { encoding, .. } if depth == 0 && encoding != wasmparser::Encoding::Component => {
+                return Err(ShapeError::Invalid("a core module, not a component".into()));
+            }
             Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
             Payload::End(_) => depth = depth.saturating_sub(1),
             Payload::ComponentImportSection(reader) if depth == 0 => {
@@ -89,6 +81,10 @@ impl Shape {
     /// Check imports against the policy, naming every import outside it.
     pub fn check_imports(&self) -> Result<(), ShapeError> {
         let bad: Vec<String> = self.imports.iter().filter(|i| !ALLOWED_IMPORT_PACKAGES.iter().any(|p| i.starts_with(p))).cloned().collect();
-        if bad.is_empty() { Ok(()) } else { Err(ShapeError::ForbiddenImports(bad)) }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(ShapeError::ForbiddenImports(bad))
+        }
     }
 }

@@ -231,10 +231,7 @@ impl Runtime {
         self.instantiate(c).await.ok().map(|(store, inst)| Ready { store, inst })
     }
 
-    async fn instantiate(
-        &self,
-        c: &LoadedComponent,
-    ) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
+    async fn instantiate(&self, c: &LoadedComponent) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
         let mut store = self.new_store(c.limits);
         match self.within(c, c.pre.instantiate(&mut store)).await? {
             Ok(i) => Ok((store, i)),

@@ -35,14 +35,7 @@ impl SandboxState {
         // in-memory pipes so a chatty guest cannot flood our stdout (which is
         // the MCP channel in stdio mode).
         let wasi = WasiCtx::builder().stdout(stdout.clone()).stderr(stderr.clone()).build();
-        SandboxState {
-            wasi,
-            table: ResourceTable::new(),
-            limiter: Limiter { memory_bytes, hit: None },
-            stdout,
-            stderr,
-            timeout,
-        }
+        SandboxState { wasi, table: ResourceTable::new(), limiter: Limiter { memory_bytes, hit: None }, stdout, stderr, timeout }
     }
 }
 

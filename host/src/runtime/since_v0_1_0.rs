@@ -11,9 +11,9 @@ wasmtime::component::bindgen!({
 });
 
 pub use self::exports::verbgate::verbs::plugin::Guest;
+use self::verbgate::verbs::types as wit;
 pub use self::VerbPlugin as Instance;
 pub use self::VerbPluginPre as Pre;
-use self::verbgate::verbs::types as wit;
 
 impl From<wit::VerbKind> for model::VerbKind {
     fn from(k: wit::VerbKind) -> Self {

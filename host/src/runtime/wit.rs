@@ -63,12 +63,7 @@ impl PluginInstance {
     }
 
     /// `plan`.
-    pub async fn plan(
-        &self,
-        store: &mut Store<SandboxState>,
-        verb: &str,
-        args: &str,
-    ) -> wasmtime::Result<Result<Plan, PluginOpError>> {
+    pub async fn plan(&self, store: &mut Store<SandboxState>, verb: &str, args: &str) -> wasmtime::Result<Result<Plan, PluginOpError>> {
         versioned!(self, g => Ok(g.call_plan(store, verb, &args.to_owned()).await?.map(Into::into).map_err(Into::into)))
     }
 
@@ -84,12 +79,7 @@ impl PluginInstance {
     }
 
     /// `resolve-plan`.
-    pub async fn resolve_plan(
-        &self,
-        store: &mut Store<SandboxState>,
-        verb: &str,
-        target: &str,
-    ) -> wasmtime::Result<Result<Command, PluginOpError>> {
+    pub async fn resolve_plan(&self, store: &mut Store<SandboxState>, verb: &str, target: &str) -> wasmtime::Result<Result<Command, PluginOpError>> {
         versioned!(self, g => Ok(g.call_resolve_plan(store, verb, target).await?.map(Into::into).map_err(Into::into)))
     }
 
@@ -105,12 +95,7 @@ impl PluginInstance {
     }
 
     /// `kill-plan`.
-    pub async fn kill_plan(
-        &self,
-        store: &mut Store<SandboxState>,
-        verb: &str,
-        entity: &str,
-    ) -> wasmtime::Result<Option<Command>> {
+    pub async fn kill_plan(&self, store: &mut Store<SandboxState>, verb: &str, entity: &str) -> wasmtime::Result<Option<Command>> {
         versioned!(self, g => Ok(g.call_kill_plan(store, verb, &entity.to_owned()).await?.map(Into::into)))
     }
 }

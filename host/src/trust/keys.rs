@@ -56,8 +56,7 @@ pub fn generate(dir: &Path, name: &str, force: bool) -> Result<KeyPairFiles> {
 /// Read a secret key file (PEM, DER, raw or OpenSSH).
 pub fn read_secret_key(path: &Path) -> Result<SecretKey> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read secret key {}", path.display()))?;
-    SecretKey::from_any(&bytes)
-        .map_err(|e| anyhow::anyhow!("{} is not an ed25519 secret key: {e}", path.display()))
+    SecretKey::from_any(&bytes).map_err(|e| anyhow::anyhow!("{} is not an ed25519 secret key: {e}", path.display()))
 }
 
 /// Read a public key file (PEM, DER, raw or OpenSSH).

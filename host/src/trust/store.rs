@@ -127,8 +127,7 @@ impl TrustStore {
         if bytes.len() as u64 > KEY_FILE_CAP {
             bail!("{} is larger than a key file can be ({KEY_FILE_CAP} bytes)", key_file.display());
         }
-        let key = parse_public_key(&bytes)
-            .with_context(|| format!("{} is not an ed25519 public key", key_file.display()))?;
+        let key = parse_public_key(&bytes).with_context(|| format!("{} is not an ed25519 public key", key_file.display()))?;
         if let Some(n) = name {
             if n.trim().is_empty() || n.chars().any(char::is_control) || n.len() as u64 > NAME_CAP {
                 bail!("a key name must be one non-empty line of at most {NAME_CAP} bytes, without control characters");
@@ -150,11 +149,8 @@ impl TrustStore {
     pub fn remove(dir: &Path, which: &str) -> Result<TrustedKey> {
         let store = TrustStore::load(dir)?;
         let needle = which.trim_start_matches("ed25519:");
-        let hits: Vec<&TrustedKey> = store
-            .keys
-            .iter()
-            .filter(|k| k.key_id.trim_start_matches("ed25519:").starts_with(needle) || k.name.as_deref() == Some(which))
-            .collect();
+        let hits: Vec<&TrustedKey> =
+            store.keys.iter().filter(|k| k.key_id.trim_start_matches("ed25519:").starts_with(needle) || k.name.as_deref() == Some(which)).collect();
         match hits.as_slice() {
             [] => bail!("no trusted key matches `{which}` (see `verbgate trust list`)"),
             [one] => {
@@ -162,11 +158,9 @@ impl TrustStore {
                 let _ = std::fs::remove_file(one.path.with_extension("name"));
                 Ok((*one).clone())
             }
-            many => bail!(
-                "`{which}` matches {} keys ({}); give more of the id",
-                many.len(),
-                many.iter().map(|k| k.key_id.as_str()).collect::<Vec<_>>().join(", ")
-            ),
+            many => {
+                bail!("`{which}` matches {} keys ({}); give more of the id", many.len(), many.iter().map(|k| k.key_id.as_str()).collect::<Vec<_>>().join(", "))
+            }
         }
     }
 }

@@ -16,7 +16,7 @@
 
 use std::io::Cursor;
 use thiserror::Error;
-use wasmsign2::{CustomSection, Module, PublicKey, PublicKeySet, Section, SecretKey, SignatureData, SignatureForHashes, SignedHashes, WSError};
+use wasmsign2::{CustomSection, Module, PublicKey, PublicKeySet, SecretKey, Section, SignatureData, SignatureForHashes, SignedHashes, WSError};
 
 use super::keys::key_id;
 use super::store::TrustStore;
@@ -93,9 +93,7 @@ pub fn sign_component(bytes: &[u8], sk: &SecretKey, pk: &PublicKey) -> anyhow::R
     }
     let module = Module::deserialize(&mut Cursor::new(bytes)).map_err(|e| anyhow::anyhow!("cannot parse the component: {e}"))?;
     let key_id_bytes = key_id(pk).into_bytes();
-    let signed = sk
-        .sign(module, Some(&key_id_bytes))
-        .map_err(|e| anyhow::anyhow!("signing failed: {e}"))?;
+    let signed = sk.sign(module, Some(&key_id_bytes)).map_err(|e| anyhow::anyhow!("signing failed: {e}"))?;
     let mut out = Vec::with_capacity(bytes.len() + 256);
     signed.serialize(&mut out).map_err(|e| anyhow::anyhow!("cannot write the signed component: {e}"))?;
     Ok(out)
@@ -116,11 +114,7 @@ pub fn verify_with_key(bytes: &[u8], pk: &PublicKey) -> Result<Signer, TrustErro
     verify_with(bytes, &set, |pk| Signer { key_id: key_id(pk), name: None })
 }
 
-fn verify_with(
-    bytes: &[u8],
-    keys: &PublicKeySet,
-    signer: impl Fn(&PublicKey) -> Signer,
-) -> Result<Signer, TrustError> {
+fn verify_with(bytes: &[u8], keys: &PublicKeySet, signer: impl Fn(&PublicKey) -> Signer) -> Result<Signer, TrustError> {
     if bytes.len() < 8 || bytes[..8] != COMPONENT_PREAMBLE {
         return Err(TrustError::NotAComponent);
     }
@@ -189,13 +183,9 @@ fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
 fn check_canonical(bytes: &[u8], header: &Header) -> Result<(), TrustError> {
     let payload = header.data.serialize().map_err(|e| TrustError::Malformed(e.to_string()))?;
     let mut expected = Vec::with_capacity(payload.len() + 16);
-    Section::Custom(CustomSection::new("signature".to_string(), payload))
-        .serialize(&mut expected)
-        .map_err(|e| TrustError::Malformed(e.to_string()))?;
+    Section::Custom(CustomSection::new("signature".to_string(), payload)).serialize(&mut expected).map_err(|e| TrustError::Malformed(e.to_string()))?;
     if bytes.get(COMPONENT_PREAMBLE.len()..header.content_start) != Some(&expected[..]) {
-        return Err(TrustError::NonCanonical(
-            "it holds an entry with an unknown algorithm, bytes after its last entry, or a non-minimal encoding".into(),
-        ));
+        return Err(TrustError::NonCanonical("it holds an entry with an unknown algorithm, bytes after its last entry, or a non-minimal encoding".into()));
     }
     if let Some(at) = second_signature_section(bytes, header.content_start) {
         return Err(TrustError::NonCanonical(format!("a second `signature` section at byte {at}")));
@@ -257,9 +247,7 @@ fn check_every_signature(bytes: &[u8], header: &Header, keys: &PublicKeySet) -> 
             };
             let payload = alone.serialize().map_err(|e| TrustError::Malformed(e.to_string()))?;
             let mut one = COMPONENT_PREAMBLE.to_vec();
-            Section::Custom(CustomSection::new("signature".to_string(), payload))
-                .serialize(&mut one)
-                .map_err(|e| TrustError::Malformed(e.to_string()))?;
+            Section::Custom(CustomSection::new("signature".to_string(), payload)).serialize(&mut one).map_err(|e| TrustError::Malformed(e.to_string()))?;
             one.extend_from_slice(content);
             let matched = keys.items().iter().find(|pk| pk.verify(&mut Cursor::new(&one), None).is_ok());
             let Some(pk) = matched else {

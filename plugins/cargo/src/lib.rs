@@ -6,8 +6,7 @@
 mod messages;
 
 use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Cmd, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo,
-    Schema, Value, VerbKind, VerbSpecExt,
+    cmd, errors, json, plugin_info, verb, Args, Cmd, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
 };
 
 struct Cargo;

@@ -4,8 +4,7 @@
 //! this bundled component may plan them.
 
 use verbgate_plugin_sdk::{
-    errors, json, plugin_info, verb, Args, HostCall, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo,
-    Schema, Value, VerbKind, VerbSpecExt,
+    errors, json, plugin_info, verb, Args, HostCall, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
 };
 
 struct Core;
@@ -45,8 +44,7 @@ impl Plugin for Core {
             "core",
             "0.1.0",
             vec![
-                verb("job.status", VerbKind::Read, "One job's record", Schema::new().param("id", id_param()))
-                    .result_schema(record_schema()),
+                verb("job.status", VerbKind::Read, "One job's record", Schema::new().param("id", id_param())).result_schema(record_schema()),
                 verb(
                     "job.list",
                     VerbKind::Read,

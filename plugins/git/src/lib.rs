@@ -15,8 +15,7 @@ mod status;
 mod time;
 
 use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Cmd, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo,
-    Schema, Value, VerbKind, VerbSpecExt,
+    cmd, errors, json, plugin_info, verb, Args, Cmd, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
 };
 
 struct Git;
@@ -111,9 +110,7 @@ impl Plugin for Git {
                     "git.branches",
                     VerbKind::Exec,
                     "Local and remote branches with upstream and last commit",
-                    Schema::new()
-                        .param("remote", Param::boolean("include remote-tracking branches").default(json!(true)))
-                        .param("repo", repo_param()),
+                    Schema::new().param("remote", Param::boolean("include remote-tracking branches").default(json!(true))).param("repo", repo_param()),
                 )
                 .programs(&["git"])
                 .result_schema(branches::result_schema()),
@@ -180,7 +177,11 @@ impl Plugin for Git {
             }
             "git.branches" => {
                 let c = git(args)?.lit("for-each-ref").lit(branches::FORMAT).lit("refs/heads");
-                if args.bool_or("remote", true)? { c.lit("refs/remotes") } else { c }
+                if args.bool_or("remote", true)? {
+                    c.lit("refs/remotes")
+                } else {
+                    c
+                }
             }
             other => return Err(errors::unknown_verb(other)),
         };

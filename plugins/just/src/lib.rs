@@ -5,8 +5,8 @@
 //! editing the recipe changes its fingerprint. Recipes run as jobs.
 
 use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Command, Map, OpError, Outcome, OutcomeExt, Param, Plan, Plugin,
-    PluginInfo, Resolved, Schema, Value, VerbKind, VerbSpecExt,
+    cmd, errors, json, plugin_info, verb, Args, Command, Map, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Resolved, Schema, Value, VerbKind,
+    VerbSpecExt,
 };
 
 struct Just;
@@ -25,8 +25,8 @@ fn recipes(outcome: &Outcome) -> Result<Map<String, Value>, OpError> {
         return Err(errors::not_found("there is no justfile in the root directory"));
     }
     outcome.success()?;
-    let v: Value = verbgate_plugin_sdk::serde_json::from_slice(&outcome.stdout)
-        .map_err(|e| errors::invalid_output(&format!("just --dump printed non-JSON: {e}")))?;
+    let v: Value =
+        verbgate_plugin_sdk::serde_json::from_slice(&outcome.stdout).map_err(|e| errors::invalid_output(&format!("just --dump printed non-JSON: {e}")))?;
     Ok(v["recipes"].as_object().cloned().unwrap_or_default().into_iter().filter(|(_, r)| r["private"] != true).collect())
 }
 
@@ -105,7 +105,11 @@ impl Plugin for Just {
         }
         let recipe = recipes.get(target).ok_or_else(|| {
             let names: Vec<&str> = recipes.keys().map(String::as_str).collect();
-            errors::op_error("not_found", &format!("the justfile has no public recipe `{target}` (recipes: {})", names.join(", ")), Some(json!({ "target": target, "recipes": names })))
+            errors::op_error(
+                "not_found",
+                &format!("the justfile has no public recipe `{target}` (recipes: {})", names.join(", ")),
+                Some(json!({ "target": target, "recipes": names })),
+            )
         })?;
         Ok(Resolved {
             params_schema: recipe_schema(target, recipe).to_string(),

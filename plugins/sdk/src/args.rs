@@ -74,27 +74,16 @@ impl Args {
     pub fn strs(&self, name: &str) -> Result<Vec<&str>, OpError> {
         match self.get(name) {
             None => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| v.as_str().ok_or_else(|| wrong_type(name, "a list of strings")))
-                .collect(),
+            Some(Value::Array(items)) => items.iter().map(|v| v.as_str().ok_or_else(|| wrong_type(name, "a list of strings"))).collect(),
             Some(_) => Err(wrong_type(name, "a list of strings")),
         }
     }
 }
 
 fn wrong_type(name: &str, what: &str) -> OpError {
-    crate::errors::op_error(
-        "invalid_args",
-        &format!("parameter `{name}` must be {what}"),
-        Some(serde_json::json!({ "param": name })),
-    )
+    crate::errors::op_error("invalid_args", &format!("parameter `{name}` must be {what}"), Some(serde_json::json!({ "param": name })))
 }
 
 fn missing(name: &str) -> OpError {
-    crate::errors::op_error(
-        "invalid_args",
-        &format!("parameter `{name}` is required"),
-        Some(serde_json::json!({ "param": name })),
-    )
+    crate::errors::op_error("invalid_args", &format!("parameter `{name}` is required"), Some(serde_json::json!({ "param": name })))
 }

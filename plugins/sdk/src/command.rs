@@ -7,15 +7,7 @@ use crate::{Arg, Command, LongOption};
 
 /// Start a command for a declared program.
 pub fn cmd(program: &str) -> Cmd {
-    Cmd(Command {
-        program: program.to_string(),
-        args: Vec::new(),
-        cwd: None,
-        env: Vec::new(),
-        stdin: None,
-        timeout_ms: None,
-        truncate_stdout: false,
-    })
+    Cmd(Command { program: program.to_string(), args: Vec::new(), cwd: None, env: Vec::new(), stdin: None, timeout_ms: None, truncate_stdout: false })
 }
 
 /// A command under construction; turn it into a [`Command`] with `.into()`.
@@ -46,10 +38,7 @@ impl Cmd {
 
     /// A caller-derived option, rendered `--name=value` by the host.
     pub fn opt(mut self, name: &str, value: impl Into<String>) -> Self {
-        self.0.args.push(Arg::Option(LongOption {
-            name: name.to_string(),
-            value: value.into(),
-        }));
+        self.0.args.push(Arg::Option(LongOption { name: name.to_string(), value: value.into() }));
         self
     }
 

@@ -47,10 +47,7 @@ pub mod bindings {
     });
 }
 
-pub use bindings::verbgate::verbs::types::{
-    Arg, Command, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan,
-    VerbSpec,
-};
+pub use bindings::verbgate::verbs::types::{Arg, Command, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan, VerbSpec};
 
 /// The WIT version this SDK builds components against.
 pub const WIT_VERSION: &str = "0.1.0";
@@ -126,11 +123,7 @@ impl VerbSpecExt for VerbSpec {
 
 /// The plugin info for [`Plugin::describe`].
 pub fn plugin_info(name: &str, version: &str, verbs: Vec<VerbSpec>) -> PluginInfo {
-    PluginInfo {
-        name: name.to_string(),
-        version: version.to_string(),
-        verbs,
-    }
+    PluginInfo { name: name.to_string(), version: version.to_string(), verbs }
 }
 
 /// Helpers on an [`Outcome`].
@@ -160,12 +153,8 @@ impl OutcomeExt for Outcome {
         self.running
     }
     fn host_json(&self) -> Result<Value, OpError> {
-        let text = self
-            .host_result
-            .as_deref()
-            .ok_or_else(|| errors::invalid_output("the host call returned no result"))?;
-        serde_json::from_str(text)
-            .map_err(|e| errors::invalid_output(&format!("host result is not JSON: {e}")))
+        let text = self.host_result.as_deref().ok_or_else(|| errors::invalid_output("the host call returned no result"))?;
+        serde_json::from_str(text).map_err(|e| errors::invalid_output(&format!("host result is not JSON: {e}")))
     }
 }
 
@@ -179,11 +168,7 @@ pub mod __private {
         P::plan(&verb, &args)
     }
 
-    pub fn map_result<P: Plugin>(
-        verb: String,
-        args: String,
-        outcome: Outcome,
-    ) -> Result<String, OpError> {
+    pub fn map_result<P: Plugin>(verb: String, args: String, outcome: Outcome) -> Result<String, OpError> {
         let args = Args::parse(&args)?;
         P::map_result(&verb, &args, &outcome).map(|v| v.to_string())
     }

@@ -114,13 +114,7 @@ fn argv(rest: &[String]) {
     env.sort();
     let argv: Vec<String> = rest.iter().map(|a| quote(a)).collect();
     let env: Vec<String> = env.iter().map(|(k, v)| format!("{}:{}", quote(k), quote(v))).collect();
-    println!(
-        "{{\"argv\":[{}],\"cwd\":{},\"env\":{{{}}},\"stdin\":{}}}",
-        argv.join(","),
-        quote(&cwd),
-        env.join(","),
-        quote(&stdin)
-    );
+    println!("{{\"argv\":[{}],\"cwd\":{},\"env\":{{{}}},\"stdin\":{}}}", argv.join(","), quote(&cwd), env.join(","), quote(&stdin));
 }
 
 /// A JSON string literal.

@@ -46,8 +46,16 @@ pub const HOST_CONFIG: &[(&str, &str)] = &[
 const SUBMODULE_WALKERS: &[&str] = &["status", "diff", "diff-files", "diff-index"];
 
 /// Global options a plan may put before git's subcommand.
-const SAFE_FLAGS: &[&str] =
-    &["--no-pager", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects", "--no-advice"];
+const SAFE_FLAGS: &[&str] = &[
+    "--no-pager",
+    "--no-optional-locks",
+    "--literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--no-replace-objects",
+    "--no-advice",
+];
 
 /// `-c` settings a plan may pass (lower-case key, and the only values
 /// allowed, or `None` for any value): none of them names a program.
@@ -75,7 +83,8 @@ pub fn harden(p: &mut Prepared, root: &Path) -> Result<(), OpError> {
     let sub = check_global_options(&p.argv)?;
     if let Some(i) = sub.filter(|&i| SUBMODULE_WALKERS.contains(&p.argv[i].as_str())) {
         let end = p.argv.iter().position(|a| a == "--").unwrap_or(p.argv.len());
-        let mut argv: Vec<String> = p.argv[..end].iter().enumerate().filter(|(j, a)| *j <= i || !a.starts_with("--ignore-submodules")).map(|(_, a)| a.clone()).collect();
+        let mut argv: Vec<String> =
+            p.argv[..end].iter().enumerate().filter(|(j, a)| *j <= i || !a.starts_with("--ignore-submodules")).map(|(_, a)| a.clone()).collect();
         argv.insert(i + 1, "--ignore-submodules=dirty".into());
         argv.extend(p.argv[end..].iter().cloned());
         p.argv = argv;
@@ -92,9 +101,7 @@ pub fn harden(p: &mut Prepared, root: &Path) -> Result<(), OpError> {
 /// Check the options before the subcommand; the subcommand's index.
 fn check_global_options(argv: &[String]) -> Result<Option<usize>, OpError> {
     let refuse = |opt: &str, why: &str| {
-        OpError::new(ErrorCode::PlanRefused, format!("the plan passes git the global option {opt:?}, which {why}"))
-            .with("program", "git")
-            .with("option", opt)
+        OpError::new(ErrorCode::PlanRefused, format!("the plan passes git the global option {opt:?}, which {why}")).with("program", "git").with("option", opt)
     };
     let mut i = 0;
     while let Some(a) = argv.get(i) {
@@ -223,7 +230,15 @@ mod tests {
         ] {
             assert!(runs_program(k, v).is_some(), "{k}");
         }
-        for (k, v) in [("core.bare", "false"), ("user.name", "x"), ("alias.st", "status"), ("credential.helper", "store"), ("submodule.sub.ignore", "none"), ("remote.origin.url", "https://x/y"), ("filter", "x")] {
+        for (k, v) in [
+            ("core.bare", "false"),
+            ("user.name", "x"),
+            ("alias.st", "status"),
+            ("credential.helper", "store"),
+            ("submodule.sub.ignore", "none"),
+            ("remote.origin.url", "https://x/y"),
+            ("filter", "x"),
+        ] {
             assert!(runs_program(k, v).is_none(), "{k}");
         }
     }

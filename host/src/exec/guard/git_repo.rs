@@ -107,8 +107,11 @@ impl GitGuard {
     pub async fn check(&self, p: &Prepared, root: &Path) -> Result<(), OpError> {
         let cwd_text = p.cwd.as_os_str().to_string_lossy();
         if cwd_text.chars().any(char::is_control) {
-            return Err(OpError::new(ErrorCode::PlanRefused, format!("the working directory {cwd_text:?} contains control characters; git's answers about it could not be read unambiguously"))
-                .with("path", cwd_text.as_ref()));
+            return Err(OpError::new(
+                ErrorCode::PlanRefused,
+                format!("the working directory {cwd_text:?} contains control characters; git's answers about it could not be read unambiguously"),
+            )
+            .with("path", cwd_text.as_ref()));
         }
         let key = (p.cwd.clone(), p.program.clone());
         if let Some(stamps) = self.cache.lock().unwrap().get(&key) {
@@ -177,8 +180,11 @@ impl GitGuard {
         let text = String::from_utf8_lossy(&out);
         let lines: Vec<&str> = text.lines().collect();
         let odd = || {
-            OpError::new(ErrorCode::PlanRefused, format!("git described the repository in a way verbgate cannot read unambiguously ({} lines: {text:?}); nothing ran", lines.len()))
-                .with("git_output", text.as_ref())
+            OpError::new(
+                ErrorCode::PlanRefused,
+                format!("git described the repository in a way verbgate cannot read unambiguously ({} lines: {text:?}); nothing ran", lines.len()),
+            )
+            .with("git_output", text.as_ref())
         };
         if lines.len() < 2 {
             return Ok(None);
@@ -239,7 +245,8 @@ impl GitGuard {
         if !ok {
             // Nothing is cached and nothing runs: config git cannot read is
             // config nobody checked.
-            return Err(OpError::new(ErrorCode::ExitNonzero, format!("git cannot read the repository's config, so verbgate cannot check it: {err}")).with("stderr", err));
+            return Err(OpError::new(ErrorCode::ExitNonzero, format!("git cannot read the repository's config, so verbgate cannot check it: {err}"))
+                .with("stderr", err));
         }
         let mut findings = Vec::new();
         let mut origins = Vec::new();

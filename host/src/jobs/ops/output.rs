@@ -71,4 +71,3 @@ pub fn run(store: &Store, args: &OutputArgs) -> Result<Value, OpError> {
         "truncated_at": job.truncated(stream).then_some(job.output_limit_bytes),
     }))
 }
-

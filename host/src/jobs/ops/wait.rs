@@ -37,7 +37,11 @@ impl Window {
     pub fn new(args: &WaitArgs) -> Window {
         let num = |v: Option<f64>, default: f64, lo: f64, hi: f64| {
             let v = v.unwrap_or(default);
-            if v.is_nan() { default } else { v.clamp(lo, hi) }
+            if v.is_nan() {
+                default
+            } else {
+                v.clamp(lo, hi)
+            }
         };
         Window { ids: args.ids.clone(), max_wait: num(args.max_wait_seconds, 25.0, 0.0, 300.0), poll: num(args.poll_interval_seconds, 1.0, 0.05, 10.0) }
     }
@@ -46,9 +50,7 @@ impl Window {
 async fn observe_all(store: &Store, ids: &[String]) -> Vec<Observation> {
     let store = store.clone();
     let ids = ids.to_vec();
-    tokio::task::spawn_blocking(move || ids.iter().map(|id| observe(&store, id)).collect())
-        .await
-        .unwrap_or_default()
+    tokio::task::spawn_blocking(move || ids.iter().map(|id| observe(&store, id)).collect()).await.unwrap_or_default()
 }
 
 /// Run `job.wait`.
@@ -86,7 +88,8 @@ pub async fn run(store: &Store, args: &Window) -> Result<Value, OpError> {
             tokio::time::sleep(END_CHECK.min(tick.saturating_duration_since(Instant::now()))).await;
             let s = store.clone();
             let ids = pending_ids.clone();
-            let ended = tokio::task::spawn_blocking(move || s.statuses(&ids)).await.ok().and_then(Result::ok).is_some_and(|st| st.iter().any(|(_, s)| s.terminal()));
+            let ended =
+                tokio::task::spawn_blocking(move || s.statuses(&ids)).await.ok().and_then(Result::ok).is_some_and(|st| st.iter().any(|(_, s)| s.terminal()));
             if ended {
                 break;
             }
