@@ -22,6 +22,8 @@ use verbgate::runtime::model::Outcome;
 use verbgate::runtime::{Runtime, SandboxLimits};
 use verbgate_tests::{bin_dir, component};
 
+mod http;
+
 /// One row of the table.
 struct Row {
     figure: String,
@@ -389,8 +391,10 @@ async fn wake_latency() -> Result<Row> {
     })
 }
 
-/// 16-op batches of job.status over stdio MCP vs the same via CLI processes.
-async fn batch_throughput() -> Result<Row> {
+/// 16-op batches of job.status over stdio MCP vs the same via CLI processes;
+/// also the home, the batch and the stdio request latency (ms, median), for
+/// the HTTP rows beside it.
+async fn batch_throughput() -> Result<(Row, Home, Value, f64)> {
     let home = Home::new(&["fixture-echo"], "")?;
     let (d, _) = home.dispatcher().await?;
     let fp = d.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
@@ -404,9 +408,12 @@ async fn batch_throughput() -> Result<Row> {
     s.handshake()?;
     s.request(batch.clone())?;
     let n = 200;
+    let mut latency = Vec::with_capacity(n);
     let t = Instant::now();
     for _ in 0..n {
+        let one = Instant::now();
         let r = s.request(batch.clone())?;
+        latency.push(one.elapsed().as_secs_f64() * 1e3);
         anyhow::ensure!(r["status"] == "success", "{r}");
     }
     let ours = (n * 16) as f64 / t.elapsed().as_secs_f64();
@@ -417,14 +424,15 @@ async fn batch_throughput() -> Result<Row> {
         anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     }
     let cli = (m * 16) as f64 / t.elapsed().as_secs_f64();
-    Ok(Row {
+    let row = Row {
         figure: "16-op job.status batches over stdio MCP".into(),
         value: ours,
         unit: "ops/s",
         baseline_name: "same batches, one CLI process each".into(),
         baseline: cli,
         goal: Some((">=", 5000.0)),
-    })
+    };
+    Ok((row, home, batch, median(latency)))
 }
 
 fn rss_kib(pid: u32) -> f64 {
@@ -519,7 +527,10 @@ async fn main() -> Result<()> {
     rows.push(exec_end_to_end().await?);
     rows.extend(start_rows()?);
     rows.push(wake_latency().await?);
-    rows.push(batch_throughput().await?);
+    let (stdio, home, batch, stdio_ms) = batch_throughput().await?;
+    let stdio_ops = stdio.value;
+    rows.push(stdio);
+    rows.extend(http::rows(&home, &batch, stdio_ops, stdio_ms)?);
     rows.extend(idle_rss()?);
 
     let mut table = String::from("| figure | value | baseline (same run) | ratio | goal | met |\n|---|---|---|---|---|---|\n");
@@ -550,7 +561,7 @@ async fn main() -> Result<()> {
         serde_json::to_string_pretty(&json!({ "machine": machine, "rows": rows.iter().map(Row::json).collect::<Vec<_>>() }))?,
     )?;
     let md = format!(
-        "# Benchmarks\n\nProduced by `just bench` (release build) on: {machine}.\nEach figure sits beside a baseline measured in the same run; the ratio is figure ÷ baseline.\nRaw numbers: `target/bench/results.json`.\n\n{table}\nNotes:\n- `tools/list` bytes do not depend on the verbs loaded (one tool); the baseline is what one tool per verb would advertise.\n- The git.status goal is 1.10 × the direct run of the same argv. `VERBGATE_BENCH_EXEC_BREAKDOWN=1 target/release/verbgate-bench` splits it: the host's process runner alone is as fast as std's `Command::output`; the rest is the op around the program (plan, prepare, map-result, result schema, envelope, one task hand-off), about 0.3 ms on this machine.\n- Plugin instances come from wasmtime's pooling allocator (memories, tables and fiber stacks reused; touched pages reset through PAGEMAP_SCAN): a fresh instance per call without an mmap/munmap per call.\n- Wake latency is the time from the job's recorded end to `job.wait` returning, with a 1 s poll interval.\n"
+        "# Benchmarks\n\nProduced by `just bench` (release build) on: {machine}.\nEach figure sits beside a baseline measured in the same run; the ratio is figure ÷ baseline.\nRaw numbers: `target/bench/results.json`.\n\n{table}\nNotes:\n- `tools/list` bytes do not depend on the verbs loaded (one tool); the baseline is what one tool per verb would advertise.\n- The git.status goal is 1.10 × the direct run of the same argv. `VERBGATE_BENCH_EXEC_BREAKDOWN=1 target/release/verbgate-bench` splits it: the host's process runner alone is as fast as std's `Command::output`; the rest is the op around the program (plan, prepare, map-result, result schema, envelope, one task hand-off), about 0.3 ms on this machine.\n- Plugin instances come from wasmtime's pooling allocator (memories, tables and fiber stacks reused; touched pages reset through PAGEMAP_SCAN): a fresh instance per call without an mmap/munmap per call.\n- Wake latency is the time from the job's recorded end to `job.wait` returning, with a 1 s poll interval.\n- HTTP rows: `verbgate serve --http 127.0.0.1:0` with a bearer token, raw HTTP/1.1 clients (a new connection per request, the answer read from the event stream); 1 client sends 200 batches, 50 clients 20 each at once; latency is per request. RSS is the server's with 50 sessions initialised and open.\n"
     );
     std::fs::write("BENCHMARKS.md", md)?;
     Ok(())

@@ -61,6 +61,9 @@ fn main() {
             let _ = std::io::stdout().flush();
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }
+        // The grandchild is left running on purpose (a test checks that a
+        // kill reaches the whole group), so it is never waited for.
+        #[allow(clippy::zombie_processes)]
         "family" => {
             let ms: String = args.get(1).cloned().unwrap_or_else(|| "0".into());
             let exe = std::env::current_exe().expect("own path");

@@ -44,9 +44,12 @@ const WALK_LIMIT: usize = 500_000;
 /// How deep `objects/info/alternates` chains are followed.
 const ALTERNATES_DEPTH: usize = 5;
 
+/// Device, inode, size, modification and change times (seconds, nanoseconds).
+type FileId = (u64, u64, u64, i64, i64, i64, i64);
+
 /// A file's identity, through the link and at its target.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp([Option<(u64, u64, u64, i64, i64, i64, i64)>; 2]);
+struct Stamp([Option<FileId>; 2]);
 
 impl Stamp {
     fn of(path: &Path) -> Stamp {
