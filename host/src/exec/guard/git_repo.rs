@@ -58,6 +58,10 @@ impl Stamp {
     }
 }
 
+/// A clean verdict for one (directory, program): the files it read and
+/// their identity then.
+type Verdict = Vec<(PathBuf, Stamp)>;
+
 /// Where git found the repository (canonical paths).
 struct Layout {
     git_dir: PathBuf,
@@ -76,7 +80,7 @@ impl Layout {
 #[derive(Debug, Default)]
 pub struct GitGuard {
     trusted: Vec<PathBuf>,
-    cache: Mutex<HashMap<(PathBuf, PathBuf), Vec<(PathBuf, Stamp)>>>,
+    cache: Mutex<HashMap<(PathBuf, PathBuf), Verdict>>,
 }
 
 fn trust_line(repo: &Path) -> String {

@@ -64,13 +64,12 @@ impl Guarded {
         let file = p.program.file_name().and_then(|f| f.to_str()).unwrap_or_default().to_string();
         let real = p.program.canonicalize().ok().and_then(|r| r.file_name().and_then(|f| f.to_str()).map(String::from)).unwrap_or_default();
         let names = [p.name.as_str(), file.as_str(), real.as_str()];
-        let guarded = names.into_iter().find_map(|n| match n {
+        names.iter().find_map(|n| match *n {
             "git" => Some(Guarded::Git),
             "cargo" | "rustc" | "rustup" => Some(Guarded::Cargo),
             "just" => Some(Guarded::Just),
             _ => None,
-        });
-        guarded
+        })
     }
 }
 
