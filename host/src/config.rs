@@ -146,6 +146,7 @@ fn check_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>)
     }
     check_plugin_bounds(limits)?;
     check_job_limits(limits)?;
+    check_exec_limits(limits)?;
     for (name, c) in components {
         if let Some(m) = c.memory_mib {
             if m == 0 || m > limits.plugin_memory_cap_mib {
@@ -184,6 +185,33 @@ fn check_plugin_bounds(l: &Limits) -> Result<()> {
         if value == 0 || value > cap {
             bail!("limits.{name} = {value} is outside 1..={cap}");
         }
+    }
+    Ok(())
+}
+
+/// The exec and plugin limits: none may be 0 (a zero capture bound or
+/// deadline would fail every op), and the exec default is within its maximum.
+fn check_exec_limits(l: &Limits) -> Result<()> {
+    for (name, value) in [
+        ("exec_timeout_ms", l.exec_timeout_ms),
+        ("exec_timeout_max_ms", l.exec_timeout_max_ms),
+        ("capture_bytes", l.capture_bytes as u64),
+        ("plugin_timeout_ms", l.plugin_timeout_ms),
+        ("plugin_memory_mib", l.plugin_memory_mib),
+        ("plugin_output_bytes", l.plugin_output_bytes as u64),
+        ("plugin_memory_cap_mib", l.plugin_memory_cap_mib),
+        ("plugin_timeout_cap_ms", l.plugin_timeout_cap_ms),
+    ] {
+        if value == 0 {
+            bail!("limits.{name} must be at least 1");
+        }
+    }
+    if l.exec_timeout_ms > l.exec_timeout_max_ms {
+        bail!(
+            "limits.exec_timeout_ms = {} exceeds limits.exec_timeout_max_ms = {}; raise the maximum or lower the default",
+            l.exec_timeout_ms,
+            l.exec_timeout_max_ms
+        );
     }
     Ok(())
 }
@@ -405,6 +433,18 @@ mod tests {
             let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
             assert!(err.contains(bad.split(' ').next().unwrap()), "{err}");
         }
+    }
+
+    #[test]
+    fn zero_exec_and_plugin_limits_are_refused() {
+        let none = BTreeMap::new();
+        for bad in ["capture_bytes = 0", "plugin_timeout_ms = 0", "exec_timeout_ms = 0"] {
+            let f: FileConfig = toml::from_str(&format!("[limits]\n{bad}")).unwrap();
+            let err = check_limits(&f.limits, &none).unwrap_err().to_string();
+            assert!(err.contains(bad.split(' ').next().unwrap()), "{err}");
+        }
+        let f: FileConfig = toml::from_str("[limits]\nexec_timeout_ms = 9000\nexec_timeout_max_ms = 1000").unwrap();
+        assert!(check_limits(&f.limits, &none).unwrap_err().to_string().contains("exec_timeout_max_ms = 1000"));
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub enum ErrorCode {
     /// another user or is writable by others; nothing ran.
     UntrustedConfig,
     /// A file or directory verbgate would trust (its home, `cache/`,
-    /// `trust/`, `state/`, `plugins/`, `verbgate.toml`) is owned by another
+    /// `trust/`, `state/`, `plugins/`, `keys/`, `verbgate.toml`) is owned by another
     /// user or writable by group or others: refused before anything runs.
     InsecureFile,
     /// A spawn was refused: `limits.max_running_jobs` jobs are already
