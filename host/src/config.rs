@@ -189,10 +189,18 @@ fn check_plugin_bounds(l: &Limits) -> Result<()> {
     Ok(())
 }
 
+/// Refuse any of the named settings that is 0.
+fn at_least_one(settings: &[(&str, u64)]) -> Result<()> {
+    match settings.iter().find(|(_, value)| *value == 0) {
+        Some((name, _)) => bail!("limits.{name} must be at least 1"),
+        None => Ok(()),
+    }
+}
+
 /// The exec and plugin limits: none may be 0 (a zero capture bound or
 /// deadline would fail every op), and the exec default is within its maximum.
 fn check_exec_limits(l: &Limits) -> Result<()> {
-    for (name, value) in [
+    at_least_one(&[
         ("exec_timeout_ms", l.exec_timeout_ms),
         ("exec_timeout_max_ms", l.exec_timeout_max_ms),
         ("capture_bytes", l.capture_bytes as u64),
@@ -201,11 +209,7 @@ fn check_exec_limits(l: &Limits) -> Result<()> {
         ("plugin_output_bytes", l.plugin_output_bytes as u64),
         ("plugin_memory_cap_mib", l.plugin_memory_cap_mib),
         ("plugin_timeout_cap_ms", l.plugin_timeout_cap_ms),
-    ] {
-        if value == 0 {
-            bail!("limits.{name} must be at least 1");
-        }
-    }
+    ])?;
     if l.exec_timeout_ms > l.exec_timeout_max_ms {
         bail!(
             "limits.exec_timeout_ms = {} exceeds limits.exec_timeout_max_ms = {}; raise the maximum or lower the default",
@@ -219,18 +223,14 @@ fn check_exec_limits(l: &Limits) -> Result<()> {
 /// The job limits: every count at least 1, the default time limit within
 /// the maximum.
 fn check_job_limits(limits: &Limits) -> Result<()> {
-    for (name, value) in [
+    at_least_one(&[
         ("max_running_jobs", limits.max_running_jobs as u64),
         ("job_output_bytes", limits.job_output_bytes),
         ("job_timeout_ms", limits.job_timeout_ms),
         ("job_timeout_max_ms", limits.job_timeout_max_ms),
         ("job_retain_days", limits.job_retain_days),
         ("job_retain_count", limits.job_retain_count as u64),
-    ] {
-        if value == 0 {
-            bail!("limits.{name} must be at least 1");
-        }
-    }
+    ])?;
     if limits.job_timeout_ms > limits.job_timeout_max_ms {
         bail!(
             "limits.job_timeout_ms = {} exceeds limits.job_timeout_max_ms = {}; raise the maximum or lower the default",

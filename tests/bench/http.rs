@@ -29,9 +29,12 @@ impl Drop for Server {
 impl Server {
     /// Start a server on a free loopback port with one fresh token.
     pub fn start(home: &Home) -> Result<Server> {
-        let out = home.verbgate().args(["token", "add", "bench"]).output()?;
-        let v: Value = serde_json::from_slice(&out.stdout).context("token add")?;
-        let token = v["token"].as_str().context("token")?.to_string();
+        static STARTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!("bench-{}", STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let out = home.verbgate().args(["token", "add", &name]).output()?;
+        let said = || format!("`verbgate token add` printed {} {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).with_context(said)?;
+        let token = v["token"].as_str().with_context(said)?.to_string();
         let mut child = home.verbgate().args(["serve", "--http", "127.0.0.1:0"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
         let mut err = BufReader::new(child.stderr.take().context("stderr")?);
         let mut line = String::new();
