@@ -125,6 +125,30 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
+    fn an_ancestor_workspace_manifest_or_target_others_can_write_is_refused() {
+        // cargo looks upward for a workspace root and uses its `[patch]`
+        // entries and its `target/`: another user's copy of either, above the
+        // root, would run their code as ours.
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        let root = top.join("proj");
+        std::fs::create_dir(&root).unwrap();
+        for name in ["Cargo.toml", "target"] {
+            let planted = top.join(name);
+            if name == "target" {
+                std::fs::create_dir(&planted).unwrap();
+            } else {
+                std::fs::write(&planted, "[workspace]\nmembers = [\"proj\"]\n[patch.crates-io]\nserde = { path = \"/tmp/evil\" }\n").unwrap();
+            }
+            std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
+            let e = check_cargo(&root).unwrap_err();
+            assert_eq!((e.code, e.details["path"].as_str()), (ErrorCode::UntrustedConfig, planted.to_str()), "{name}");
+            std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+            assert!(check_cargo(&root).is_ok(), "{name}: a manifest of yours is used as cargo would");
+        }
+    }
+
+    #[test]
     fn ancestor_cargo_config_of_another_user_or_writable_by_others_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let top = tmp.path().canonicalize().unwrap();

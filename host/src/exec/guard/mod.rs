@@ -59,17 +59,17 @@ pub enum Guarded {
 impl Guarded {
     /// Which guard, if any, applies to `p`.
     pub fn of(p: &Prepared) -> Option<Guarded> {
-        // The declared name, the resolved file, and what that file is a link
-        // to (`programs.vcs = "/usr/local/bin/g"` → git is still git).
-        let file = p.program.file_name().and_then(|f| f.to_str()).unwrap_or_default().to_string();
-        let real = p.program.canonicalize().ok().and_then(|r| r.file_name().and_then(|f| f.to_str()).map(String::from)).unwrap_or_default();
-        let names = [p.name.as_str(), file.as_str(), real.as_str()];
-        names.iter().find_map(|n| match *n {
+        let by_name = |n: &str| match n {
             "git" => Some(Guarded::Git),
             "cargo" | "rustc" | "rustup" => Some(Guarded::Cargo),
             "just" => Some(Guarded::Just),
             _ => None,
-        })
+        };
+        let file_name = |p: &Path| p.file_name().and_then(|f| f.to_str()).and_then(by_name);
+        // The declared name, the resolved file, and only then (a syscall per
+        // op) what that file links to: `programs.vcs = "/usr/local/bin/g"` is
+        // still git.
+        by_name(&p.name).or_else(|| file_name(&p.program)).or_else(|| p.program.canonicalize().ok().as_deref().and_then(file_name))
     }
 }
 
@@ -103,5 +103,38 @@ impl Guards {
             Some(Guarded::Git) => self.git.check(p, root).await,
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    fn prepared(name: &str, program: &Path) -> Prepared {
+        Prepared {
+            name: name.into(),
+            program: program.into(),
+            argv: vec![],
+            cwd: "/".into(),
+            env: BTreeMap::new(),
+            stdin: None,
+            timeout: Duration::from_secs(1),
+            truncate_stdout: false,
+        }
+    }
+
+    #[test]
+    fn a_guarded_program_is_recognised_under_another_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("git");
+        std::fs::write(&real, "").unwrap();
+        let alias = tmp.path().join("vcs");
+        std::os::unix::fs::symlink(&real, &alias).unwrap();
+        assert_eq!(Guarded::of(&prepared("vcs", &alias)), Some(Guarded::Git), "a link to git is git");
+        assert_eq!(Guarded::of(&prepared("git", Path::new("/nonexistent/x"))), Some(Guarded::Git), "the declared name counts");
+        assert_eq!(Guarded::of(&prepared("tool", &tmp.path().join("cargo"))), Some(Guarded::Cargo), "the file name counts");
+        assert_eq!(Guarded::of(&prepared("tool", &real.with_file_name("tool"))), None);
     }
 }
