@@ -1,0 +1,168 @@
+//! One verb, one type.
+//!
+//! A verb is a type implementing [`Verb`]: its name, summary and kind are
+//! associated constants, its arguments an associated `Args` struct (serde
+//! reads it, schemars describes it — see [`crate::params`]), and `plan` /
+//! `map` receive that struct already typed. [`crate::plugin!`] lists the
+//! verb types once and generates `describe` and the dispatch by name, so a
+//! verb's name is written exactly once, in its `NAME`.
+//!
+//! ```ignore
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct HelloArgs {
+//!     /// who to greet
+//!     name: String,
+//! }
+//!
+//! struct Hello;
+//! impl Verb for Hello {
+//!     const NAME: &'static str = "mytool.hello";
+//!     const SUMMARY: &'static str = "Greet someone by name";
+//!     const KIND: VerbKind = VerbKind::Exec;
+//!     const PROGRAMS: &'static [&'static str] = &["echo"];
+//!     type Args = HelloArgs;
+//!     fn plan(args: &HelloArgs) -> Result<Plan, OpError> {
+//!         Ok(Plan::Exec(cmd("echo").lit("hello,").value(&args.name).into()))
+//!     }
+//!     fn map(_: &HelloArgs, outcome: &Outcome) -> Result<Value, OpError> {
+//!         outcome.success()?;
+//!         Ok(json!({ "greeting": outcome.stdout_text().trim() }))
+//!     }
+//! }
+//!
+//! verbgate_plugin_sdk::plugin!(MyTool { name: "mytool", version: "0.1.0", verbs: [Hello] });
+//! ```
+
+use crate::params::{params_schema, Params};
+use crate::{errors, Command, OpError, Outcome, Plan, Resolved, Value, VerbKind, VerbSpec};
+
+/// A verb: everything the host needs to list, check, plan and map it.
+pub trait Verb {
+    /// Namespaced name, `<plugin>.<verb>` in lower case (`git.log`).
+    const NAME: &'static str;
+    /// One line saying what the verb does (and, for a verb that writes,
+    /// that it writes).
+    const SUMMARY: &'static str;
+    /// What calling it does: read, exec, spawn or control.
+    const KIND: VerbKind;
+    /// Program names (not paths) its plans may run.
+    const PROGRAMS: &'static [&'static str] = &[];
+    /// Other names accepted in `op`; never listed in the catalog.
+    const ALIASES: &'static [&'static str] = &[];
+    /// A two-stage verb (see [`Verb::resolve`]): its `Args` describe only
+    /// what resolving needs (`target`); the target's own closed schema
+    /// comes from [`Verb::resolve`], and `Args` must accept its fields
+    /// (e.g. with a `#[serde(flatten)]` map).
+    const TWO_STAGE: bool = false;
+
+    /// The arguments: a serde struct with `#[serde(deny_unknown_fields)]`,
+    /// deriving `JsonSchema`; its schema is the verb's params schema.
+    type Args: Params;
+
+    /// JSON Schema of the mapped result, if the verb declares one (the host
+    /// refuses results that do not match it).
+    fn result_schema() -> Option<Value> {
+        None
+    }
+
+    /// Turn the call's arguments into a plan for the host to run.
+    fn plan(args: &Self::Args) -> Result<Plan, OpError>;
+
+    /// Map the plan's outcome into the verb's result.
+    fn map(args: &Self::Args, outcome: &Outcome) -> Result<Value, OpError>;
+
+    /// The command that kills a job by its entity id; `None` (the default)
+    /// lets the host stop the job's process group.
+    fn kill_plan(_entity: &Value) -> Option<Command> {
+        None
+    }
+
+    /// Two-stage verbs: the command whose output resolves `target` (empty:
+    /// list the targets).
+    fn resolve_plan(_target: &str) -> Result<Command, OpError> {
+        Err(not_two_stage(Self::NAME))
+    }
+
+    /// Two-stage verbs: the target's closed schema, summary and identity
+    /// from the outcome of [`Verb::resolve_plan`]'s command.
+    fn resolve(_target: &str, _outcome: &Outcome) -> Result<Resolved, OpError> {
+        Err(not_two_stage(Self::NAME))
+    }
+
+    /// The verb's params schema, derived from [`Verb::Args`].
+    fn params_schema() -> Value {
+        let mut schema = params_schema::<Self::Args>();
+        if Self::TWO_STAGE {
+            // Describe only what resolving needs; the target's schema,
+            // closed, comes from `resolve`.
+            schema["additionalProperties"] = Value::Bool(false);
+        }
+        schema
+    }
+
+    /// Read the call's arguments (JSON) into [`Verb::Args`]. The host has
+    /// validated them against [`Verb::params_schema`], so a failure here
+    /// means the struct and its schema disagree: `invalid_args`, with
+    /// serde's account of the field.
+    fn parse_args(args: Value) -> Result<Self::Args, OpError> {
+        let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+        serde_json::from_value(args).map_err(|e| {
+            errors::op_error(
+                "invalid_args",
+                &format!("`{}`: the args do not fit the verb's parameters: {e}", Self::NAME),
+                Some(serde_json::json!({ "verb": Self::NAME })),
+            )
+        })
+    }
+
+    /// Whether `name` (from the host) names this verb.
+    fn answers_to(name: &str) -> bool {
+        name == Self::NAME || Self::ALIASES.contains(&name)
+    }
+}
+
+fn not_two_stage(verb: &str) -> OpError {
+    errors::op_error("unknown_verb", &format!("`{verb}` is not a two-stage verb: it has no targets to resolve"), Some(serde_json::json!({ "verb": verb })))
+}
+
+/// The glue [`crate::plugin!`] expands to: WIT strings in, typed calls out.
+#[doc(hidden)]
+pub mod glue {
+    use super::*;
+
+    /// The [`VerbSpec`] the host sees for `V`.
+    pub fn spec<V: Verb>() -> VerbSpec {
+        VerbSpec {
+            name: V::NAME.to_string(),
+            summary: V::SUMMARY.to_string(),
+            kind: V::KIND,
+            params_schema: V::params_schema().to_string(),
+            result_schema: V::result_schema().map(|s| s.to_string()),
+            aliases: V::ALIASES.iter().map(|a| a.to_string()).collect(),
+            programs: V::PROGRAMS.iter().map(|p| p.to_string()).collect(),
+            two_stage: V::TWO_STAGE,
+        }
+    }
+
+    fn args<V: Verb>(text: &str) -> Result<V::Args, OpError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| errors::invalid_args(&format!("args are not valid JSON: {e}")))?;
+        V::parse_args(value)
+    }
+
+    /// Parse the args and plan.
+    pub fn plan<V: Verb>(args_json: &str) -> Result<Plan, OpError> {
+        V::plan(&args::<V>(args_json)?)
+    }
+
+    /// Parse the args and map the outcome.
+    pub fn map<V: Verb>(args_json: &str, outcome: &Outcome) -> Result<String, OpError> {
+        V::map(&args::<V>(args_json)?, outcome).map(|v| v.to_string())
+    }
+
+    /// Parse the entity and ask for the kill command.
+    pub fn kill_plan<V: Verb>(entity_json: &str) -> Option<Command> {
+        let entity: Value = serde_json::from_str(entity_json).ok()?;
+        V::kill_plan(&entity)
+    }
+}
