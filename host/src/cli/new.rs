@@ -206,7 +206,7 @@ mod tests {
             }
         }
         let files = render("demo-x", Lang::Rust);
-        let sdk = &files.iter().find(|f| f.0 == "sdk/src/lib.rs").unwrap().1;
+        let sdk = &files.iter().find(|f| f.0 == "sdk/src/bindings.rs").unwrap().1;
         assert!(sdk.contains("path: \"../wit\""), "the vendored SDK must read the project's WIT");
     }
 
