@@ -166,3 +166,91 @@ pub mod glue {
         V::kill_plan(&entity)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{json, Map, OutcomeExt};
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct PingArgs {
+        /// how many
+        #[serde(default)]
+        count: u64,
+    }
+
+    struct Ping;
+    impl Verb for Ping {
+        const NAME: &'static str = "t.ping";
+        const SUMMARY: &'static str = "Ping";
+        const KIND: VerbKind = VerbKind::Exec;
+        const ALIASES: &'static [&'static str] = &["t.p"];
+        type Args = PingArgs;
+        fn plan(args: &PingArgs) -> Result<Plan, OpError> {
+            Ok(Plan::Exec(crate::cmd("ping").lit_owned(format!("-c{}", args.count)).into()))
+        }
+        fn map(_: &PingArgs, outcome: &Outcome) -> Result<Value, OpError> {
+            outcome.success()?;
+            Ok(json!({ "out": outcome.stdout_text() }))
+        }
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct TargetArgs {
+        /// the target
+        target: String,
+        #[serde(flatten)]
+        #[schemars(skip)]
+        _rest: Map<String, Value>,
+    }
+
+    struct Staged;
+    impl Verb for Staged {
+        const NAME: &'static str = "t.staged";
+        const SUMMARY: &'static str = "Two stages";
+        const KIND: VerbKind = VerbKind::Spawn;
+        const TWO_STAGE: bool = true;
+        type Args = TargetArgs;
+        fn plan(args: &TargetArgs) -> Result<Plan, OpError> {
+            Ok(Plan::Spawn(crate::cmd("x").value(&args.target).into()))
+        }
+        fn map(_: &TargetArgs, _: &Outcome) -> Result<Value, OpError> {
+            Ok(json!({}))
+        }
+    }
+
+    #[test]
+    fn args_parse_from_null_and_refuse_a_misspelt_name() {
+        assert_eq!(Ping::parse_args(Value::Null).unwrap().count, 0);
+        let e = Ping::parse_args(json!({ "cuont": 2 })).unwrap_err();
+        assert_eq!(e.code, "invalid_args");
+        assert!(e.message.contains("cuont") && e.message.contains("t.ping"), "{}", e.message);
+        assert!(Ping::answers_to("t.p") && Ping::answers_to("t.ping") && !Ping::answers_to("t.pin"));
+    }
+
+    #[test]
+    fn the_spec_carries_the_derived_schema_and_the_constants() {
+        let spec = glue::spec::<Ping>();
+        assert_eq!((spec.name.as_str(), spec.aliases.as_slice(), spec.two_stage), ("t.ping", &["t.p".to_string()][..], false));
+        let schema: Value = serde_json::from_str(&spec.params_schema).unwrap();
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["properties"]["count"]["default"], 0);
+        let err = glue::map::<Ping>("{}", &Outcome::exited(2, "").with_stderr("no route")).unwrap_err();
+        assert_eq!(err.code, "exit_nonzero");
+        assert!(err.message.contains("no route"), "{}", err.message);
+        assert_eq!(glue::map::<Ping>("{}", &Outcome::exited(0, "pong")).unwrap(), r#"{"out":"pong"}"#);
+    }
+
+    #[test]
+    fn a_two_stage_schema_describes_the_target_closed_and_plans_take_the_rest() {
+        let schema = Staged::params_schema();
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["required"], json!(["target"]));
+        assert!(schema["properties"].get("_rest").is_none());
+        assert!(glue::plan::<Staged>(r#"{"target":"t","extra":"x"}"#).is_ok());
+        assert_eq!(Ping::resolve_plan("x").unwrap_err().code, "unknown_verb");
+    }
+}
