@@ -1,19 +1,21 @@
-//! The bundled `git` plugin: read-only verbs mapped from git's machine
-//! formats — `status --porcelain=v2 -z`, NUL/unit-separator `log --format`,
-//! `--numstat -z`, `for-each-ref` with unit separators — never from human
-//! text.
+//! The bundled `git` plugin. Read verbs map git's machine formats —
+//! `status --porcelain=v2 -z`, NUL/unit-separator `log --format`,
+//! `--numstat -z`, `for-each-ref` with unit separators — never human text;
+//! the write verbs (`git.add`, `git.commit`, `git.restore`, `git.switch`)
+//! are in [`write`].
 //!
 //! Every command runs with `GIT_OPTIONAL_LOCKS=0` (status never takes the
 //! index lock) and `-c core.fsmonitor=false`, and diffs with
 //! `--no-ext-diff --no-textconv`, because a repository's own config could
-//! otherwise make a read start a program of its choosing.
+//! otherwise make a read start a program of its choosing. Each verb is one
+//! type; its args struct is its params schema (every verb ends with the
+//! shared `repo`).
 
 mod branches;
 mod diff;
 mod log;
 mod status;
 mod time;
-
 mod write;
 
 use schemars::JsonSchema;
@@ -90,7 +92,7 @@ impl Verb for Status {
     }
 }
 
-/// `git status` in machine form (also what the write verbs could read back).
+/// `git status` in machine form.
 fn status_cmd(repo: &Repo, untracked: bool, ignored: bool) -> Cmd {
     let untracked = if untracked { "--untracked-files=all" } else { "--untracked-files=no" };
     let ignored = if ignored { "--ignored=matching" } else { "--ignored=no" };
