@@ -23,7 +23,10 @@ enum JobStatus {
     Lost,
 }
 
-const STATUSES: &[&str] = &["preparing", "running", "succeeded", "failed", "killed", "timed_out", "lost"];
+/// The status names, as the `job.list` parameter's schema spells them.
+fn statuses() -> Value {
+    verbgate_plugin_sdk::params_schema::<JobStatus>()["enum"].clone()
+}
 
 /// The shape every job record has (job.status, job.list entries).
 fn record_schema() -> Value {
@@ -34,7 +37,7 @@ fn record_schema() -> Value {
             "id": { "type": "string" },
             "kind": { "type": "string", "description": "the verb that started the job" },
             "label": { "type": "string" },
-            "status": { "type": "string", "enum": STATUSES },
+            "status": { "type": "string", "enum": statuses() },
             "terminal": { "type": "boolean" },
             "outcome": { "type": ["string", "null"], "enum": ["success", "failure", "cancelled", null] },
             "reason_code": { "type": ["string", "null"] },
@@ -247,6 +250,11 @@ mod tests {
         let e = Core::plan("job.list", r#"{"limt":5}"#).unwrap_err();
         assert_eq!(e.code, "invalid_args");
         assert!(e.message.contains("limt"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_record_schema_lists_the_statuses_the_parameter_accepts() {
+        assert_eq!(record_schema()["properties"]["status"]["enum"], json!(["preparing", "running", "succeeded", "failed", "killed", "timed_out", "lost"]));
     }
 
     #[test]
