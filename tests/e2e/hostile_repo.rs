@@ -340,7 +340,7 @@ fn an_operator_can_trust_a_repository_by_path() {
 
 #[test]
 fn ancestor_cargo_config_writable_by_others_is_refused() {
-    let env = Env::new();
+    let env = Env::new().allowing(&["cargo.metadata"]);
     // The directory above the root holds a cargo config anyone could have
     // written (as a shared /tmp would).
     let planted = env.tmp.path().join(".cargo/config.toml");
