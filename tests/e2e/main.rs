@@ -24,5 +24,6 @@ mod jobs_kill;
 mod just;
 mod load;
 mod mcp;
+mod policy;
 mod python_sdk;
 mod trust;

@@ -82,6 +82,8 @@ pub struct Env {
     pub plugins: PathBuf,
     /// Extra config lines for verbgate.toml.
     config: String,
+    /// `[[policy]]` rules appended after the tables.
+    policy: String,
 }
 
 impl Env {
@@ -94,7 +96,7 @@ impl Env {
         let plugins = tmp.path().join("plugins");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&plugins).unwrap();
-        let env = Env { tmp, home, root, plugins, config: String::new() };
+        let env = Env { tmp, home, root, plugins, config: String::new(), policy: String::new() };
         env.write_config();
         let out = env.run_ok(&["keygen", "--name", "test"]);
         let public = out["public_key"].as_str().unwrap().to_string();
@@ -116,9 +118,18 @@ impl Env {
         self
     }
 
+    /// Let `verbs` run without asking (a `[[policy]]` allow rule): for
+    /// tests of what those verbs do, not of the policy.
+    pub fn allowing(mut self, verbs: &[&str]) -> Env {
+        let list: Vec<String> = verbs.iter().map(|v| format!("{v:?}")).collect();
+        self.policy.push_str(&format!("\n[[policy]]\nverbs = [{}]\ndecision = \"allow\"\n", list.join(", ")));
+        self.write_config();
+        self
+    }
+
     fn write_config(&self) {
         std::fs::create_dir_all(&self.home).unwrap();
-        let text = format!("{}\n[programs]\nverbgate-fixture-cli = {:?}\n", self.config, fixture_cli().display().to_string());
+        let text = format!("{}\n[programs]\nverbgate-fixture-cli = {:?}\n{}", self.config, fixture_cli().display().to_string(), self.policy);
         std::fs::write(self.home.join("verbgate.toml"), text).unwrap();
     }
 
@@ -172,8 +183,14 @@ impl Env {
 
     /// Sign component `name` with the test key and install it.
     pub fn install(&self, name: &str) -> PathBuf {
+        self.install_from(name, &component(name))
+    }
+
+    /// Sign the component file `src` with the test key and install it as
+    /// `<name>.wasm`.
+    pub fn install_from(&self, name: &str, src: &Path) -> PathBuf {
         let dest = self.plugins.join(format!("{name}.wasm"));
-        self.run_ok(&["sign", component(name).to_str().unwrap(), "--key", self.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+        self.run_ok(&["sign", src.to_str().unwrap(), "--key", self.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
         dest
     }
 

@@ -7,7 +7,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, json, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, json, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
 
 /// `__NAME__.hello` args. `deny_unknown_fields` closes the schema, so a
 /// misspelt parameter is refused, not ignored; doc comments become the
@@ -26,6 +26,7 @@ impl Verb for Hello {
     const NAME: &'static str = "__NAME__.hello";
     const SUMMARY: &'static str = "Greet someone by name";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[];
     // Only declared programs may run; operators map names to paths.
     const PROGRAMS: &'static [&'static str] = &["echo"];
     type Args = HelloArgs;

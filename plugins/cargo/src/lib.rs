@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, yes, Cmd, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, errors, json, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
 
 /// The parameters every build verb shares.
 #[derive(Deserialize, JsonSchema)]
@@ -138,6 +138,7 @@ impl<S: Subcommand> Verb for Build<S> {
     const NAME: &'static str = S::NAME;
     const SUMMARY: &'static str = S::SUMMARY;
     const KIND: VerbKind = VerbKind::Spawn;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = BuildArgs;
 
@@ -182,6 +183,7 @@ impl Verb for Test {
     const NAME: &'static str = "cargo.test";
     const SUMMARY: &'static str = "Run tests; per-test outcomes and counts";
     const KIND: VerbKind = VerbKind::Spawn;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = TestArgs;
 
@@ -224,6 +226,7 @@ impl Verb for Metadata {
     const NAME: &'static str = "cargo.metadata";
     const SUMMARY: &'static str = "Workspace members, packages and their targets";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::RunsRepoCode];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = MetadataArgs;
 

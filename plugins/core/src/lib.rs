@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use verbgate_plugin_sdk::serde_json;
-use verbgate_plugin_sdk::{json, HostCall, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{json, Effect, HostCall, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
 
 /// A job's status (the host's `jobs::model::Status`, in its spelling).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
@@ -75,6 +75,7 @@ macro_rules! job_verb {
             const NAME: &'static str = $name;
             const SUMMARY: &'static str = $summary;
             const KIND: VerbKind = VerbKind::$kind;
+            const EFFECTS: &'static [Effect] = &[];
             type Args = $args;
             fn result_schema() -> Option<Value> {
                 Some($result)

@@ -20,7 +20,7 @@ mod write;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, yes, Cmd, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, errors, json, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
 
 /// The most commits `git.log` returns in one call.
 pub const LOG_MAX: u64 = 1000;
@@ -74,6 +74,7 @@ impl Verb for Status {
     const NAME: &'static str = "git.status";
     const SUMMARY: &'static str = "Branch, upstream and changed files of the working tree";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = StatusArgs;
 
@@ -134,6 +135,7 @@ impl Verb for Log {
     const NAME: &'static str = "git.log";
     const SUMMARY: &'static str = "Commits, newest first (hash, parents, author, UTC times)";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = LogArgs;
 
@@ -200,6 +202,7 @@ impl Verb for Diff {
     const NAME: &'static str = "git.diff";
     const SUMMARY: &'static str = "Changes as per-file line counts plus the patch (bounded)";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = DiffArgs;
 
@@ -274,6 +277,7 @@ impl Verb for Show {
     const NAME: &'static str = "git.show";
     const SUMMARY: &'static str = "One commit with its changed files";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = ShowArgs;
 
@@ -329,6 +333,7 @@ impl Verb for Branches {
     const NAME: &'static str = "git.branches";
     const SUMMARY: &'static str = "Local and remote branches with upstream and last commit";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = BranchesArgs;
 

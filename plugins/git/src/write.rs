@@ -22,7 +22,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{errors, json, Cmd, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{errors, json, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
 
 use crate::{git, not_a_repository, Repo};
 
@@ -89,6 +89,7 @@ impl Verb for Add {
     const NAME: &'static str = "git.add";
     const SUMMARY: &'static str = "Stage files (writes the index; repository hooks do not run)";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = AddArgs;
 
@@ -138,6 +139,7 @@ impl Verb for Commit {
     const NAME: &'static str = "git.commit";
     const SUMMARY: &'static str = "Commit what is staged, message via stdin, author from git config (writes the repository; hooks do not run, no signing)";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = CommitArgs;
 
@@ -263,6 +265,7 @@ impl Verb for Restore {
     const NAME: &'static str = "git.restore";
     const SUMMARY: &'static str = "Discard working-tree changes or unstage files (writes the repository; discarded changes are lost; hooks do not run)";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = RestoreArgs;
 
@@ -328,6 +331,7 @@ impl Verb for Switch {
     const NAME: &'static str = "git.switch";
     const SUMMARY: &'static str = "Switch to a local branch, or create one (writes the working tree; refuses to overwrite local changes; hooks do not run)";
     const KIND: VerbKind = VerbKind::Exec;
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = SwitchArgs;
 

@@ -6,7 +6,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Command, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, errors, json, Command, Effect, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, Value, Verb, VerbKind};
 
 /// Most output kept in a recipe's result (the tail); the rest is in job.output.
 const OUTPUT_TAIL: usize = 16 * 1024;
@@ -77,6 +77,8 @@ impl Verb for Run {
     const NAME: &'static str = "just.run";
     const SUMMARY: &'static str = "Run a justfile recipe as a job; help \"just.run:<recipe>\" gives its params";
     const KIND: VerbKind = VerbKind::Spawn;
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["just"];
     const TWO_STAGE: bool = true;
     type Args = RunArgs;

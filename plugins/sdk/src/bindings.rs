@@ -1,4 +1,4 @@
-//! The one place the SDK touches the WIT contract (`verbgate:verbs@0.1.0`).
+//! The one place the SDK touches the WIT contract (`verbgate:verbs@0.2.0`).
 //!
 //! Everything else in the SDK, and every plugin, uses the types re-exported
 //! from the crate root (`Plan`, `Outcome`, `Command`, …) and the export
@@ -7,7 +7,7 @@
 //! not change.
 
 wit_bindgen::generate!({
-    path: "../../verbs-wit/0.1.0",
+    path: "../../verbs-wit/0.2.0",
     world: "verb-plugin",
     pub_export_macro: true,
     export_macro_name: "__export_verb_plugin",
@@ -17,7 +17,7 @@ wit_bindgen::generate!({
 
 /// The exported interface a plugin implements (used by [`crate::plugin!`]).
 pub use exports::verbgate::verbs::plugin::Guest;
-pub use verbgate::verbs::types::{Arg, Command, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan, VerbSpec};
+pub use verbgate::verbs::types::{Arg, Command, Effect, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan, VerbSpec};
 
 /// The WIT version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";

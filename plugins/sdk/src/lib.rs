@@ -3,7 +3,7 @@
 //! A verb is one type implementing [`Verb`]; [`plugin!`] lists the verb
 //! types and generates the component's exports (`describe` and the dispatch
 //! by verb name), so a verb's name is written once. The SDK owns the WIT
-//! bindings ([`bindings`], `verbgate:verbs@0.1.0`), so plugin crates never
+//! bindings ([`bindings`], `verbgate:verbs@0.2.0`), so plugin crates never
 //! touch `wit-bindgen` themselves, and makes the safe thing the easy thing:
 //!
 //! - a verb's arguments are a serde struct and its params schema is derived
@@ -38,7 +38,7 @@ mod schema;
 mod verb;
 
 pub use args::Args;
-pub use bindings::{Arg, Command, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan, VerbSpec, WIT_VERSION};
+pub use bindings::{Arg, Command, Effect, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan, VerbSpec, WIT_VERSION};
 pub use command::{cmd, Cmd};
 pub use outcome::OutcomeExt;
 pub use params::{params_schema, yes, Params};
@@ -87,6 +87,8 @@ pub fn verb(name: &str, kind: VerbKind, summary: &str, params: Schema) -> VerbSp
         aliases: Vec::new(),
         programs: Vec::new(),
         two_stage: false,
+        effects: Vec::new(),
+        sensitive: Vec::new(),
     }
 }
 
@@ -100,6 +102,13 @@ pub trait VerbSpecExt {
     fn aliases(self, aliases: &[&str]) -> Self;
     /// Make it a two-stage verb (see [`Plugin::resolve`]).
     fn two_stage(self) -> Self;
+    /// Declare what running the verb can do (the host's policy decides on
+    /// these: reads run, writes and repository code ask a person first). A
+    /// verb declaring none touches only the host's own state.
+    fn effects(self, effects: &[Effect]) -> Self;
+    /// Name top-level params whose values are secrets: the audit trail
+    /// records them as `"<redacted>"`.
+    fn sensitive(self, params: &[&str]) -> Self;
 }
 
 impl VerbSpecExt for VerbSpec {
@@ -117,6 +126,14 @@ impl VerbSpecExt for VerbSpec {
     }
     fn two_stage(mut self) -> Self {
         self.two_stage = true;
+        self
+    }
+    fn effects(mut self, effects: &[Effect]) -> Self {
+        self.effects = effects.to_vec();
+        self
+    }
+    fn sensitive(mut self, params: &[&str]) -> Self {
+        self.sensitive = params.iter().map(|p| p.to_string()).collect();
         self
     }
 }

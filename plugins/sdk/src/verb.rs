@@ -21,6 +21,7 @@
 //!     const SUMMARY: &'static str = "Greet someone by name";
 //!     const KIND: VerbKind = VerbKind::Exec;
 //!     const PROGRAMS: &'static [&'static str] = &["echo"];
+//!     const EFFECTS: &'static [Effect] = &[];
 //!     type Args = HelloArgs;
 //!     fn plan(args: &HelloArgs) -> Result<Plan, OpError> {
 //!         Ok(Plan::Exec(cmd("echo").lit("hello,").value(&args.name).into()))
@@ -35,7 +36,7 @@
 //! ```
 
 use crate::params::{params_schema, Params};
-use crate::{errors, Command, OpError, Outcome, Plan, Resolved, Value, VerbKind, VerbSpec};
+use crate::{errors, Command, Effect, OpError, Outcome, Plan, Resolved, Value, VerbKind, VerbSpec};
 
 /// A verb: everything the host needs to list, check, plan and map it.
 pub trait Verb {
@@ -50,6 +51,15 @@ pub trait Verb {
     const PROGRAMS: &'static [&'static str] = &[];
     /// Other names accepted in `op`; never listed in the catalog.
     const ALIASES: &'static [&'static str] = &[];
+    /// What running it can do, from the closed set the host's policy
+    /// decides on: reads run, while writing the repository, running its
+    /// code, the network, destroying data ask a person by default. Required:
+    /// a verb says what it does. `&[]` means it touches only the host's own
+    /// state (the job verbs).
+    const EFFECTS: &'static [Effect];
+    /// Top-level params whose values are secrets: the audit trail records
+    /// them (and any argv word containing them) as `"<redacted>"`.
+    const SENSITIVE: &'static [&'static str] = &[];
     /// A two-stage verb (see [`Verb::resolve`]): its `Args` describe only
     /// what resolving needs (`target`); the target's own closed schema
     /// comes from [`Verb::resolve`], and `Args` must accept its fields
@@ -142,6 +152,8 @@ pub mod glue {
             aliases: V::ALIASES.iter().map(|a| a.to_string()).collect(),
             programs: V::PROGRAMS.iter().map(|p| p.to_string()).collect(),
             two_stage: V::TWO_STAGE,
+            effects: V::EFFECTS.to_vec(),
+            sensitive: V::SENSITIVE.iter().map(|s| s.to_string()).collect(),
         }
     }
 
@@ -187,6 +199,7 @@ mod tests {
         const NAME: &'static str = "t.ping";
         const SUMMARY: &'static str = "Ping";
         const KIND: VerbKind = VerbKind::Exec;
+        const EFFECTS: &'static [Effect] = &[];
         const ALIASES: &'static [&'static str] = &["t.p"];
         type Args = PingArgs;
         fn plan(args: &PingArgs) -> Result<Plan, OpError> {
@@ -212,6 +225,7 @@ mod tests {
         const NAME: &'static str = "t.staged";
         const SUMMARY: &'static str = "Two stages";
         const KIND: VerbKind = VerbKind::Spawn;
+        const EFFECTS: &'static [Effect] = &[];
         const TWO_STAGE: bool = true;
         type Args = TargetArgs;
         fn plan(args: &TargetArgs) -> Result<Plan, OpError> {
