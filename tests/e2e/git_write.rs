@@ -7,7 +7,9 @@ use serde_json::{json, Value};
 use verbgate_tests::{git, Env};
 
 fn repo_env() -> Env {
-    let env = Env::new();
+    // About what the write verbs do; that the policy asks before them by
+    // default is `git_writes_ask_by_default` below and `e2e/policy`.
+    let env = Env::new().allowing(&["git.*"]);
     git(&env.root, &["init", "-q", "-b", "main"]);
     git(&env.root, &["config", "user.name", "Ada Lovelace"]);
     git(&env.root, &["config", "user.email", "ada@example.com"]);
@@ -193,4 +195,26 @@ fn switch_changes_and_creates_branches_and_refuses_option_names() {
     assert_eq!(r["error"]["code"], "not_found", "{r}");
     let r = env.op("git.switch", json!({ "branch": "feature", "start_point": "main" }));
     assert_eq!(r["error"]["code"], "invalid_args", "{r}");
+}
+
+#[test]
+fn git_writes_ask_by_default_and_say_what_they_do() {
+    let env = Env::new();
+    git(&env.root, &["init", "-q", "-b", "main"]);
+    std::fs::write(env.root.join("a.txt"), "x").unwrap();
+    for (verb, effects) in [
+        ("git.add", json!(["reads_repo", "writes_repo"])),
+        ("git.commit", json!(["reads_repo", "writes_repo"])),
+        ("git.restore", json!(["reads_repo", "writes_repo", "destructive"])),
+        ("git.switch", json!(["reads_repo", "writes_repo"])),
+    ] {
+        let help = env.request(&json!({ "help": verb }))["help"].clone();
+        assert_eq!(help["effects"], effects, "{verb}: {help}");
+        assert_eq!(help["policy"]["decision"], "ask", "{verb}: {help}");
+    }
+    // No terminal to ask on: refused, and nothing was staged.
+    let r = env.op("git.add", json!({ "paths": ["a.txt"] }));
+    assert_eq!(r["error"]["code"], "consent_required", "{r}");
+    assert_eq!(r["error"]["rule"], "default:writes_repo");
+    assert!(git(&env.root, &["diff", "--cached", "--name-only"]).trim().is_empty(), "nothing may be staged");
 }

@@ -454,7 +454,7 @@ fn write_verbs_are_refused_in_a_repository_whose_config_runs_programs() {
 
 #[test]
 fn write_verbs_run_no_repository_hooks_and_never_sign() {
-    let h = hostile();
+    let h = hostile_with(Env::new().allowing(&["git.*"]));
     let hooks = h.env.root.join(".git/hooks");
     std::fs::create_dir_all(&hooks).unwrap();
     for hook in ["pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-index-change", "reference-transaction"] {
