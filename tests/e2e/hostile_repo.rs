@@ -393,7 +393,7 @@ fn code_running_verbs_say_so() {
     let effects = catalog["help"]["effects"].as_object().unwrap_or_else(|| panic!("{catalog}"));
     let marked: Vec<&str> = effects.iter().filter(|(_, l)| l.as_str().unwrap().contains('x')).map(|(k, _)| k.as_str()).collect();
     assert_eq!(marked, ["cargo.*", "cargo.metadata", "just.*"], "{catalog}");
-    assert!(catalog["help"]["effect_letters"].as_str().unwrap().contains("x runs_repo_code"));
+    assert!(catalog["help"]["effect_letters"].as_str().unwrap().contains("x runs repo code"));
 }
 
 #[test]

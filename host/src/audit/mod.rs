@@ -1,8 +1,9 @@
 //! The audit trail: every op — run, refused, denied, asked — as one row in
 //! `$VERBGATE_HOME/state/audit.db` (SQLite, 0600 like the job store), with
 //! who asked, what the policy decided and who decided it, what ran and how
-//! it ended. Written before the op's answer is returned; read by `verbgate
-//! audit`.
+//! it ended. Queued as the op ends and committed in batches by a writer
+//! thread ([`AuditWriter`]), flushed when the dispatcher goes away; read by
+//! `verbgate audit`.
 //!
 //! Args are stored bounded (`audit.args_bytes`) and with the values of the
 //! params a verb marks sensitive replaced by `"<redacted>"`: the trail is
@@ -10,6 +11,8 @@
 
 mod record;
 mod store;
+mod writer;
 
 pub use record::{redact, Record, REDACTED};
 pub use store::{AuditStore, Filter, PruneReport};
+pub use writer::AuditWriter;

@@ -105,29 +105,18 @@ impl AuditStore {
     /// Append one record; returns its id.
     pub fn append(&self, r: &Record) -> rusqlite::Result<i64> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let mut stmt = conn.prepare_cached(
-            "INSERT INTO audit (time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-        )?;
-        stmt.execute(params![
-            r.time_ms,
-            r.transport,
-            r.client,
-            r.caller,
-            r.verb,
-            r.args,
-            r.fingerprint,
-            r.decision,
-            r.decided_by,
-            r.answer,
-            r.program,
-            r.argv,
-            r.outcome,
-            r.duration_ms,
-            r.job_id,
-            r.dry_run
-        ])?;
+        insert(&conn, r)?;
         Ok(conn.last_insert_rowid())
+    }
+
+    /// Append records in one transaction (all or none).
+    pub fn append_all(&self, records: &[Record]) -> rusqlite::Result<()> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = conn.transaction()?;
+        for r in records {
+            insert(&tx, r)?;
+        }
+        tx.commit()
     }
 
     /// Rows matching `filter`, oldest first (the newest `limit` of them).
@@ -191,6 +180,33 @@ impl AuditStore {
         )?;
         Ok(PruneReport { expired, over_count })
     }
+}
+
+/// One `INSERT` of `r` (the statement is cached per connection).
+fn insert(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO audit (time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )?;
+    stmt.execute(params![
+        r.time_ms,
+        r.transport,
+        r.client,
+        r.caller,
+        r.verb,
+        r.args,
+        r.fingerprint,
+        r.decision,
+        r.decided_by,
+        r.answer,
+        r.program,
+        r.argv,
+        r.outcome,
+        r.duration_ms,
+        r.job_id,
+        r.dry_run
+    ])?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -62,8 +62,8 @@ impl Dispatcher {
         Arrival { started: Instant::now(), time_ms: crate::jobs::process::now_ms(), args: self.audit.is_some().then(|| args.clone()) }
     }
 
-    /// Write the op's row. A failing write is logged, never turned into the
-    /// op's failure: the op has already happened.
+    /// Queue the op's row for the writer. A failing write is logged, never
+    /// turned into the op's failure: the op has already happened.
     pub(crate) fn record(&self, caller: &Caller, arrival: Arrival, outcome: &OpOutcome, trail: Trail) {
         let Some(store) = &self.audit else { return };
         let verb = outcome.verb.as_deref();
@@ -95,8 +95,6 @@ impl Dispatcher {
             job_id: trail.job_id,
             dry_run: trail.dry_run,
         };
-        if let Err(e) = store.append(&record) {
-            tracing::error!(error = %e, verb = %record.verb, "cannot write the audit trail");
-        }
+        store.record(record);
     }
 }

@@ -49,7 +49,7 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
     let mut out = json!({
         "surface_version": surface_version_of(verbs()),
         "batch_cap": batch_cap,
-        "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"} gives its schema and schema_fingerprint",
+        "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"}: its schema and schema_fingerprint",
         "fingerprint_required": ["spawn"],
         "verbs": Value::Object(groups),
         // Effects as letters (`x`: runs repository code) and what the
@@ -86,7 +86,7 @@ fn runs_repo_code(v: &Verb) -> bool {
 }
 
 /// What each letter in the catalog's `effects` stands for.
-pub const EFFECT_LETTERS: &str = "r reads_repo, w writes_repo, x runs_repo_code, l long_running, n network, d destructive, ? undeclared";
+pub const EFFECT_LETTERS: &str = "r reads, w writes, x runs repo code, l long-running, n network, d destructive, ? undeclared";
 
 /// Each verb's effects as letters (see [`EFFECT_LETTERS`]), compactly: a
 /// namespace's most common set under `ns.*`, then the verbs that differ

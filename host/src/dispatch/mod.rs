@@ -77,8 +77,9 @@ pub struct Dispatcher {
     guards: Arc<crate::exec::Guards>,
     /// The operator's `[[policy]]` rules and the defaults.
     policy: policy::Policy,
-    /// Where every op is recorded (`None` with `audit.enabled = false`).
-    audit: Option<Arc<crate::audit::AuditStore>>,
+    /// Where every op is recorded (`None` with `audit.enabled = false`);
+    /// dropping the dispatcher writes every queued row.
+    audit: Option<crate::audit::AuditWriter>,
 }
 
 impl Dispatcher {
@@ -101,6 +102,7 @@ impl Dispatcher {
         let runtime = registry.current().runtime().clone();
         let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone()));
         let policy = policy::Policy::new(&config.policy);
+        let audit = audit.map(crate::audit::AuditWriter::start);
         Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards, policy, audit })
     }
 

@@ -87,7 +87,7 @@ pub struct Add;
 
 impl Verb for Add {
     const NAME: &'static str = "git.add";
-    const SUMMARY: &'static str = "Stage files (writes the index; repository hooks do not run)";
+    const SUMMARY: &'static str = "Stage files (no hooks run)";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -137,7 +137,7 @@ pub struct Commit;
 
 impl Verb for Commit {
     const NAME: &'static str = "git.commit";
-    const SUMMARY: &'static str = "Commit what is staged, message via stdin, author from git config (writes the repository; hooks do not run, no signing)";
+    const SUMMARY: &'static str = "Commit what is staged; message via stdin (no hooks, no signing)";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -263,7 +263,7 @@ pub struct Restore;
 
 impl Verb for Restore {
     const NAME: &'static str = "git.restore";
-    const SUMMARY: &'static str = "Discard working-tree changes or unstage files (writes the repository; discarded changes are lost; hooks do not run)";
+    const SUMMARY: &'static str = "Discard working-tree changes or unstage files (no hooks)";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -329,7 +329,7 @@ pub struct Switch;
 
 impl Verb for Switch {
     const NAME: &'static str = "git.switch";
-    const SUMMARY: &'static str = "Switch to a local branch, or create one (writes the working tree; refuses to overwrite local changes; hooks do not run)";
+    const SUMMARY: &'static str = "Switch to or create a branch; keeps local changes (no hooks)";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];

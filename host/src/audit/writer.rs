@@ -1,0 +1,112 @@
+//! Writing the trail off the ops' path: an op hands its row to a channel
+//! (a few hundred nanoseconds) and a writer thread commits whatever has
+//! arrived in one transaction, so a 16-op batch costs one commit, not 16,
+//! and no op waits for SQLite. Dropping the writer (the dispatcher going
+//! away: `verbgate request` ending, a stdio server's client leaving) writes
+//! every row still queued before it returns. A process killed by a signal
+//! can lose the rows of its last few milliseconds.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::record::Record;
+use super::store::AuditStore;
+
+/// Most rows committed in one transaction.
+const BATCH: usize = 512;
+
+/// The trail's writer thread and its queue.
+pub struct AuditWriter {
+    tx: Mutex<Option<Sender<Record>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    store: Arc<AuditStore>,
+}
+
+impl AuditWriter {
+    /// Start a writer for `store`. If no thread can be started, rows are
+    /// written on the caller's thread instead (slower, never lost).
+    pub fn start(store: Arc<AuditStore>) -> AuditWriter {
+        let (tx, rx) = channel();
+        let for_thread = store.clone();
+        match std::thread::Builder::new().name("verbgate-audit".into()).spawn(move || write_loop(&for_thread, &rx)) {
+            Ok(thread) => AuditWriter { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)), store },
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the audit writer thread; writing rows inline");
+                AuditWriter { tx: Mutex::new(None), thread: Mutex::new(None), store }
+            }
+        }
+    }
+
+    /// Queue a row. When the writer is gone (it never is while the
+    /// dispatcher lives), the row is written here instead of dropped.
+    pub fn record(&self, record: Record) {
+        let sent = match self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(tx) => tx.send(record).map_err(|e| e.0),
+            None => Err(record),
+        };
+        if let Err(record) = sent {
+            if let Err(e) = self.store.append(&record) {
+                tracing::error!(error = %e, verb = %record.verb, "cannot write the audit trail");
+            }
+        }
+    }
+
+    /// Write every queued row and stop the thread.
+    pub fn flush(&self) {
+        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            if thread.join().is_err() {
+                tracing::error!("the audit writer panicked; rows may be missing");
+            }
+        }
+    }
+}
+
+impl Drop for AuditWriter {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+fn write_loop(store: &AuditStore, rx: &Receiver<Record>) {
+    while let Ok(first) = rx.recv() {
+        let mut rows = vec![first];
+        while rows.len() < BATCH {
+            match rx.try_recv() {
+                Ok(r) => rows.push(r),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = store.append_all(&rows) {
+            tracing::error!(error = %e, rows = rows.len(), "cannot write the audit trail");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::Filter;
+
+    #[test]
+    fn every_queued_row_is_written_by_the_time_the_writer_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(AuditStore::open(&dir.path().join("state")).unwrap());
+        let writer = AuditWriter::start(store.clone());
+        for i in 0..2000 {
+            writer.record(Record {
+                time_ms: i,
+                transport: "cli".into(),
+                caller: "local".into(),
+                verb: format!("v.n{i}"),
+                outcome: "ok".into(),
+                ..Record::default()
+            });
+        }
+        drop(writer);
+        let rows = store.query(&Filter { limit: usize::MAX, ..Filter::default() }).unwrap();
+        assert_eq!(rows.len(), 2000);
+        assert_eq!(rows[1999].verb, "v.n1999", "in order");
+    }
+}
