@@ -380,18 +380,18 @@ fn just_uses_exactly_the_justfile_of_its_directory() {
 #[test]
 fn code_running_verbs_say_so() {
     let env = Env::new();
-    for verb in ["cargo.build", "cargo.test", "cargo.check", "cargo.clippy", "cargo.metadata", "just.run"] {
+    for verb in ["cargo.build", "cargo.test", "cargo.check", "cargo.clippy", "cargo.metadata", "just.run", "pytest.run"] {
         let h = env.request(&json!({"help": verb}));
         assert_eq!(h["help"]["runs_repository_code"], true, "{verb}: {h}");
     }
-    for verb in ["git.status", "git.log", "job.list"] {
+    for verb in ["git.status", "git.log", "job.list", "rg.search", "rg.files"] {
         let h = env.request(&json!({"help": verb}));
         assert_eq!(h["help"]["runs_repository_code"], false, "{verb}: {h}");
     }
     let catalog = env.request(&json!({"help": true}));
     let marked: Vec<&str> =
         catalog["help"]["runs_repository_code"].as_array().unwrap_or_else(|| panic!("{catalog}")).iter().map(|v| v.as_str().unwrap()).collect();
-    assert_eq!(marked, ["cargo.*", "just.*"], "{catalog}");
+    assert_eq!(marked, ["cargo.*", "just.*", "pytest.*"], "{catalog}");
 }
 
 #[test]

@@ -23,5 +23,7 @@ mod jobs_kill;
 mod just;
 mod load;
 mod mcp;
+mod pytest;
 mod python_sdk;
+mod rg;
 mod trust;

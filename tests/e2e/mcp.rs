@@ -150,6 +150,19 @@ fn the_catalog_stays_compact_per_verb() {
 }
 
 #[test]
+fn the_bundled_catalog_stays_compact_per_verb() {
+    for tool in verbgate_tests::TEST_TOOLS {
+        verbgate_tests::require_test_tool(tool);
+    }
+    let env = Env::new();
+    let out = env.request(&json!({"help": true}));
+    let count: usize = out["help"]["verbs"].as_object().unwrap().values().map(|g| g.as_array().unwrap().len()).sum();
+    assert!(count >= 20, "every bundled verb is loaded: {out}");
+    let bytes = serde_json::to_string(&out["help"]["verbs"]).unwrap().len();
+    assert!(bytes / count <= 120, "the bundled catalog is {} bytes per verb: {out}", bytes / count);
+}
+
+#[test]
 fn cancelling_a_request_stops_the_observation_not_the_work() {
     rt().block_on(async {
         let env = Env::new();
