@@ -241,6 +241,125 @@ fn check_job_limits(limits: &Limits) -> Result<()> {
     Ok(())
 }
 
+/// What a `[[policy]]` rule decides for the ops it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask a person first (MCP elicitation, or the terminal for
+    /// `verbgate request`).
+    Ask,
+    /// Refuse it (`policy_denied`).
+    Deny,
+}
+
+impl Decision {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// One `[[policy]]` rule as written. A rule matches an op when every
+/// condition it states holds: its verb is one of `verbs` (patterns as in
+/// `allow`), and it may have one of `effects` (effect names, or
+/// `undeclared` for verbs of a contract that cannot say). A rule with
+/// neither matches every op. The first matching rule decides; after the
+/// operator's rules come the defaults (see `dispatch::policy`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRule {
+    /// Verb patterns (`git.*`, `cargo.test`, `*`).
+    pub verbs: Option<Vec<String>>,
+    /// Effect names (`writes_repo`, `runs_repo_code`, …, `undeclared`).
+    pub effects: Option<Vec<String>>,
+    /// What to do.
+    pub decision: Decision,
+    /// Why, shown to callers a rule refuses or asks for.
+    pub reason: Option<String>,
+}
+
+/// Effect names a rule may use besides the declared ones.
+pub const UNDECLARED: &str = "undeclared";
+
+/// Refuse a rule that could never match what its author meant: an unknown
+/// effect name, an empty list, a pattern that is not a verb pattern.
+fn check_policy(rules: &[PolicyRule]) -> Result<()> {
+    use crate::runtime::model::Effect;
+    for (i, rule) in rules.iter().enumerate() {
+        let at = format!("[[policy]] rule {} of verbgate.toml", i + 1);
+        if let Some(effects) = &rule.effects {
+            if effects.is_empty() {
+                bail!("{at}: `effects = []` matches nothing; leave it out to match every effect");
+            }
+            for e in effects {
+                if Effect::parse(e).is_none() && e != UNDECLARED {
+                    let names: Vec<&str> = Effect::ALL.iter().map(|e| e.as_str()).chain([UNDECLARED]).collect();
+                    bail!("{at}: unknown effect {e:?}; effects are {}", names.join(", "));
+                }
+            }
+        }
+        if let Some(verbs) = &rule.verbs {
+            if verbs.is_empty() {
+                bail!("{at}: `verbs = []` matches nothing; leave it out to match every verb");
+            }
+            for v in verbs {
+                let valid = match v.strip_suffix(".*") {
+                    _ if v == "*" => true,
+                    Some(ns) => crate::registry::fence::name_problem(&format!("{ns}.x")).is_none(),
+                    None => crate::registry::fence::name_problem(v).is_none(),
+                };
+                if !valid {
+                    bail!("{at}: {v:?} is not a verb pattern (`ns.verb`, `ns.*` or `*`)");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `[consent]`: how asking a person behaves.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsentSettings {
+    /// How long an op waits for the person's answer, ms; no answer in time
+    /// is a refusal (`consent_declined`, answer `timeout`). Default 120000.
+    pub timeout_ms: u64,
+}
+
+impl Default for ConsentSettings {
+    fn default() -> Self {
+        ConsentSettings { timeout_ms: 120_000 }
+    }
+}
+
+/// The audit trail (`$VERBGATE_HOME/state/audit.db`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSettings {
+    /// Record every op. Default true.
+    pub enabled: bool,
+    /// Rows older than this many days are pruned at server start and by
+    /// `verbgate audit prune`. Default 90.
+    pub retain_days: u64,
+    /// At most this many rows are kept (the newest). Default 100000.
+    pub retain_rows: u64,
+    /// Largest args JSON recorded per op, bytes; longer args are cut and
+    /// marked. Default 4096.
+    pub args_bytes: usize,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings { enabled: true, retain_days: 90, retain_rows: 100_000, args_bytes: 4096 }
+    }
+}
+
 /// Environment variables passed to programs by default (everything else is
 /// cleared). `env_allow` in the config replaces this list.
 pub const DEFAULT_ENV_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"];
@@ -261,6 +380,12 @@ struct FileConfig {
     components: BTreeMap<String, ComponentLimits>,
     #[serde(default)]
     trusted_repos: Vec<PathBuf>,
+    #[serde(default)]
+    policy: Vec<PolicyRule>,
+    #[serde(default)]
+    consent: ConsentSettings,
+    #[serde(default)]
+    audit: AuditSettings,
 }
 
 /// Settings given on the command line; `None` means "not given".
@@ -302,6 +427,12 @@ pub struct Config {
     /// config the operator vouches for: the git guard does not refuse them
     /// for naming programs or for lying outside the root.
     pub trusted_repos: Vec<PathBuf>,
+    /// The operator's `[[policy]]` rules, in order (the defaults follow).
+    pub policy: Vec<PolicyRule>,
+    /// `[consent]`.
+    pub consent: ConsentSettings,
+    /// `[audit]`.
+    pub audit: AuditSettings,
 }
 
 impl Config {
@@ -337,6 +468,15 @@ impl Config {
         plugin_dirs.extend(file.plugin_dirs.unwrap_or_default());
         plugin_dirs.extend(over.plugin_dirs.iter().cloned());
         check_limits(&file.limits, &file.components)?;
+        check_policy(&file.policy)?;
+        if file.consent.timeout_ms == 0 {
+            bail!("consent.timeout_ms must be at least 1");
+        }
+        if file.audit.retain_days == 0 || file.audit.retain_rows == 0 || file.audit.args_bytes < 64 {
+            bail!(
+                "audit.retain_days and audit.retain_rows must be at least 1 and audit.args_bytes at least 64 (turn the trail off with audit.enabled = false)"
+            );
+        }
         for path in &file.trusted_repos {
             if !path.is_absolute() {
                 bail!("trusted_repos entries must be absolute paths, got {}", path.display());
@@ -357,6 +497,9 @@ impl Config {
             programs: file.programs,
             components: file.components,
             trusted_repos: file.trusted_repos,
+            policy: file.policy,
+            consent: file.consent,
+            audit: file.audit,
         })
     }
 
@@ -460,6 +603,24 @@ mod tests {
         let f: FileConfig = toml::from_str("[limits]\njob_timeout_ms = 5000\njob_timeout_max_ms = 1000").unwrap();
         let err = check_limits(&f.limits, &none).unwrap_err().to_string();
         assert!(err.contains("limits.job_timeout_ms = 5000") && err.contains("job_timeout_max_ms = 1000"), "{err}");
+    }
+
+    #[test]
+    fn policy_rules_are_checked() {
+        let f: FileConfig = toml::from_str("[[policy]]\nverbs = [\"git.*\"]\neffects = [\"writes_repo\", \"undeclared\"]\ndecision = \"deny\"").unwrap();
+        check_policy(&f.policy).unwrap();
+        assert_eq!(f.policy[0].decision, Decision::Deny);
+        for (bad, says) in [
+            ("effects = [\"write\"]\ndecision = \"ask\"", "unknown effect \"write\""),
+            ("effects = []\ndecision = \"ask\"", "matches nothing"),
+            ("verbs = [\"git status\"]\ndecision = \"ask\"", "not a verb pattern"),
+        ] {
+            let f: FileConfig = toml::from_str(&format!("[[policy]]\n{bad}")).unwrap();
+            let err = check_policy(&f.policy).unwrap_err().to_string();
+            assert!(err.contains(says) && err.contains("rule 1"), "{err}");
+        }
+        assert!(toml::from_str::<FileConfig>("[[policy]]\ndecision = \"maybe\"").is_err());
+        assert!(toml::from_str::<FileConfig>("[[policy]]\nverb = [\"x\"]\ndecision = \"allow\"").is_err());
     }
 
     #[test]

@@ -81,6 +81,14 @@ pub enum ErrorCode {
     JobLimit,
     /// The verb is outside the calling token's allow list; nothing ran.
     NotAllowed,
+    /// A `[[policy]]` rule (named in `rule`) denies the verb; nothing ran.
+    PolicyDenied,
+    /// The policy asks a person first, but this client cannot be asked (no
+    /// MCP elicitation capability, no terminal); nothing ran. The error names
+    /// the rule and the config lines that would allow the verb.
+    ConsentRequired,
+    /// The person asked said no (or did not answer in time); nothing ran.
+    ConsentDeclined,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -117,6 +125,9 @@ impl ErrorCode {
         ErrorCode::InsecureFile,
         ErrorCode::JobLimit,
         ErrorCode::NotAllowed,
+        ErrorCode::PolicyDenied,
+        ErrorCode::ConsentRequired,
+        ErrorCode::ConsentDeclined,
         ErrorCode::Internal,
     ];
 
@@ -152,6 +163,9 @@ impl ErrorCode {
             ErrorCode::InsecureFile => "insecure_file",
             ErrorCode::JobLimit => "job_limit",
             ErrorCode::NotAllowed => "not_allowed",
+            ErrorCode::PolicyDenied => "policy_denied",
+            ErrorCode::ConsentRequired => "consent_required",
+            ErrorCode::ConsentDeclined => "consent_declined",
             ErrorCode::Internal => "internal",
         }
     }

@@ -23,6 +23,7 @@
 //! - a misbehaving plugin costs one op, never the server ([`runtime`]);
 //! - error codes are a closed vocabulary ([`error::ErrorCode`]).
 
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod dispatch;

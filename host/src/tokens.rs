@@ -117,7 +117,7 @@ impl TokenStore {
         let mut found = None;
         for t in self.list()? {
             if constant_time_eq(digest.as_bytes(), t.sha256.as_bytes()) && found.is_none() {
-                found = Some(Caller { name: t.name, allow: t.allow });
+                found = Some(Caller::new(&t.name, t.allow, crate::dispatch::caller::Transport::Http));
             }
         }
         Ok(found)
@@ -158,19 +158,7 @@ fn random_bytes() -> Result<[u8; 32]> {
 
 /// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
 fn rfc3339_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]
@@ -187,7 +175,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(store.path()).unwrap().permissions().mode() & 0o777, 0o600);
         let caller = store.authenticate(&text).unwrap().expect("the token authenticates");
-        assert_eq!(caller, Caller { name: "ci".into(), allow: Some(vec!["git.*".into()]) });
+        assert_eq!((caller.name.as_str(), caller.allow), ("ci", Some(vec!["git.*".to_string()])));
         assert!(store.authenticate("vgt_wrong").unwrap().is_none());
         assert!(store.add("ci", None).is_err(), "names are unique");
         assert!(store.revoke("ci").unwrap());

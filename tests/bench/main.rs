@@ -105,7 +105,8 @@ impl Home {
         let runtime = Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
         let registry = Arc::new(Registry::load(&config, runtime).await?);
         let jobs = Jobs::open(&config.state_dir(), bin_dir().join("verbgate"), JobLimits::from(&config.limits))?;
-        Ok((Dispatcher::new(registry.clone(), config, Some(jobs)), registry))
+        let audit = if config.audit.enabled { Some(Arc::new(verbgate::audit::AuditStore::open(&config.state_dir())?)) } else { None };
+        Ok((Dispatcher::new(registry.clone(), config, Some(jobs), audit), registry))
     }
 
     fn verbgate(&self) -> Command {
@@ -248,6 +249,46 @@ async fn overhead() -> Result<Row> {
         baseline_name: "same logic native".into(),
         baseline: median(floor),
         goal: Some(("<=", 100.0)),
+    })
+}
+
+/// What the policy decision and the audit row add to one op: a one-op
+/// `job.status` request through the dispatcher with the trail on vs the same
+/// with `audit.enabled = false`, interleaved, medians subtracted. (The
+/// policy is decided in both; its own cost is measured alone and added.)
+async fn policy_audit_cost() -> Result<Row> {
+    let on = Home::new(&["fixture-echo"], "")?;
+    let off = Home::new(&["fixture-echo"], "[audit]\nenabled = false\n")?;
+    let (d_on, reg) = on.dispatcher().await?;
+    let (d_off, _) = off.dispatcher().await?;
+    let fp = d_on.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
+    let mut ids = Vec::new();
+    for d in [&d_on, &d_off] {
+        let r = d.handle(&json!({"ops": [{"op": "echo.job", "args": {"word": "x"}, "schema_fingerprint": fp}]})).await.body;
+        ids.push(r["results"][0]["result"]["job"]["id"].as_str().context("job id")?.to_string());
+    }
+    let iterations = runs(2000);
+    let (mut with, mut without, mut decide) = (Vec::with_capacity(iterations), Vec::with_capacity(iterations), Vec::with_capacity(iterations));
+    let verb = reg.resolve("job.status").context("job.status")?.clone();
+    for _ in 0..iterations {
+        let t = Instant::now();
+        d_on.handle(&json!({"ops": [{"op": "job.status", "args": {"id": &ids[0]}}]})).await;
+        with.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        d_off.handle(&json!({"ops": [{"op": "job.status", "args": {"id": &ids[1]}}]})).await;
+        without.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        std::hint::black_box(d_on.policy().decide(&verb));
+        decide.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let base = median(without);
+    Ok(Row {
+        figure: "policy + audit cost per op (one-op job.status)".into(),
+        value: (median(with) - base).max(0.0) + median(decide),
+        unit: "µs",
+        baseline_name: "the op without the audit trail".into(),
+        baseline: base,
+        goal: Some(("<=", 20.0)),
     })
 }
 
@@ -524,6 +565,7 @@ async fn main() -> Result<()> {
     }
     rows.push(catalog_bytes().await?);
     rows.push(overhead().await?);
+    rows.push(policy_audit_cost().await?);
     rows.push(exec_end_to_end().await?);
     rows.extend(start_rows()?);
     rows.push(wake_latency().await?);

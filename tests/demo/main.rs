@@ -53,7 +53,10 @@ async fn main() -> Result<()> {
     )?;
     println!("signed: {} by {}", sig["file"], sig["signer"]);
     let fixture_cli = bin_dir().join("verbgate-fixture-cli");
-    std::fs::write(home.join("verbgate.toml"), format!("[programs]\nverbgate-fixture-cli = {:?}\n", fixture_cli.display().to_string()))?;
+    // The policy: reads run, code-running verbs ask a person by default;
+    // this demo lets cargo.check (and only it) build this repository.
+    let policy = "[[policy]]\nverbs = [\"cargo.check\"]\ndecision = \"allow\"\nreason = \"the demo builds this repository\"\n";
+    std::fs::write(home.join("verbgate.toml"), format!("{policy}\n[programs]\nverbgate-fixture-cli = {:?}\n", fixture_cli.display().to_string()))?;
 
     let mut serve = tokio::process::Command::new(bin_dir().join("verbgate"));
     serve.env("VERBGATE_HOME", &home).arg("--root").arg(&repo).arg("serve");
@@ -78,6 +81,10 @@ async fn main() -> Result<()> {
             json!({"ops": [{"op": "git.log", "args": {"rev": "--output=/tmp/pwned"}}, {"op": "echo.argv", "args": {"flag": "--upload-pack=evil", "tail": ["-c"]}}]}),
         ),
         ("dry_run shows the plan without running it", json!({"ops": [{"op": "git.log", "args": {"limit": 1, "path": "README.md"}, "dry_run": true}]})),
+        (
+            "the policy: cargo.metadata may run repository code, so a person is asked first — this client cannot be asked",
+            json!({"ops": [{"op": "cargo.metadata"}]}),
+        ),
     ];
     for (title, request) in steps {
         let reply = session.request(request.clone()).await?;
@@ -105,6 +112,9 @@ async fn main() -> Result<()> {
     show("job.result: cargo's JSON messages mapped by the cargo plugin", &result, &mapped);
     anyhow::ensure!(mapped["results"][0]["result"]["status"] == "succeeded", "cargo.check did not succeed: {mapped}");
     session.close().await?;
+    let audit = Command::new(bin_dir().join("verbgate")).env("VERBGATE_HOME", &home).args(["audit", "--limit", "12"]).output()?;
+    anyhow::ensure!(audit.status.success(), "verbgate audit failed: {}", String::from_utf8_lossy(&audit.stderr));
+    println!("\n\x1b[1m── verbgate audit: every op, the policy's decision and who made it\x1b[0m\n{}", String::from_utf8_lossy(&audit.stdout));
     println!("\nDone. Point your MCP host at `verbgate serve` (see README.md).");
     Ok(())
 }

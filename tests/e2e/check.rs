@@ -20,7 +20,7 @@ fn the_git_component_passes() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["ok"], true);
     assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
-    assert_eq!(out["wit_version"], "0.1.0");
+    assert_eq!(out["wit_version"], "0.2.0");
     let verbs: Vec<&str> = out["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(verbs.contains(&"git.status") && verbs.contains(&"git.log"), "{out}");
 }
@@ -89,6 +89,9 @@ fn each_lint_code_fires_on_its_fixture_verb() {
         ("lint.reqdefault", "required_with_default", Some("/properties/x")),
         ("lint.shadow", "alias_shadows_verb", None),
         ("lint.spawn", "missing_result_schema", None),
+        ("lint.quickspawn", "effects_mismatch", None),
+        ("lint.quietcargo", "effects_mismatch", None),
+        ("lint.secret", "unknown_sensitive_param", None),
         ("lint.undeclared", "undeclared_program", None),
         ("trust.lint", "reserved_namespace", None),
         ("lint.noprograms", "no_programs", None),
@@ -100,7 +103,7 @@ fn each_lint_code_fires_on_its_fixture_verb() {
             assert_eq!(f["pointer"], p, "{f}");
         }
     }
-    let undeclared = findings.iter().find(|f| f["code"] == "undeclared_program").unwrap();
+    let undeclared = findings.iter().find(|f| f["code"] == "undeclared_program" && f["verb"] == "lint.undeclared").unwrap();
     assert!(undeclared["message"].as_str().unwrap().contains("`sh`"), "{undeclared}");
     assert!(!findings.iter().any(|f| f["verb"] == "lint.clean"), "the clean verb has findings: {out}");
 }

@@ -42,6 +42,7 @@ fn bundled_verb_contracts_are_pinned() {
         contracts.push(json!({
             "verb": name,
             "kind": help["kind"],
+            "effects": help["effects"],
             "signature": help["signature"],
             "schema_fingerprint": help["schema_fingerprint"],
             "params_schema": help["params_schema"],

@@ -388,10 +388,12 @@ fn code_running_verbs_say_so() {
         let h = env.request(&json!({"help": verb}));
         assert_eq!(h["help"]["runs_repository_code"], false, "{verb}: {h}");
     }
+    // The catalog marks them with the `x` effect (runs repository code).
     let catalog = env.request(&json!({"help": true}));
-    let marked: Vec<&str> =
-        catalog["help"]["runs_repository_code"].as_array().unwrap_or_else(|| panic!("{catalog}")).iter().map(|v| v.as_str().unwrap()).collect();
-    assert_eq!(marked, ["cargo.*", "just.*", "pytest.*"], "{catalog}");
+    let effects = catalog["help"]["effects"].as_object().unwrap_or_else(|| panic!("{catalog}"));
+    let marked: Vec<&str> = effects.iter().filter(|(_, l)| l.as_str().unwrap().contains('x')).map(|(k, _)| k.as_str()).collect();
+    assert_eq!(marked, ["cargo.*", "cargo.metadata", "just.*", "pytest.*"], "{catalog}");
+    assert!(catalog["help"]["effect_letters"].as_str().unwrap().contains("x runs_repo_code"));
 }
 
 #[test]

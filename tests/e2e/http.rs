@@ -302,7 +302,7 @@ fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
     assert!(inspector.exists(), "{} is missing: run `just inspector` (part of `just test`)", inspector.display());
     // Inspector 0.15.0's CLI cannot send headers, so this is the loopback,
     // no-token configuration.
-    let env = Env::new();
+    let env = Env::new().with_config("[[policy]]\nverbs = [\"job.list\"]\ndecision = \"deny\"\n");
     let server = serve(&env, &[]);
     let run = |extra: &[&str]| -> Value {
         let out = Command::new(&inspector).args(["--cli", &server.url, "--transport", "http"]).args(extra).output().unwrap();
@@ -317,4 +317,13 @@ fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
     let called = run(&["--method", "tools/call", "--tool-name", "request", "--tool-arg", "help=job.list"]);
     assert_eq!(called["structuredContent"]["status"], "success", "{called}");
     assert_eq!(called["structuredContent"]["help"]["verb"], "job.list", "{called}");
+    // A denied op and one that needs consent the inspector cannot give: the
+    // structured error comes through (array arguments are sent as JSON).
+    let ops = r#"ops=[{"op":"job.list"},{"op":"cargo.metadata"}]"#;
+    let called = run(&["--method", "tools/call", "--tool-name", "request", "--tool-arg", ops]);
+    let results = &called["structuredContent"]["results"];
+    assert_eq!(results[0]["error"]["code"], "policy_denied", "{called}");
+    assert_eq!(results[0]["error"]["rule"], "policy[1]");
+    assert_eq!(results[1]["error"]["code"], "consent_required", "{called}");
+    assert_eq!(results[1]["error"]["rule"], "default:runs_repo_code");
 }

@@ -23,6 +23,7 @@ mod jobs_kill;
 mod just;
 mod load;
 mod mcp;
+mod policy;
 mod pytest;
 mod python_sdk;
 mod rg;

@@ -20,10 +20,14 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// An operator's rule letting pytest run without asking (it runs the
+/// repository's code, which the default policy asks about).
+const ALLOW_PYTEST: &str = "[[policy]]\nverbs = [\"pytest.*\"]\ndecision = \"allow\"\n";
+
 /// An environment whose root is a copy of the fixture suite.
 fn suite_env() -> Env {
     require_test_tool("pytest");
-    let env = Env::new();
+    let env = Env::new().with_config(ALLOW_PYTEST);
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"), &env.root);
     env
 }
@@ -162,6 +166,12 @@ fn pytest_runs_repository_code_and_is_pinned_to_its_directory() {
     let env = suite_env();
     let h = env.request(&json!({"help": "pytest.run"}));
     assert_eq!(h["help"]["runs_repository_code"], true, "{h}");
+    // Without the operator's rule, the default policy asks first (and a
+    // request without a terminal cannot ask).
+    let unruled = Env::new();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"), &unruled.root);
+    let r = spawn(&unruled, json!({}));
+    assert_eq!((r["error"]["code"].as_str(), r["error"]["rule"].as_str()), (Some("consent_required"), Some("default:runs_repo_code")), "{r}");
     // Configuration above the root that someone else could have written
     // (an `addopts = -p <module>` loads their code) is refused.
     let planted = env.tmp.path().join("pytest.ini");

@@ -210,8 +210,14 @@ impl Env {
 
     /// Sign component `name` with the test key and install it.
     pub fn install(&self, name: &str) -> PathBuf {
+        self.install_from(name, &component(name))
+    }
+
+    /// Sign the component file `src` with the test key and install it as
+    /// `<name>.wasm`.
+    pub fn install_from(&self, name: &str, src: &Path) -> PathBuf {
         let dest = self.plugins.join(format!("{name}.wasm"));
-        self.run_ok(&["sign", component(name).to_str().unwrap(), "--key", self.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+        self.run_ok(&["sign", src.to_str().unwrap(), "--key", self.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
         dest
     }
 

@@ -132,6 +132,13 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
             Severity::Warning => r.lint.push(f),
         }
     }
+    if info.verbs.iter().any(|v| v.effects == crate::runtime::model::Effects::Undeclared) {
+        r.warnings.push(json!({
+            "code": "effects_undeclared",
+            "message": format!("built against verbgate:verbs@{}, which cannot declare effects: the policy treats every verb as possibly doing anything (by default a person is asked before each op)", component.wit_version),
+            "fix": "rebuild against verbgate:verbs@0.2.0 (the current SDK or `verbgate new`) and declare each verb's effects",
+        }));
+    }
     let programs = Programs::new(ctx.config.programs.clone(), std::env::var_os("PATH").as_deref());
     for spec in &info.verbs {
         r.verbs.push(spec.name.clone());

@@ -5,6 +5,7 @@ use anyhow::Result;
 use std::sync::Arc;
 
 use super::GlobalArgs;
+use crate::audit::AuditStore;
 use crate::config::Config;
 use crate::dispatch::Dispatcher;
 use crate::jobs::{JobLimits, Jobs};
@@ -23,6 +24,8 @@ pub struct Context {
     pub live: Arc<LiveRegistry>,
     /// The job store.
     pub jobs: Jobs,
+    /// The audit trail (`None` with `audit.enabled = false`).
+    pub audit: Option<Arc<AuditStore>>,
 }
 
 impl Context {
@@ -43,7 +46,10 @@ impl Context {
         };
         let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the verbgate binary for job supervisors: {e}"))?;
         let jobs = Jobs::open(&config.state_dir(), exe, JobLimits::from(&config.limits))?;
-        Ok(Context { config, runtime, live, jobs })
+        // The trail is opened before any op can run: an op is never run
+        // unrecorded because its file could not be opened.
+        let audit = if config.audit.enabled { Some(Arc::new(AuditStore::open(&config.state_dir())?)) } else { None };
+        Ok(Context { config, runtime, live, jobs, audit })
     }
 
     /// The registry as it is now (complete, for one-shot commands).
@@ -53,6 +59,6 @@ impl Context {
 
     /// A dispatcher over this context.
     pub fn dispatcher(&self) -> Arc<Dispatcher> {
-        Dispatcher::live(self.live.clone(), self.config.clone(), Some(self.jobs.clone()))
+        Dispatcher::live(self.live.clone(), self.config.clone(), Some(self.jobs.clone()), self.audit.clone())
     }
 }

@@ -3,6 +3,8 @@
 //! stderr. Exit codes: 0 success; 1 failure (refused, invalid, partial);
 //! 2 usage error (clap); 4 a request that could not run at all.
 
+mod ask;
+mod audit;
 mod check;
 mod context;
 mod dev;
@@ -99,6 +101,8 @@ enum Command {
     /// Manage bearer tokens for `serve --http` (terminal only, never a verb).
     #[command(subcommand)]
     Token(token::TokenCommand),
+    /// Read the audit trail: every op, who asked, the policy's decision, what ran (terminal only, never a verb).
+    Audit(audit::AuditArgs),
     /// Internal: supervise one job (started detached by verbgate itself).
     #[command(name = "__supervise", hide = true)]
     Supervise {
@@ -152,6 +156,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trust(c) => trust::run(g, c),
         Command::Jobs(c) => jobs::run(g, c),
         Command::Token(c) => token::run(g, c),
+        Command::Audit(a) => audit::run(g, a).await,
         Command::Supervise { state, id } => Ok(ExitCode::from(crate::jobs::supervisor::supervise(&state, &id) as u8)),
     }
 }

@@ -42,7 +42,7 @@ pub struct NewArgs {
 }
 
 /// The contract every template targets.
-const WIT: &str = include_str!("../../../verbs-wit/0.1.0/verbs.wit");
+const WIT: &str = include_str!("../../../verbs-wit/0.2.0/verbs.wit");
 
 /// The guest SDK, vendored into Rust projects; its bindings read `../wit`.
 const SDK_FILES: &[(&str, &str)] = &[
@@ -108,7 +108,7 @@ pub fn render(name: &str, lang: Lang) -> Vec<File> {
         .map(|(path, text, exec)| {
             let text = if path.starts_with("sdk/") {
                 // The vendored SDK reads the project's copy of the WIT.
-                text.replace("\"../../verbs-wit/0.1.0\"", "\"../wit\"")
+                text.replace("\"../../verbs-wit/0.2.0\"", "\"../wit\"")
             } else {
                 text.replace("__NAME__", name)
                     .replace("__NS__", name)

@@ -5,8 +5,12 @@ use anyhow::{Context as _, Result};
 use std::io::Read;
 use std::process::ExitCode;
 
+use super::ask;
 use super::context::Context;
 use super::{print_json, GlobalArgs};
+use crate::dispatch::consent::Asker;
+use crate::dispatch::{Caller, Observer, Transport};
+use std::sync::Arc;
 
 /// Arguments of `request`.
 #[derive(Debug, clap::Args)]
@@ -14,6 +18,10 @@ pub struct RequestArgs {
     /// The request JSON, or `-` to read it from stdin.
     #[arg(value_name = "JSON")]
     json: String,
+    /// Allow every op the policy would ask about, without asking (for
+    /// scripts). Recorded in the audit trail as decided by `cli_yes`.
+    #[arg(long)]
+    yes: bool,
 }
 
 /// Run it. Exit 0 when every op succeeded, 1 when some failed, 4 when the
@@ -35,7 +43,9 @@ pub async fn run(g: &GlobalArgs, a: RequestArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(4));
         }
     };
-    let response = ctx.dispatcher().handle(&value).await;
+    let mut caller = Caller::new("local", None, Transport::Cli);
+    caller.asker = Some(if a.yes { Arc::new(ask::Yes) as Arc<dyn Asker> } else { Arc::new(ask::Terminal) });
+    let response = ctx.dispatcher().handle_as(&value, Arc::new(Observer::default()), Arc::new(caller)).await;
     print_json(&response.body);
     Ok(match (response.is_error, response.body["status"].as_str()) {
         (true, _) => ExitCode::from(4),

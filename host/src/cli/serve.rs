@@ -65,6 +65,13 @@ pub async fn run(g: &GlobalArgs, a: ServeArgs) -> Result<ExitCode> {
         Ok(Err(e)) => tracing::warn!(error = %format!("{e:#}"), "cannot prune ended jobs"),
         Err(e) => tracing::warn!(error = %e, "cannot prune ended jobs"),
     }
+    if let Some(audit) = &ctx.audit {
+        let (days, rows) = (ctx.config.audit.retain_days, ctx.config.audit.retain_rows);
+        match audit.prune(days, rows, crate::jobs::process::now_ms()) {
+            Ok(r) => tracing::info!(expired = r.expired, over_count = r.over_count, "pruned the audit trail"),
+            Err(e) => tracing::warn!(error = %e, "cannot prune the audit trail"),
+        }
+    }
     // A server lives long: give back what compiling at start freed. (A
     // one-shot command exits instead, which is cheaper still.)
     crate::runtime::release_freed_memory();

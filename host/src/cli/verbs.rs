@@ -35,6 +35,7 @@ pub async fn run(g: &GlobalArgs, a: VerbsArgs) -> Result<ExitCode> {
                 "schema_fingerprint": v.fingerprint,
                 "plugin": v.plugin.name,
                 "programs": v.programs,
+                "effects": v.effects.to_json(),
             })
         })
         .collect();

@@ -8,6 +8,8 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+use super::audit::Trail;
+use super::consent::{Asker, Grants};
 use super::op::OpOutcome;
 use super::request::OpRequest;
 use super::Dispatcher;
@@ -15,9 +17,35 @@ use crate::error::{ErrorCode, OpError};
 use crate::json::near_matches;
 use crate::registry::fence;
 
-/// The caller of one request. Carried through dispatch so that an audit
-/// trail can record who asked (none exists yet).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a request arrived (recorded in the audit trail).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// MCP over stdin/stdout (`verbgate serve`).
+    Stdio,
+    /// MCP over Streamable HTTP (`verbgate serve --http`).
+    Http,
+    /// `verbgate request`.
+    Cli,
+    /// A program embedding the dispatcher (benchmarks, tests).
+    Library,
+}
+
+impl Transport {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http => "http",
+            Transport::Cli => "cli",
+            Transport::Library => "library",
+        }
+    }
+}
+
+/// The caller of one request: who it is, what it may reach, how it came,
+/// and how (whether) a person can be asked on its behalf. Carried through
+/// dispatch to the policy and the audit trail.
+#[derive(Clone)]
 pub struct Caller {
     /// The caller's name: a token's name over HTTP, `local` on stdio and
     /// the command line (whoever started the process).
@@ -25,12 +53,40 @@ pub struct Caller {
     /// Verb patterns this caller may reach (`*`, `ns.*`, exact names), or
     /// `None` for everything the registry serves.
     pub allow: Option<Vec<String>>,
+    /// How the request arrived.
+    pub transport: Transport,
+    /// The MCP client's `name/version` from `initialize`.
+    pub client: Option<String>,
+    /// How to ask a person for an op the policy says to ask about; `None`
+    /// when nobody can be asked.
+    pub asker: Option<Arc<dyn Asker>>,
+    /// Verbs a person allowed for the rest of this session.
+    pub grants: Arc<Grants>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("name", &self.name)
+            .field("allow", &self.allow)
+            .field("transport", &self.transport)
+            .field("client", &self.client)
+            .field("can_ask", &self.asker.is_some())
+            .finish()
+    }
 }
 
 impl Caller {
-    /// The process's own user (stdio, `verbgate request`): no narrowing.
+    /// A caller named `name` with an allow list, over `transport`, that
+    /// nobody can be asked for (set [`Caller::asker`] to change that).
+    pub fn new(name: &str, allow: Option<Vec<String>>, transport: Transport) -> Caller {
+        Caller { name: name.to_string(), allow, transport, client: None, asker: None, grants: Arc::new(Grants::default()) }
+    }
+
+    /// The process's own user, embedding the dispatcher: no narrowing, and
+    /// nobody to ask.
     pub fn local() -> Arc<Caller> {
-        Arc::new(Caller { name: "local".into(), allow: None })
+        Arc::new(Caller::new("local", None, Transport::Library))
     }
 
     /// Whether this caller may reach the verb named `verb` (its canonical
@@ -53,9 +109,9 @@ impl Caller {
 impl Dispatcher {
     /// Run one op for `caller`: a verb outside the caller's allow list is
     /// refused before anything about it runs.
-    pub(crate) async fn run_op_as(&self, req: OpRequest, caller: &Caller) -> OpOutcome {
+    pub(crate) async fn run_op_as(&self, req: OpRequest, caller: &Caller, trail: &mut Trail) -> OpOutcome {
         if caller.allow.is_none() {
-            return self.run_op(req).await;
+            return self.run_op(req, caller, trail).await;
         }
         let registry = self.registry_for(&req.op).await;
         match registry.resolve(&req.op) {
@@ -63,7 +119,7 @@ impl Dispatcher {
                 let err = caller.refusal(&verb.name);
                 OpOutcome { op: req.op, verb: None, result: Err(err) }
             }
-            Some(_) => self.run_op(req).await,
+            Some(_) => self.run_op(req, caller, trail).await,
             None => {
                 // Unknown: suggest only names this caller may reach.
                 let err = self.unknown_for(&req.op, caller);

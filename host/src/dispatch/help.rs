@@ -4,6 +4,8 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+use crate::config::Decision;
+use crate::dispatch::policy::Policy;
 use crate::error::{ErrorCode, OpError};
 use crate::json::{near_matches, sha256_hex};
 use crate::registry::{Registry, Source, Verb};
@@ -27,13 +29,16 @@ fn surface_version_of<'a>(verbs: impl Iterator<Item = &'a std::sync::Arc<Verb>>)
 /// says which verbs need a fingerprint: the `spawn` group). Grouping keeps
 /// the catalog near 110 bytes a verb.
 pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Value {
-    catalog_for(registry, batch_cap, loading, &crate::dispatch::Caller { name: "local".into(), allow: None })
+    catalog_for(registry, batch_cap, loading, &crate::dispatch::Caller::local(), &Policy::new(&[]))
 }
 
 /// The catalog as `caller` sees it: only the verbs its allow list reaches
-/// (and a surface version over those).
-pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], caller: &crate::dispatch::Caller) -> Value {
+/// (and a surface version over those), with each verb's effects and the
+/// verbs the policy asks about or denies, compactly (`ns.*` when a whole
+/// namespace shares the mark).
+pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], caller: &crate::dispatch::Caller, policy: &Policy) -> Value {
     let verbs = || registry.verbs().filter(|v| caller.permits(&v.name));
+    let reachable: Vec<&Arc<Verb>> = verbs().collect();
     let mut groups = serde_json::Map::new();
     for kind in [VerbKind::Read, VerbKind::Exec, VerbKind::Spawn, VerbKind::Control] {
         let sigs: Vec<&str> = verbs().filter(|v| v.kind == kind).map(|v| v.signature.as_str()).collect();
@@ -47,7 +52,11 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
         "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"} gives its schema and schema_fingerprint",
         "fingerprint_required": ["spawn"],
         "verbs": Value::Object(groups),
-        "runs_repository_code": repo_code_patterns(verbs()),
+        // Effects as letters (`x`: runs repository code) and what the
+        // policy asks about or denies: an agent knows before it calls.
+        "effects": effect_marks(reachable.iter().copied()),
+        "effect_letters": EFFECT_LETTERS,
+        "policy": policy_marks(reachable.iter().copied(), policy),
     });
     let missing: serde_json::Map<String, Value> = registry
         .unavailable()
@@ -90,14 +99,60 @@ fn runs_repo_code(v: &Verb) -> bool {
     crate::exec::guard::runs_repository_code(v.programs.keys().map(String::as_str))
 }
 
-/// The verbs that run repository code, compactly: `ns.*` when every verb of
-/// a namespace does, else the verb names (the catalog stays small).
-fn repo_code_patterns<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>) -> Vec<String> {
+/// What each letter in the catalog's `effects` stands for.
+pub const EFFECT_LETTERS: &str = "r reads_repo, w writes_repo, x runs_repo_code, l long_running, n network, d destructive, ? undeclared";
+
+/// Each verb's effects as letters (see [`EFFECT_LETTERS`]), compactly: a
+/// namespace's most common set under `ns.*`, then the verbs that differ
+/// under their own names; verbs with no effects in a namespace of such
+/// verbs are left out (`job.*`).
+fn effect_marks<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>) -> Value {
+    let mut by_ns: std::collections::BTreeMap<&str, Vec<(&str, String)>> = std::collections::BTreeMap::new();
+    for v in verbs {
+        let ns = v.name.split_once('.').map_or(v.name.as_str(), |(ns, _)| ns);
+        by_ns.entry(ns).or_default().push((v.name.as_str(), v.effects.letters()));
+    }
+    let mut out = serde_json::Map::new();
+    for (ns, verbs) in by_ns {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for (_, letters) in &verbs {
+            match counts.iter_mut().find(|(l, _)| l == letters) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((letters, 1)),
+            }
+        }
+        let common = counts.iter().max_by_key(|(_, n)| *n).map_or("", |(l, _)| *l).to_string();
+        if !common.is_empty() {
+            out.insert(format!("{ns}.*"), json!(common));
+        }
+        for (name, letters) in verbs.iter().filter(|(_, l)| *l != common) {
+            out.insert(name.to_string(), json!(letters));
+        }
+    }
+    Value::Object(out)
+}
+
+/// The verbs the policy asks about (`ask`) or refuses (`deny`); everything
+/// else runs without asking.
+fn policy_marks<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>> + Clone, policy: &Policy) -> Value {
+    let mut out = serde_json::Map::new();
+    for decision in [Decision::Ask, Decision::Deny] {
+        let names = patterns(verbs.clone(), |v| policy.decide(v).rule.decision == decision);
+        if !names.is_empty() {
+            out.insert(decision.as_str().to_string(), json!(names));
+        }
+    }
+    Value::Object(out)
+}
+
+/// The verbs for which `has` holds, compactly: `ns.*` when every verb of a
+/// namespace does, else the verb names (the catalog stays small).
+fn patterns<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>, has: impl Fn(&Verb) -> bool) -> Vec<String> {
     let mut by_ns: std::collections::BTreeMap<&str, (Vec<&str>, bool)> = std::collections::BTreeMap::new();
     for v in verbs {
         let ns = v.name.split_once('.').map_or(v.name.as_str(), |(ns, _)| ns);
         let entry = by_ns.entry(ns).or_insert((Vec::new(), true));
-        if runs_repo_code(v) {
+        if has(v) {
             entry.0.push(v.name.as_str());
         } else {
             entry.1 = false;
@@ -112,6 +167,20 @@ fn repo_code_patterns<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>) -> Vec<Str
         }
     }
     out
+}
+
+/// What the policy does with `v`, for its contract: the decision, the rule
+/// and, for a verb that cannot run or waits for a person, why.
+pub fn policy_note(v: &Verb, policy: &Policy) -> Value {
+    let rule = policy.decide(v);
+    let note = match rule.rule.decision {
+        Decision::Allow => "runs without asking",
+        Decision::Ask => {
+            "a person is asked before each op runs (MCP elicitation; `verbgate request` asks on the terminal); a client that cannot ask gets consent_required"
+        }
+        Decision::Deny => "cannot run: the operator's policy denies it (policy_denied)",
+    };
+    json!({ "decision": rule.rule.decision.as_str(), "rule": rule.name(), "reason": rule.rule.reason, "note": note })
 }
 
 /// A verb's full contract.
@@ -130,6 +199,7 @@ pub fn verb_contract(v: &Verb) -> Value {
         "schema_fingerprint": v.fingerprint,
         "fingerprint_required": v.kind == VerbKind::Spawn,
         "runs_repository_code": runs_repo_code(v),
+        "effects": v.effects.to_json(),
         "plugin": {
             "name": v.plugin.name,
             "version": v.plugin.version,

@@ -14,11 +14,15 @@
 //! schema itself appears once in the envelope's `schemas` map, however many
 //! ops failed against it.
 
+mod audit;
 pub mod caller;
+pub mod consent;
+mod gate;
 pub mod help;
 mod host;
 pub mod kind;
 pub mod op;
+pub mod policy;
 pub mod request;
 pub mod target;
 
@@ -34,7 +38,7 @@ use crate::jobs::Jobs;
 use crate::registry::live::LiveRegistry;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
-pub use caller::Caller;
+pub use caller::{Caller, Transport};
 use op::OpOutcome;
 use request::Request;
 
@@ -71,18 +75,23 @@ pub struct Dispatcher {
     jobs: Option<Jobs>,
     /// Defences against hostile repository content, applied to every plan.
     guards: Arc<crate::exec::Guards>,
+    /// The operator's `[[policy]]` rules and the defaults.
+    policy: policy::Policy,
+    /// Where every op is recorded (`None` with `audit.enabled = false`).
+    audit: Option<Arc<crate::audit::AuditStore>>,
 }
 
 impl Dispatcher {
     /// A dispatcher over a loaded registry; `jobs` is the job store spawn
-    /// and job verbs use (without it they answer `unavailable`).
-    pub fn new(registry: Arc<Registry>, config: Arc<Config>, jobs: Option<Jobs>) -> Arc<Self> {
-        Self::live(LiveRegistry::fixed(registry), config, jobs)
+    /// and job verbs use (without it they answer `unavailable`), `audit` the
+    /// trail every op is recorded in.
+    pub fn new(registry: Arc<Registry>, config: Arc<Config>, jobs: Option<Jobs>, audit: Option<Arc<crate::audit::AuditStore>>) -> Arc<Self> {
+        Self::live(LiveRegistry::fixed(registry), config, jobs, audit)
     }
 
     /// A dispatcher over a registry that grows as background compiles
     /// finish (the server).
-    pub fn live(registry: Arc<LiveRegistry>, config: Arc<Config>, jobs: Option<Jobs>) -> Arc<Self> {
+    pub fn live(registry: Arc<LiveRegistry>, config: Arc<Config>, jobs: Option<Jobs>, audit: Option<Arc<crate::audit::AuditStore>>) -> Arc<Self> {
         let l = &config.limits;
         let run_limits = RunLimits {
             default_timeout: Duration::from_millis(l.exec_timeout_ms),
@@ -91,7 +100,8 @@ impl Dispatcher {
         };
         let runtime = registry.current().runtime().clone();
         let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone()));
-        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards })
+        let policy = policy::Policy::new(&config.policy);
+        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards, policy, audit })
     }
 
     /// The registry as it is now (take it once per op: it may grow).
@@ -102,6 +112,11 @@ impl Dispatcher {
     /// The live registry (what is still compiling).
     pub fn live_registry(&self) -> &Arc<LiveRegistry> {
         &self.registry
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &policy::Policy {
+        &self.policy
     }
 
     /// The batch cap.
@@ -128,7 +143,7 @@ impl Dispatcher {
             Err(e) => return request_error(e),
         };
         match decoded {
-            Request::Catalog => success_help(help::catalog_for(&self.registry(), self.batch_cap(), &self.registry.loading(), &caller)),
+            Request::Catalog => success_help(help::catalog_for(&self.registry(), self.batch_cap(), &self.registry.loading(), &caller, &self.policy)),
             Request::HelpVerb(name) => match self.help_as(&name, &caller).await {
                 Ok(h) => success_help(h),
                 Err(e) => request_error(e),
@@ -146,7 +161,10 @@ impl Dispatcher {
                         let observer = Arc::clone(&observer);
                         let caller = Arc::clone(&caller);
                         tokio::spawn(async move {
-                            let outcome = me.run_op_as(op, &caller).await;
+                            let arrival = me.arrival(&op.args);
+                            let mut trail = audit::Trail::default();
+                            let outcome = me.run_op_as(op, &caller, &mut trail).await;
+                            me.record(&caller, arrival, &outcome, trail);
                             observer.done.fetch_add(1, Ordering::Relaxed);
                             outcome
                         })

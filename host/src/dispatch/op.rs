@@ -6,8 +6,11 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+use super::audit::Trail;
+use super::caller::Caller;
 use super::request::{OpRequest, TARGET_BYTES};
 use super::Dispatcher;
+use crate::config::Decision;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::{run_command, Prepared};
 use crate::jobs::SpawnRequest;
@@ -59,7 +62,7 @@ impl Dispatcher {
     }
 
     /// Run one op to its outcome. Never panics on caller input.
-    pub(crate) async fn run_op(&self, req: OpRequest) -> OpOutcome {
+    pub(crate) async fn run_op(&self, req: OpRequest, caller: &Caller, trail: &mut Trail) -> OpOutcome {
         let registry = self.registry_for(&req.op).await;
         let Some(verb) = registry.resolve(&req.op).cloned() else {
             if let Some(err) = registry.unavailable_error(&req.op) {
@@ -74,11 +77,19 @@ impl Dispatcher {
             let err = OpError::new(ErrorCode::UnknownVerb, msg).with("verb", req.op.as_str()).with("did_you_mean", hints);
             return OpOutcome { op: req.op, verb: None, result: Err(err) };
         };
-        let result = self.run_verb(&verb, &req).await;
+        let result = self.run_verb(&verb, &req, caller, trail).await;
         OpOutcome { op: req.op, verb: Some(verb), result }
     }
 
-    async fn run_verb(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<Value, OpError> {
+    async fn run_verb(&self, verb: &Arc<Verb>, req: &OpRequest, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
+        // A denied verb is refused before anything about it runs, even the
+        // plugin's `plan`; an `ask` is settled once the plan shows what will run.
+        let rule = self.policy.decide(verb);
+        trail.decision = Some(rule.rule.decision);
+        trail.decided_by = Some(rule.name());
+        if rule.rule.decision == Decision::Deny {
+            return Err(super::gate::denied(verb, rule));
+        }
         let reordered;
         let (target, req) = if verb.two_stage {
             let (target, args) = self.check_target(verb, req).await?;
@@ -91,7 +102,7 @@ impl Dispatcher {
             }
             (None, req)
         };
-        let mut result = self.execute(verb, req).await?;
+        let mut result = self.execute(verb, req, caller, trail).await?;
         if let (Some(t), Value::Object(map)) = (target, &mut result) {
             map.insert("target".into(), t);
         }
@@ -135,7 +146,7 @@ impl Dispatcher {
         Ok((info, in_schema_order(&resolved.schema, &req.args, &verb.name)?))
     }
 
-    async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<Value, OpError> {
+    async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
         let args_text = req.args.to_string();
         let runtime = &self.runtime;
         let component = &verb.plugin.component;
@@ -148,18 +159,24 @@ impl Dispatcher {
         let outcome = match plan {
             Plan::Exec(cmd) => {
                 let prepared = self.prepare(verb, &cmd).await?;
+                trail.ran(&prepared);
                 if req.dry_run {
+                    trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
+                self.consent(verb, req, Some(&prepared), caller, trail).await?;
                 // map-result's instance is made while the program runs.
                 let (outcome, ready) = tokio::join!(run_command(&prepared, self.run_limits.capture_bytes), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
             }
             Plan::Spawn(cmd) => {
                 let prepared = self.prepare(verb, &cmd).await?;
+                trail.ran(&prepared);
                 if req.dry_run {
+                    trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
+                self.consent(verb, req, Some(&prepared), caller, trail).await?;
                 let job = self.jobs()?.spawn(SpawnRequest {
                     verb: &verb.name,
                     plugin: &verb.plugin.name,
@@ -168,6 +185,7 @@ impl Dispatcher {
                     prepared: &prepared,
                     time_limit: cmd.timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into())),
                 })?;
+                trail.job_id = Some(job.id.clone());
                 return Ok(json!({
                     "job": { "id": job.id, "kind": job.verb, "label": job.label, "status": job.status().as_str(), "time_limit_ms": job.time_limit_ms },
                     "next": { "op": "job.wait", "args": { "ids": [job.id] } },
@@ -175,9 +193,11 @@ impl Dispatcher {
             }
             Plan::Host(call) => {
                 if req.dry_run {
+                    trail.dry_run = true;
                     let args = serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null);
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": args } }));
                 }
+                self.consent(verb, req, None, caller, trail).await?;
                 let result = self.host_call(verb, &call).await?;
                 Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
             }

@@ -75,6 +75,7 @@ impl Dispatcher {
         let registry = self.registry_for(verb_name).await;
         let mut contract = super::help::verb_help(&registry, verb_name)?;
         let verb = registry.resolve(verb_name).cloned().expect("verb_help found it");
+        contract["policy"] = super::help::policy_note(&verb, &self.policy);
         if !verb.two_stage {
             if target.is_some() {
                 return Err(OpError::new(ErrorCode::InvalidRequest, format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name))
@@ -107,6 +108,8 @@ impl Dispatcher {
                     "schema_fingerprint": r.fingerprint,
                     "fingerprint_required": verb.kind == crate::runtime::model::VerbKind::Spawn,
                     "resolved": r.identity,
+                    "effects": contract["effects"],
+                    "policy": contract["policy"],
                     "plugin": contract["plugin"],
                 }))
             }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::VerbgateServer;
-use crate::dispatch::{Caller, Dispatcher};
+use crate::dispatch::{Caller, Dispatcher, Transport};
 use crate::tokens::TokenStore;
 
 /// The one path the server answers on.
@@ -103,7 +103,7 @@ impl Gate {
             return plain(StatusCode::NOT_FOUND, format!("not found; the MCP endpoint is {MCP_PATH}"));
         }
         let caller = match &self.tokens {
-            None => Caller { name: "local".into(), allow: None },
+            None => Caller::new("local", None, Transport::Http),
             Some(store) => match self.authenticate(store, &req) {
                 Ok(caller) => caller,
                 Err(refusal) => return refusal.response(),
@@ -202,7 +202,7 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(opts.session_idle);
     let sessions = Arc::new(sessions);
-    let mcp = StreamableHttpService::new(move || Ok(VerbgateServer::new(dispatcher.clone())), sessions.clone(), config);
+    let mcp = StreamableHttpService::new(move || Ok(VerbgateServer::new(dispatcher.clone(), Transport::Http)), sessions.clone(), config);
     let gate = Gate { mcp, sessions, tokens: opts.tokens, owners: Default::default() };
     loop {
         let (stream, _peer) = match listener.accept().await {

@@ -11,23 +11,44 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::tool::{tool, TOOL_NAME};
-use crate::dispatch::{Caller, Dispatcher, Observer, Response};
+use crate::dispatch::consent::Grants;
+use crate::dispatch::{Caller, Dispatcher, Observer, Response, Transport};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// The MCP server: the dispatcher behind one tool.
+/// The MCP server: the dispatcher behind one tool. One per MCP session
+/// (stdio: the process; HTTP: each client session), so the verbs a person
+/// allowed "for this session" stay with that session.
 #[derive(Clone)]
 pub struct VerbgateServer {
     dispatcher: Arc<Dispatcher>,
     tool: Tool,
+    transport: Transport,
+    grants: Arc<Grants>,
 }
 
 impl VerbgateServer {
-    /// A server over a dispatcher.
-    pub fn new(dispatcher: Arc<Dispatcher>) -> Self {
+    /// A server for one session over a dispatcher.
+    pub fn new(dispatcher: Arc<Dispatcher>, transport: Transport) -> Self {
         let tool = tool(dispatcher.batch_cap());
-        VerbgateServer { dispatcher, tool }
+        VerbgateServer { dispatcher, tool, transport, grants: Arc::new(Grants::default()) }
+    }
+
+    /// The caller of one request: over HTTP the identity the token gate put
+    /// on the HTTP request (rmcp hands its parts to the handler), on stdio
+    /// the local user; with this session's client, grants and a way to ask
+    /// its person.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Arc<Caller> {
+        let token = context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Arc<Caller>>()).cloned();
+        let mut caller = match token {
+            Some(t) => Caller::new(&t.name, t.allow.clone(), self.transport),
+            None => Caller::new("local", None, self.transport),
+        };
+        caller.client = context.peer.peer_info().map(|info| format!("{}/{}", info.client_info.name, info.client_info.version));
+        caller.asker = Some(Arc::new(super::consent::Elicit::new(context.peer.clone(), context.ct.clone())));
+        caller.grants = self.grants.clone();
+        Arc::new(caller)
     }
 }
 
@@ -52,7 +73,7 @@ impl ServerHandler for VerbgateServer {
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let observer = Arc::new(Observer::default());
-        let work = self.dispatcher.handle_as(&args, observer.clone(), caller_of(&context));
+        let work = self.dispatcher.handle_as(&args, observer.clone(), self.caller(&context));
         let observed = async {
             match context.meta.get_progress_token() {
                 None => work.await,
@@ -70,13 +91,6 @@ impl ServerHandler for VerbgateServer {
         let result = if response.is_error { CallToolResult::structured_error(response.body) } else { CallToolResult::structured(response.body) };
         Ok(result.into())
     }
-}
-
-/// The caller of a request: over HTTP, the identity the token gate put on
-/// the HTTP request (rmcp hands its parts to the handler); on stdio, the
-/// local user.
-fn caller_of(context: &RequestContext<RoleServer>) -> Arc<Caller> {
-    context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Arc<Caller>>()).cloned().unwrap_or_else(Caller::local)
 }
 
 /// How often a long request reports progress.
@@ -113,7 +127,7 @@ async fn with_progress<F: std::future::Future<Output = Response>>(
 
 /// Serve MCP over stdin/stdout until the client disconnects.
 pub async fn serve_stdio(dispatcher: Arc<Dispatcher>) -> anyhow::Result<()> {
-    let server = VerbgateServer::new(dispatcher);
+    let server = VerbgateServer::new(dispatcher, Transport::Stdio);
     match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => {
             running.waiting().await?;

@@ -75,6 +75,8 @@ mod tests {
             aliases: vec![],
             programs: vec![],
             two_stage: false,
+            effects: crate::runtime::model::Effects::Undeclared,
+            sensitive: vec![],
         };
         PluginInfo { name: "p".into(), version: "1.0.0".into(), verbs: vec![spec; verbs] }
     }

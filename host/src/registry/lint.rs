@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use super::fence;
 use super::schema::{compile, open_objects};
 use crate::json::clip;
-use crate::runtime::bounds::{control_character, Exceeded, PluginBounds, ALIASES, NAME_BYTES, PROGRAMS, SUMMARY_BYTES};
-use crate::runtime::model::{PluginInfo, VerbKind, VerbSpec};
+use crate::runtime::bounds::{control_character, Exceeded, PluginBounds, ALIASES, NAME_BYTES, PROGRAMS, SENSITIVE, SUMMARY_BYTES};
+use crate::runtime::model::{Effect, Effects, PluginInfo, VerbKind, VerbSpec};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -151,8 +151,12 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
             format!("params schema is not JSON: {e}"),
             "emit the schema with the SDK's Schema builder",
         )),
-        Ok(schema) => out.extend(lint_params(spec, &schema)),
+        Ok(schema) => {
+            out.extend(lint_params(spec, &schema));
+            out.extend(lint_sensitive(spec, &schema));
+        }
     }
+    out.extend(lint_effects(spec));
     if let Some(text) = &spec.result_schema {
         match serde_json::from_str::<Value>(text).map_err(|e| e.to_string()).and_then(|s| compile(&s).map(|_| ())) {
             Ok(()) => {}
@@ -200,6 +204,62 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
     out
 }
 
+/// Programs whose whole job is to run code the repository controls (build
+/// scripts, tests, recipes): a verb running one without declaring
+/// `runs_repo_code` is misdescribing itself to the policy.
+const RUNS_REPO_CODE: &[&str] = &["cargo", "just", "make", "npm", "pnpm", "yarn", "python", "python3", "pytest", "tox", "nox", "go", "gradle", "mvn"];
+
+/// Declared effects that contradict what the verb's kind or programs show
+/// (nothing to check for a 0.1.0 verb, whose effects are undeclared).
+fn lint_effects(spec: &VerbSpec) -> Vec<Finding> {
+    let Effects::Declared(_) = &spec.effects else { return Vec::new() };
+    let v = Some(spec.name.as_str());
+    let mut out = Vec::new();
+    if spec.kind == VerbKind::Spawn && !spec.effects.may(Effect::LongRunning) {
+        out.push(finding(
+            "effects_mismatch",
+            Severity::Error,
+            v,
+            None,
+            "a spawn verb starts a background job but does not declare the `long_running` effect".into(),
+            "declare Effect::LongRunning (or make the verb exec)",
+        ));
+    }
+    if let Some(p) = spec.programs.iter().find(|p| RUNS_REPO_CODE.contains(&p.as_str())) {
+        if !spec.effects.may(Effect::RunsRepoCode) {
+            out.push(finding(
+                "effects_mismatch",
+                Severity::Warning,
+                v,
+                None,
+                format!("the verb runs `{p}`, which runs code the repository controls, but does not declare `runs_repo_code`"),
+                "declare Effect::RunsRepoCode so the policy can ask before it runs",
+            ));
+        }
+    }
+    out
+}
+
+/// Sensitive params must be top-level params of the schema: a name that
+/// matches nothing would redact nothing while promising to.
+fn lint_sensitive(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
+    let props = schema.get("properties").and_then(Value::as_object);
+    spec.sensitive
+        .iter()
+        .filter(|name| !props.is_some_and(|p| p.contains_key(name.as_str())))
+        .map(|name| {
+            finding(
+                "unknown_sensitive_param",
+                Severity::Error,
+                Some(&spec.name),
+                None,
+                format!("`{}` is marked sensitive but is not a top-level param of the schema", clip(name, NAME_BYTES)),
+                "mark only params the schema declares",
+            )
+        })
+        .collect()
+}
+
 /// The first bound one verb's text exceeds: its name, aliases, programs,
 /// summary or schemas.
 fn text_bound(spec: &VerbSpec, b: &PluginBounds) -> Option<Finding> {
@@ -214,6 +274,8 @@ fn text_bound(spec: &VerbSpec, b: &PluginBounds) -> Option<Finding> {
         ("verb_name_bytes", NAME_BYTES, longest(&spec.aliases), "an alias"),
         ("programs", PROGRAMS, spec.programs.len(), "the number of programs"),
         ("program_name_bytes", NAME_BYTES, longest(&spec.programs), "a program name"),
+        ("sensitive", SENSITIVE, spec.sensitive.len(), "the number of sensitive params"),
+        ("verb_name_bytes", NAME_BYTES, longest(&spec.sensitive), "a sensitive param name"),
         ("summary_bytes", SUMMARY_BYTES, spec.summary.len(), "the summary"),
         ("schema_bytes", b.schema_bytes, spec.params_schema.len(), "the params schema (limits.plugin_schema_bytes)"),
         ("schema_bytes", b.schema_bytes, spec.result_schema.as_ref().map_or(0, String::len), "the result schema (limits.plugin_schema_bytes)"),
@@ -295,6 +357,8 @@ mod tests {
             aliases: vec![],
             programs: vec![],
             two_stage: false,
+            effects: crate::runtime::model::Effects::Undeclared,
+            sensitive: vec![],
         }
     }
 

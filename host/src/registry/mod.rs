@@ -32,7 +32,7 @@ use crate::config::Config;
 use crate::exec::Programs;
 use crate::json::{clip, fingerprint, sha256_hex};
 use crate::runtime::bounds::NAME_BYTES;
-use crate::runtime::model::{VerbKind, VerbSpec};
+use crate::runtime::model::{Effects, VerbKind, VerbSpec};
 use crate::runtime::{CacheStatus, LoadedComponent, Runtime, SandboxLimits};
 use crate::trust::{verify_component, TrustStore};
 use lint::Severity;
@@ -97,6 +97,10 @@ pub struct Verb {
     pub programs: BTreeMap<String, PathBuf>,
     /// Whether the verb resolves a target (`help: "<verb>:<target>"`).
     pub two_stage: bool,
+    /// What running it can do (policy input).
+    pub effects: Effects,
+    /// Top-level params the audit trail redacts.
+    pub sensitive: Vec<String>,
     /// The providing plugin.
     pub plugin: Arc<Plugin>,
     validator: Validator,
@@ -431,6 +435,8 @@ impl Registry {
             aliases: spec.aliases.clone(),
             programs: resolved,
             two_stage: spec.two_stage,
+            effects: spec.effects.clone(),
+            sensitive: spec.sensitive.clone(),
             plugin: plugin.clone(),
             validator,
             result_validator,

@@ -24,6 +24,8 @@ pub const SUMMARY_BYTES: usize = 512;
 pub const ALIASES: usize = 16;
 /// Most programs one verb may declare.
 pub const PROGRAMS: usize = 16;
+/// Most sensitive params one verb may name (WIT 0.2.0).
+pub const SENSITIVE: usize = 64;
 /// Longest plugin error code, bytes.
 pub const ERROR_CODE_BYTES: usize = 128;
 

@@ -11,10 +11,12 @@
 
 pub mod bounds;
 pub mod cache;
+mod conversions;
 pub mod inspect;
 pub mod model;
 pub mod sandbox;
 pub mod since_v0_1_0;
+pub mod since_v0_2_0;
 pub mod wit;
 
 use std::path::PathBuf;

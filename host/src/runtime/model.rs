@@ -30,6 +30,105 @@ impl VerbKind {
     }
 }
 
+/// One effect a verb can have (the WIT 0.2.0 `effect`), a closed set the
+/// policy matches on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Reads the repository.
+    ReadsRepo,
+    /// Changes the repository's files, index or refs.
+    WritesRepo,
+    /// Runs code the repository controls (build scripts, tests, hooks).
+    RunsRepoCode,
+    /// Starts work that outlives the call.
+    LongRunning,
+    /// Talks to the network.
+    Network,
+    /// Discards data that cannot be recovered.
+    Destructive,
+}
+
+impl Effect {
+    /// Every effect, in declaration order.
+    pub const ALL: [Effect; 6] = [Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network, Effect::Destructive];
+
+    /// The wire name (also the name in `[[policy]] effects`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::ReadsRepo => "reads_repo",
+            Effect::WritesRepo => "writes_repo",
+            Effect::RunsRepoCode => "runs_repo_code",
+            Effect::LongRunning => "long_running",
+            Effect::Network => "network",
+            Effect::Destructive => "destructive",
+        }
+    }
+
+    /// The one-letter mark in the compact catalog.
+    pub fn letter(self) -> char {
+        match self {
+            Effect::ReadsRepo => 'r',
+            Effect::WritesRepo => 'w',
+            Effect::RunsRepoCode => 'x',
+            Effect::LongRunning => 'l',
+            Effect::Network => 'n',
+            Effect::Destructive => 'd',
+        }
+    }
+
+    /// Parse a wire name.
+    pub fn parse(name: &str) -> Option<Effect> {
+        Effect::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+}
+
+/// What a verb says it can do. A component built against a contract without
+/// effects (0.1.0) says nothing, and the policy treats that as the most
+/// privileged verb there is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effects {
+    /// The component's contract cannot declare effects.
+    Undeclared,
+    /// The declared set, sorted and without repeats (may be empty: the verb
+    /// touches only the host's own state).
+    Declared(Vec<Effect>),
+}
+
+impl Effects {
+    /// A declared set, normalised.
+    pub fn declared(mut effects: Vec<Effect>) -> Effects {
+        effects.sort();
+        effects.dedup();
+        Effects::Declared(effects)
+    }
+
+    /// Whether the verb may have `effect` (always, when undeclared).
+    pub fn may(&self, effect: Effect) -> bool {
+        match self {
+            Effects::Undeclared => true,
+            Effects::Declared(set) => set.contains(&effect),
+        }
+    }
+
+    /// As JSON for `help`: the list of names, or `"undeclared"`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Effects::Undeclared => serde_json::Value::from("undeclared"),
+            Effects::Declared(set) => set.iter().map(|e| e.as_str()).collect::<Vec<_>>().into(),
+        }
+    }
+
+    /// The compact catalog mark: one letter per effect (`"rx"`), `"?"` when
+    /// undeclared, empty when none.
+    pub fn letters(&self) -> String {
+        match self {
+            Effects::Undeclared => "?".to_string(),
+            Effects::Declared(set) => set.iter().map(|e| e.letter()).collect(),
+        }
+    }
+}
+
 /// One verb as a plugin declares it (schemas still as text).
 #[derive(Debug, Clone)]
 pub struct VerbSpec {
@@ -49,6 +148,10 @@ pub struct VerbSpec {
     pub programs: Vec<String>,
     /// Whether the verb resolves a target (two-stage).
     pub two_stage: bool,
+    /// What running it can do.
+    pub effects: Effects,
+    /// Top-level params whose values the audit trail redacts.
+    pub sensitive: Vec<String>,
 }
 
 /// A resolved target of a two-stage verb.

@@ -15,17 +15,6 @@ use self::verbgate::verbs::types as wit;
 pub use self::VerbPlugin as Instance;
 pub use self::VerbPluginPre as Pre;
 
-impl From<wit::VerbKind> for model::VerbKind {
-    fn from(k: wit::VerbKind) -> Self {
-        match k {
-            wit::VerbKind::Read => model::VerbKind::Read,
-            wit::VerbKind::Exec => model::VerbKind::Exec,
-            wit::VerbKind::Spawn => model::VerbKind::Spawn,
-            wit::VerbKind::Control => model::VerbKind::Control,
-        }
-    }
-}
-
 impl From<wit::PluginInfo> for model::PluginInfo {
     fn from(p: wit::PluginInfo) -> Self {
         model::PluginInfo {
@@ -43,68 +32,13 @@ impl From<wit::PluginInfo> for model::PluginInfo {
                     aliases: v.aliases,
                     programs: v.programs,
                     two_stage: v.two_stage,
+                    // 0.1.0 cannot say: the policy treats it as the most privileged.
+                    effects: model::Effects::Undeclared,
+                    sensitive: Vec::new(),
                 })
                 .collect(),
         }
     }
 }
 
-impl From<wit::Command> for model::Command {
-    fn from(c: wit::Command) -> Self {
-        model::Command {
-            program: c.program,
-            args: c
-                .args
-                .into_iter()
-                .map(|a| match a {
-                    wit::Arg::Literal(s) => model::Arg::Literal(s),
-                    wit::Arg::Value(s) => model::Arg::Value(s),
-                    wit::Arg::Option(o) => model::Arg::Option { name: o.name, value: o.value },
-                    wit::Arg::EndOfOptions => model::Arg::EndOfOptions,
-                    wit::Arg::Path(p) => model::Arg::Path(p),
-                })
-                .collect(),
-            cwd: c.cwd,
-            env: c.env,
-            stdin: c.stdin,
-            timeout_ms: c.timeout_ms,
-            truncate_stdout: c.truncate_stdout,
-        }
-    }
-}
-
-impl From<wit::VerbPlan> for model::Plan {
-    fn from(p: wit::VerbPlan) -> Self {
-        match p {
-            wit::VerbPlan::Exec(c) => model::Plan::Exec(c.into()),
-            wit::VerbPlan::Spawn(c) => model::Plan::Spawn(c.into()),
-            wit::VerbPlan::Host(h) => model::Plan::Host(model::HostCall { name: h.name, args: h.args }),
-        }
-    }
-}
-
-impl From<wit::Resolved> for model::Resolved {
-    fn from(r: wit::Resolved) -> Self {
-        model::Resolved { params_schema: r.params_schema, summary: r.summary, identity: r.identity }
-    }
-}
-
-impl From<wit::OpError> for model::PluginOpError {
-    fn from(e: wit::OpError) -> Self {
-        model::PluginOpError { code: e.code, message: e.message, details: e.details }
-    }
-}
-
-impl From<&model::Outcome> for wit::Outcome {
-    fn from(o: &model::Outcome) -> Self {
-        wit::Outcome {
-            exit_code: o.exit_code,
-            signal: o.signal,
-            stdout: o.stdout.clone(),
-            stderr: o.stderr.clone(),
-            host_result: o.host_result.clone(),
-            running: o.running,
-            stdout_truncated: o.stdout_truncated,
-        }
-    }
-}
+crate::runtime::conversions::shared_conversions!();

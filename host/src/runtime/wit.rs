@@ -8,21 +8,25 @@ use wasmtime::Store;
 
 use super::model::{Command, Outcome, Plan, PluginInfo, PluginOpError, Resolved};
 use super::sandbox::SandboxState;
-use super::since_v0_1_0;
+use super::{since_v0_1_0, since_v0_2_0};
 
 /// Contract versions this host can load, oldest first.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0"];
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.2.0"];
 
 /// A pre-linked component for one contract version.
 pub enum PluginPre {
     /// `verbgate:verbs@0.1.0`.
     V0_1_0(since_v0_1_0::Pre<SandboxState>),
+    /// `verbgate:verbs@0.2.0`.
+    V0_2_0(since_v0_2_0::Pre<SandboxState>),
 }
 
 /// A live instance (one per call).
 pub enum PluginInstance {
     /// `verbgate:verbs@0.1.0`.
     V0_1_0(since_v0_1_0::Instance),
+    /// `verbgate:verbs@0.2.0`.
+    V0_2_0(since_v0_2_0::Instance),
 }
 
 /// Run the same body for whichever version an instance is, so each export
@@ -31,6 +35,10 @@ macro_rules! versioned {
     ($inst:expr, $guest:ident => $body:expr) => {
         match $inst {
             PluginInstance::V0_1_0(i) => {
+                let $guest = i.verbgate_verbs_plugin();
+                $body
+            }
+            PluginInstance::V0_2_0(i) => {
                 let $guest = i.verbgate_verbs_plugin();
                 $body
             }
@@ -44,6 +52,7 @@ impl PluginPre {
     pub fn new(version: &str, pre: InstancePre<SandboxState>) -> wasmtime::Result<Option<Self>> {
         Ok(match version {
             "0.1.0" => Some(PluginPre::V0_1_0(since_v0_1_0::Pre::new(pre)?)),
+            "0.2.0" => Some(PluginPre::V0_2_0(since_v0_2_0::Pre::new(pre)?)),
             _ => None,
         })
     }
@@ -52,6 +61,7 @@ impl PluginPre {
     pub async fn instantiate(&self, store: &mut Store<SandboxState>) -> wasmtime::Result<PluginInstance> {
         match self {
             PluginPre::V0_1_0(p) => Ok(PluginInstance::V0_1_0(p.instantiate_async(store).await?)),
+            PluginPre::V0_2_0(p) => Ok(PluginInstance::V0_2_0(p.instantiate_async(store).await?)),
         }
     }
 }

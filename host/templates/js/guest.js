@@ -49,6 +49,13 @@ export const plugin = {
           // Only declared programs may run; operators map names to paths.
           programs: ["echo"],
           twoStage: false,
+          // What running it can do ("reads-repo", "writes-repo",
+          // "runs-repo-code", "long-running", "network", "destructive"): the
+          // operator's policy allows, asks or denies on these. `echo` touches
+          // nothing.
+          effects: [],
+          // Params whose values the audit trail must not record.
+          sensitive: [],
         },
       ],
     };

@@ -62,6 +62,13 @@ class Plugin(exports.Plugin):
                     # Only declared programs may run; operators map names to paths.
                     programs=["echo"],
                     two_stage=False,
+                    # What running it can do (Effect.READS_REPO, WRITES_REPO,
+                    # RUNS_REPO_CODE, LONG_RUNNING, NETWORK, DESTRUCTIVE): the
+                    # operator's policy allows, asks or denies on these. `echo`
+                    # touches nothing.
+                    effects=[],
+                    # Params whose values the audit trail must not record.
+                    sensitive=[],
                 )
             ],
         )

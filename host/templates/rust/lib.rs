@@ -26,6 +26,11 @@ impl Plugin for Greeter {
             )
             // Only declared programs may run; operators map names to paths.
             .programs(&["echo"])
+            // What running it can do (Effect::ReadsRepo, WritesRepo,
+            // RunsRepoCode, LongRunning, Network, Destructive): the
+            // operator's policy allows, asks or denies on these. `echo`
+            // touches nothing.
+            .effects(&[])
             .result_schema(json!({
                 "type": "object",
                 "properties": { "greeting": { "type": "string" } },

@@ -6,7 +6,8 @@
 mod messages;
 
 use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Cmd, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
+    cmd, errors, json, plugin_info, verb, Args, Cmd, Effect, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind,
+    VerbSpecExt,
 };
 
 struct Cargo;
@@ -75,7 +76,12 @@ impl Plugin for Cargo {
                         .param("filter", Param::string("only tests whose name contains this").min_length(1))
                         .param("no_fail_fast", Param::boolean("run every test binary even after a failure").default(json!(true)));
                 }
-                verb(name, VerbKind::Spawn, summary, s).programs(&["cargo"]).result_schema(messages::result_schema())
+                verb(name, VerbKind::Spawn, summary, s)
+                    .programs(&["cargo"])
+                    // Build scripts and tests are the repository's code; cargo
+                    // writes target/ and Cargo.lock and may fetch crates.
+                    .effects(&[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network])
+                    .result_schema(messages::result_schema())
             })
             .collect();
         verbs.push(
@@ -86,6 +92,9 @@ impl Plugin for Cargo {
                 Schema::new().param("dir", Param::string("directory of the crate or workspace, relative to the root").min_length(1)),
             )
             .programs(&["cargo"])
+            // `--no-deps` fetches nothing, but the repository's own
+            // `.cargo/config.toml` can name programs cargo runs (rustc-wrapper).
+            .effects(&[Effect::ReadsRepo, Effect::RunsRepoCode])
             .result_schema(json!({
                 "type": "object",
                 "required": ["workspace_root", "workspace_members", "packages"],

@@ -15,7 +15,8 @@ mod status;
 mod time;
 
 use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Cmd, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
+    cmd, errors, json, plugin_info, verb, Args, Cmd, Effect, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind,
+    VerbSpecExt,
 };
 
 struct Git;
@@ -54,6 +55,7 @@ impl Plugin for Git {
                         .param("repo", repo_param()),
                 )
                 .programs(&["git"])
+                .effects(&[Effect::ReadsRepo])
                 .result_schema(status::result_schema()),
                 verb(
                     "git.log",
@@ -68,6 +70,7 @@ impl Plugin for Git {
                         .param("repo", repo_param()),
                 )
                 .programs(&["git"])
+                .effects(&[Effect::ReadsRepo])
                 .result_schema(log::result_schema()),
                 verb(
                     "git.diff",
@@ -82,6 +85,7 @@ impl Plugin for Git {
                         .param("repo", repo_param()),
                 )
                 .programs(&["git"])
+                .effects(&[Effect::ReadsRepo])
                 .result_schema(json!({
                     "type": "object",
                     "required": ["files", "patch", "truncated"],
@@ -101,6 +105,7 @@ impl Plugin for Git {
                         .param("repo", repo_param()),
                 )
                 .programs(&["git"])
+                .effects(&[Effect::ReadsRepo])
                 .result_schema(json!({
                     "type": "object",
                     "required": ["commit", "files"],
@@ -113,6 +118,7 @@ impl Plugin for Git {
                     Schema::new().param("remote", Param::boolean("include remote-tracking branches").default(json!(true))).param("repo", repo_param()),
                 )
                 .programs(&["git"])
+                .effects(&[Effect::ReadsRepo])
                 .result_schema(branches::result_schema()),
             ],
         )

@@ -5,8 +5,8 @@
 //! editing the recipe changes its fingerprint. Recipes run as jobs.
 
 use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Command, Map, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Resolved, Schema, Value, VerbKind,
-    VerbSpecExt,
+    cmd, errors, json, plugin_info, verb, Args, Command, Effect, Map, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Resolved, Schema, Value,
+    VerbKind, VerbSpecExt,
 };
 
 struct Just;
@@ -72,6 +72,9 @@ impl Plugin for Just {
                 Schema::new().param("target", Param::string("the recipe to run").min_length(1).required()),
             )
             .programs(&["just"])
+            // A recipe is the repository's code: it may do anything its
+            // author wrote, from writing files to fetching.
+            .effects(&[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network, Effect::Destructive])
             .two_stage()
             .result_schema(json!({ "type": "object", "required": ["success", "exit_code", "stdout_tail", "stderr_tail"] }))],
         )

@@ -22,7 +22,7 @@
 pub mod junit;
 
 use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
+    cmd, errors, json, plugin_info, verb, Args, Effect, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
 };
 
 struct Pytest;
@@ -90,6 +90,9 @@ impl Plugin for Pytest {
             "0.1.0",
             vec![verb("pytest.run", VerbKind::Spawn, "Run pytest; per-test outcomes, where failures happened", params)
                 .programs(&["pytest"])
+                // conftest.py and the tests are the repository's code (which
+                // may write files: __pycache__ at least); a job.
+                .effects(&[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning])
                 .result_schema(result_schema())],
         )
     }

@@ -18,7 +18,7 @@ pub mod search;
 pub mod text;
 
 use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Cmd, OpError, Outcome, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
+    cmd, errors, json, plugin_info, verb, Args, Cmd, Effect, OpError, Outcome, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
 };
 
 struct Rg;
@@ -144,9 +144,15 @@ impl Plugin for Rg {
             vec![
                 verb("rg.search", VerbKind::Exec, "Search files (ripgrep): matches with context, counts", search)
                     .programs(&["rg"])
+                    // rg reads files; with no config, preprocessor or
+                    // decompressor it runs nothing else.
+                    .effects(&[Effect::ReadsRepo])
                     .result_schema(search::result_schema()),
                 verb("rg.files", VerbKind::Exec, "Files ripgrep would search (honours .gitignore)", files)
                     .programs(&["rg"])
+                    // rg reads files; with no config, preprocessor or
+                    // decompressor it runs nothing else.
+                    .effects(&[Effect::ReadsRepo])
                     .result_schema(files::result_schema()),
             ],
         )

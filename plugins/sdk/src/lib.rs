@@ -1,7 +1,7 @@
 //! The verbgate guest SDK: write a verb plugin in a few lines of Rust.
 //!
 //! A plugin implements [`Plugin`] and registers it with [`plugin!`]. The SDK
-//! owns the WIT bindings (`verbgate:verbs@0.1.0`), so plugin crates never
+//! owns the WIT bindings (`verbgate:verbs@0.2.0`), so plugin crates never
 //! touch `wit-bindgen` themselves, and provides builders that make the safe
 //! thing the easy thing:
 //!
@@ -34,11 +34,11 @@ pub use serde_json::{self, json, Map, Value};
 #[doc(hidden)]
 pub use wit_bindgen;
 
-/// Generated bindings for `verbgate:verbs@0.1.0`.
+/// Generated bindings for `verbgate:verbs@0.2.0`.
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../verbs-wit/0.1.0",
+        path: "../../verbs-wit/0.2.0",
         world: "verb-plugin",
         pub_export_macro: true,
         export_macro_name: "__export_verb_plugin",
@@ -47,10 +47,12 @@ pub mod bindings {
     });
 }
 
-pub use bindings::verbgate::verbs::types::{Arg, Command, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan, VerbSpec};
+pub use bindings::verbgate::verbs::types::{
+    Arg, Command, Effect, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan, VerbSpec,
+};
 
 /// The WIT version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// A verb plugin. The host validates args against the verb's schema before
 /// [`Plugin::plan`] sees them, so plans can trust the shape of their input.
@@ -87,6 +89,8 @@ pub fn verb(name: &str, kind: VerbKind, summary: &str, params: Schema) -> VerbSp
         aliases: Vec::new(),
         programs: Vec::new(),
         two_stage: false,
+        effects: Vec::new(),
+        sensitive: Vec::new(),
     }
 }
 
@@ -100,6 +104,13 @@ pub trait VerbSpecExt {
     fn aliases(self, aliases: &[&str]) -> Self;
     /// Make it a two-stage verb (see [`Plugin::resolve`]).
     fn two_stage(self) -> Self;
+    /// Declare what running the verb can do (the host's policy decides on
+    /// these: reads run, writes and repository code ask a person first). A
+    /// verb declaring none touches only the host's own state.
+    fn effects(self, effects: &[Effect]) -> Self;
+    /// Name top-level params whose values are secrets: the audit trail
+    /// records them as `"<redacted>"`.
+    fn sensitive(self, params: &[&str]) -> Self;
 }
 
 impl VerbSpecExt for VerbSpec {
@@ -117,6 +128,14 @@ impl VerbSpecExt for VerbSpec {
     }
     fn two_stage(mut self) -> Self {
         self.two_stage = true;
+        self
+    }
+    fn effects(mut self, effects: &[Effect]) -> Self {
+        self.effects = effects.to_vec();
+        self
+    }
+    fn sensitive(mut self, params: &[&str]) -> Self {
+        self.sensitive = params.iter().map(|p| p.to_string()).collect();
         self
     }
 }

@@ -1,0 +1,15 @@
+//! The audit trail: every op — run, refused, denied, asked — as one row in
+//! `$VERBGATE_HOME/state/audit.db` (SQLite, 0600 like the job store), with
+//! who asked, what the policy decided and who decided it, what ran and how
+//! it ended. Written before the op's answer is returned; read by `verbgate
+//! audit`.
+//!
+//! Args are stored bounded (`audit.args_bytes`) and with the values of the
+//! params a verb marks sensitive replaced by `"<redacted>"`: the trail is
+//! for reading later, by people who should not learn secrets from it.
+
+mod record;
+mod store;
+
+pub use record::{redact, Record};
+pub use store::{AuditStore, Filter, PruneReport};

@@ -1,0 +1,235 @@
+//! The audit trail's SQLite file: append, query, prune.
+
+use anyhow::{Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::record::Record;
+use crate::config::ensure_private_dir;
+
+/// Schema version stored in `PRAGMA user_version`.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS audit (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    time_ms     INTEGER NOT NULL,
+    transport   TEXT NOT NULL,
+    client      TEXT,
+    caller      TEXT NOT NULL,
+    verb        TEXT NOT NULL,
+    args        TEXT NOT NULL,
+    fingerprint TEXT,
+    decision    TEXT,
+    decided_by  TEXT,
+    answer      TEXT,
+    program     TEXT,
+    argv        TEXT,
+    outcome     TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    job_id      TEXT,
+    dry_run     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_time ON audit(time_ms);
+";
+
+/// Several verbgate processes (a server, `verbgate request`) may append at
+/// once; a writer waits this long for another's transaction.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The audit file, one connection shared by the process's ops.
+pub struct AuditStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+/// Which rows `verbgate audit` lists.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only rows at or after this time, ms since the epoch.
+    pub since_ms: Option<i64>,
+    /// Only rows whose verb matches this pattern (`git.*`, exact, `*`).
+    pub verb: Option<String>,
+    /// Only rows with this outcome (`ok` or an error code).
+    pub outcome: Option<String>,
+    /// Only rows with an id above this (for `--follow`).
+    pub after_id: Option<i64>,
+    /// At most this many rows (the newest), oldest first.
+    pub limit: usize,
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PruneReport {
+    /// Rows removed for age.
+    pub expired: usize,
+    /// Rows removed past the row cap.
+    pub over_count: usize,
+}
+
+impl AuditStore {
+    /// Open (creating 0600 if needed) `audit.db` in `state_dir`.
+    pub fn open(state_dir: &Path) -> Result<AuditStore> {
+        ensure_private_dir(state_dir)?;
+        let path = state_dir.join("audit.db");
+        if !path.exists() {
+            use std::os::unix::fs::OpenOptionsExt;
+            // 0600 before SQLite opens it: its -wal/-shm files copy the mode.
+            std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path)?;
+        }
+        let meta = std::fs::symlink_metadata(&path)?;
+        crate::private_files::check_private(&path, &meta).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let conn = Connection::open(&path).with_context(|| format!("cannot open the audit trail {}", path.display()))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // WAL with NORMAL sync: a committed row survives a crash of this
+        // process; only a power loss can drop the last few.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            anyhow::bail!("the audit trail {} was written by a newer verbgate (schema {version}, this one knows {SCHEMA_VERSION})", path.display());
+        }
+        if version < SCHEMA_VERSION {
+            conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA_V1} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))?;
+        }
+        Ok(AuditStore { path, conn: Mutex::new(conn) })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append one record; returns its id.
+    pub fn append(&self, r: &Record) -> rusqlite::Result<i64> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stmt = conn.prepare_cached(
+            "INSERT INTO audit (time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        )?;
+        stmt.execute(params![
+            r.time_ms,
+            r.transport,
+            r.client,
+            r.caller,
+            r.verb,
+            r.args,
+            r.fingerprint,
+            r.decision,
+            r.decided_by,
+            r.answer,
+            r.program,
+            r.argv,
+            r.outcome,
+            r.duration_ms,
+            r.job_id,
+            r.dry_run
+        ])?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    /// Rows matching `filter`, oldest first (the newest `limit` of them).
+    pub fn query(&self, filter: &Filter) -> rusqlite::Result<Vec<Record>> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run
+             FROM audit WHERE time_ms >= ?1 AND id > ?2 AND (?3 IS NULL OR outcome = ?3) ORDER BY id DESC",
+        )?;
+        let rows = stmt.query_map(params![filter.since_ms.unwrap_or(i64::MIN), filter.after_id.unwrap_or(0), filter.outcome], |row| {
+            Ok(Record {
+                id: row.get(0)?,
+                time_ms: row.get(1)?,
+                transport: row.get(2)?,
+                client: row.get(3)?,
+                caller: row.get(4)?,
+                verb: row.get(5)?,
+                args: row.get(6)?,
+                fingerprint: row.get(7)?,
+                decision: row.get(8)?,
+                decided_by: row.get(9)?,
+                answer: row.get(10)?,
+                program: row.get(11)?,
+                argv: row.get(12)?,
+                outcome: row.get(13)?,
+                duration_ms: row.get(14)?,
+                job_id: row.get(15)?,
+                dry_run: row.get(16)?,
+            })
+        })?;
+        let pattern = filter.verb.as_ref().map(|p| vec![p.clone()]);
+        let mut out = Vec::new();
+        for row in rows {
+            let row = row?;
+            if crate::registry::fence::allowed(&row.verb, pattern.as_deref()) {
+                out.push(row);
+                if out.len() >= filter.limit {
+                    break;
+                }
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The newest row id (0 when empty), where `--follow` starts.
+    pub fn last_id(&self) -> rusqlite::Result<i64> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(conn.query_row("SELECT max(id) FROM audit", [], |r| r.get::<_, Option<i64>>(0)).optional()?.flatten().unwrap_or(0))
+    }
+
+    /// Remove rows older than `retain_days` and past the newest
+    /// `retain_rows`.
+    pub fn prune(&self, retain_days: u64, retain_rows: u64, now_ms: i64) -> rusqlite::Result<PruneReport> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let cutoff = now_ms.saturating_sub((retain_days as i64).saturating_mul(86_400_000));
+        let expired = conn.execute("DELETE FROM audit WHERE time_ms < ?1", params![cutoff])?;
+        let over_count = conn.execute(
+            "DELETE FROM audit WHERE id NOT IN (SELECT id FROM audit ORDER BY id DESC LIMIT ?1)",
+            params![i64::try_from(retain_rows).unwrap_or(i64::MAX)],
+        )?;
+        Ok(PruneReport { expired, over_count })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(verb: &str, outcome: &str, time_ms: i64) -> Record {
+        Record { time_ms, transport: "cli".into(), caller: "local".into(), verb: verb.into(), args: "{}".into(), outcome: outcome.into(), ..Record::default() }
+    }
+
+    #[test]
+    fn appends_filters_and_prunes_in_a_private_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let store = AuditStore::open(&state).unwrap();
+        assert_eq!(std::fs::metadata(store.path()).unwrap().permissions().mode() & 0o777, 0o600);
+        for (i, (verb, outcome)) in
+            [("git.status", "ok"), ("git.commit", "consent_declined"), ("cargo.test", "ok"), ("git.log", "policy_denied")].iter().enumerate()
+        {
+            store.append(&rec(verb, outcome, 1000 * (i as i64 + 1))).unwrap();
+        }
+        let all = Filter { limit: 100, ..Filter::default() };
+        let verbs: Vec<String> = store.query(&all).unwrap().into_iter().map(|r| r.verb).collect();
+        assert_eq!(verbs, ["git.status", "git.commit", "cargo.test", "git.log"]);
+        let git = store.query(&Filter { verb: Some("git.*".into()), since_ms: Some(2000), limit: 100, ..Filter::default() }).unwrap();
+        assert_eq!(git.iter().map(|r| r.verb.as_str()).collect::<Vec<_>>(), ["git.commit", "git.log"]);
+        let ok = store.query(&Filter { outcome: Some("ok".into()), limit: 1, ..Filter::default() }).unwrap();
+        assert_eq!(ok.len(), 1);
+        assert_eq!(ok[0].verb, "cargo.test", "the newest matching row");
+        assert_eq!(store.last_id().unwrap(), 4);
+        let after = store.query(&Filter { after_id: Some(3), limit: 100, ..Filter::default() }).unwrap();
+        assert_eq!(after.len(), 1);
+        // Age first (rows at 1000 and 2000 are older than 1 day before 86_402_500), then count.
+        let report = store.prune(1, 1, 86_402_500).unwrap();
+        assert_eq!(report, PruneReport { expired: 2, over_count: 1 });
+        assert_eq!(store.query(&all).unwrap().len(), 1);
+        // Reopening keeps the schema and the rows.
+        drop(store);
+        assert_eq!(AuditStore::open(&state).unwrap().query(&all).unwrap().len(), 1);
+    }
+}

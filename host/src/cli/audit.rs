@@ -1,0 +1,166 @@
+//! `verbgate audit`: read the audit trail — every op, its caller, the
+//! policy's decision and who made it, what ran and how it ended — and
+//! `verbgate audit prune` to apply its retention now.
+
+use anyhow::{bail, Context as _, Result};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::GlobalArgs;
+use crate::audit::{AuditStore, Filter, Record};
+use crate::config::Config;
+
+/// `verbgate audit [list options] | prune`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    command: Option<AuditCommand>,
+    /// Only ops since this long ago (`30s`, `15m`, `2h`, `7d`) or this
+    /// RFC 3339-like UTC time (`2026-12-03T10:00:00Z`) or Unix ms.
+    #[arg(long, value_name = "WHEN")]
+    since: Option<String>,
+    /// Only ops whose verb matches (`git.*`, `cargo.test`).
+    #[arg(long, value_name = "PATTERN")]
+    verb: Option<String>,
+    /// Only ops that ended so (`ok`, or an error code like `policy_denied`).
+    #[arg(long, value_name = "CODE")]
+    outcome: Option<String>,
+    /// At most this many rows (the newest).
+    #[arg(long, default_value_t = 100)]
+    limit: usize,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Keep printing new rows as they are written (Ctrl-C stops).
+    #[arg(long)]
+    follow: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum AuditCommand {
+    /// Remove rows older than audit.retain_days or beyond the newest
+    /// audit.retain_rows.
+    Prune {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run `verbgate audit`.
+pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
+    let config = Config::load(&g.overrides())?;
+    let store = AuditStore::open(&config.state_dir())?;
+    if let Some(AuditCommand::Prune { json }) = a.command {
+        let report = store.prune(config.audit.retain_days, config.audit.retain_rows, crate::jobs::process::now_ms())?;
+        if json {
+            super::print_json(&serde_json::to_value(report)?);
+        } else {
+            println!(
+                "pruned {} row(s) older than {} days and {} beyond the newest {} (audit.retain_days, audit.retain_rows)",
+                report.expired, config.audit.retain_days, report.over_count, config.audit.retain_rows
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let since_ms = a.since.as_deref().map(|s| parse_since(s, crate::jobs::process::now_ms())).transpose()?;
+    let mut filter = Filter { since_ms, verb: a.verb, outcome: a.outcome, after_id: None, limit: a.limit.max(1) };
+    if !a.json {
+        println!("{:<24} {:<6} {:<14} {:<18} {:<6} {:<22} {:<20} {:>7}  run", "time (UTC)", "via", "caller", "verb", "policy", "decided by", "outcome", "ms");
+    }
+    loop {
+        let rows = store.query(&filter)?;
+        for r in &rows {
+            print_row(r, a.json);
+        }
+        if !a.follow {
+            return Ok(ExitCode::SUCCESS);
+        }
+        filter.after_id = Some(match rows.last() {
+            Some(r) => r.id,
+            None => filter.after_id.map_or_else(|| store.last_id(), Ok)?,
+        });
+        filter.limit = usize::MAX;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn print_row(r: &Record, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(r).unwrap_or_default());
+        return;
+    }
+    let run = match (&r.program, &r.argv) {
+        (Some(p), Some(argv)) => format!("{p} {argv}"),
+        _ => r.job_id.clone().map(|j| format!("job {j}")).unwrap_or_default(),
+    };
+    println!(
+        "{:<24} {:<6} {:<14} {:<18} {:<6} {:<22} {:<20} {:>7}  {}{}",
+        utc(r.time_ms),
+        r.transport,
+        r.caller,
+        r.verb,
+        r.decision.as_deref().unwrap_or("-"),
+        match (&r.decided_by, &r.answer) {
+            (Some(by), Some(answer)) => format!("{by}:{answer}"),
+            (Some(by), None) => by.clone(),
+            _ => "-".into(),
+        },
+        r.outcome,
+        r.duration_ms,
+        if r.dry_run { "(dry run) " } else { "" },
+        run
+    );
+}
+
+/// `2026-12-03T10:00:00.123Z` from Unix ms.
+fn utc(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+}
+
+/// `--since`: a duration ago, a UTC time or date, or Unix ms.
+fn parse_since(s: &str, now_ms: i64) -> Result<i64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).map(|i| s.split_at(i));
+    if let Some((n, unit)) = split.filter(|(n, _)| !n.is_empty()) {
+        let per = match unit {
+            "s" => Some(1_000),
+            "m" => Some(60_000),
+            "h" => Some(3_600_000),
+            "d" => Some(86_400_000),
+            _ => None,
+        };
+        if let Some(per) = per {
+            let n: i64 = n.parse().context("--since: the number is too large")?;
+            return Ok(now_ms.saturating_sub(n.saturating_mul(per)));
+        }
+    }
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) {
+        return s.parse().context("--since: the number is too large");
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.timestamp_millis());
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return Ok(d.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis()));
+    }
+    bail!("--since {s:?}: give a duration (30s, 15m, 2h, 7d), a UTC time (2026-12-03T10:00:00Z), a date (2026-12-03) or Unix ms")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_accepts_durations_times_and_ms() {
+        assert_eq!(parse_since("15m", 1_000_000).unwrap(), 100_000);
+        assert_eq!(parse_since("2d", 200_000_000).unwrap(), 200_000_000 - 172_800_000);
+        assert_eq!(parse_since("1764756000000", 0).unwrap(), 1_764_756_000_000);
+        assert_eq!(parse_since("2026-12-03T10:00:00Z", 0).unwrap(), 1_796_292_000_000);
+        assert_eq!(parse_since("2026-12-03", 0).unwrap(), 1_796_256_000_000);
+        assert_eq!(utc(1_796_292_000_123), "2026-12-03T10:00:00.123Z");
+        for bad in ["yesterday", "10x", "2026-13-01", ""] {
+            assert!(parse_since(bad, 0).unwrap_err().to_string().contains("--since"), "{bad}");
+        }
+    }
+}

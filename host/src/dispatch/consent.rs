@@ -1,0 +1,162 @@
+//! Asking a person before an op runs. Dispatch decides *that* a person
+//! must be asked (the policy's `ask`) and *what* they see (verb, args,
+//! effects, the program and argv the plan resolved to); the transport
+//! decides *how*: MCP elicitation for a client that declared it, the
+//! terminal for `verbgate request`. Dispatch defines the [`Asker`] seam and
+//! the transports implement it, so no dispatch code speaks a protocol.
+
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::runtime::model::Effects;
+
+/// What the person is shown.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// The verb's canonical name.
+    pub verb: String,
+    /// The op's args.
+    pub args: Value,
+    /// The verb's declared effects.
+    pub effects: Effects,
+    /// The rule that asks, and why.
+    pub rule: String,
+    /// The rule's reason.
+    pub reason: Option<String>,
+    /// The plan's program (absolute path) and argv, when it runs one.
+    pub program: Option<String>,
+    /// The rendered argv after the program.
+    pub argv: Vec<String>,
+    /// Where it runs.
+    pub cwd: Option<String>,
+    /// How long the answer may take.
+    pub timeout: Duration,
+}
+
+impl Question {
+    /// The text shown to a person: one fact per line, no markup.
+    pub fn message(&self) -> String {
+        let mut m = format!("verbgate asks before running `{}` ({}).\n", self.verb, self.reason.as_deref().unwrap_or(&self.rule));
+        m.push_str(&format!("effects: {}\n", self.effects.to_json()));
+        m.push_str(&format!("args: {}\n", self.args));
+        if let Some(p) = &self.program {
+            m.push_str(&format!("runs: {}", shell_words(std::iter::once(p.as_str()).chain(self.argv.iter().map(String::as_str)))));
+            if let Some(cwd) = &self.cwd {
+                m.push_str(&format!("\nin: {cwd}"));
+            }
+        }
+        m
+    }
+
+    /// The question as JSON (for the audit trail and tests).
+    pub fn to_json(&self) -> Value {
+        json!({ "verb": self.verb, "args": self.args, "effects": self.effects.to_json(), "rule": self.rule, "program": self.program, "argv": self.argv, "cwd": self.cwd })
+    }
+}
+
+/// Quote for display only (nothing is ever run through a shell).
+fn shell_words<'a>(words: impl Iterator<Item = &'a str>) -> String {
+    words
+        .map(|w| if !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) { w.to_string() } else { format!("{w:?}") })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Run this op.
+    AllowOnce,
+    /// Run this op and every later op of this verb in this session.
+    AllowSession,
+    /// Do not run it.
+    Decline,
+    /// No answer within the timeout.
+    Timeout,
+    /// The request was cancelled while waiting.
+    Cancelled,
+}
+
+impl Answer {
+    /// The wire name (audit trail, error details).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::AllowOnce => "allow_once",
+            Answer::AllowSession => "allow_session",
+            Answer::Decline => "decline",
+            Answer::Timeout => "timeout",
+            Answer::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A boxed future, so the trait stays object-safe.
+pub type AskFuture<'a> = Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
+
+/// A way to ask a person, provided by the transport.
+pub trait Asker: Send + Sync {
+    /// Why this caller cannot be asked (no elicitation capability, no
+    /// terminal), or `None` when it can.
+    fn unavailable(&self) -> Option<String>;
+    /// Ask, waiting at most `question.timeout`.
+    fn ask<'a>(&'a self, question: &'a Question) -> AskFuture<'a>;
+    /// Who answers, for the audit trail's `decided_by` (`person`, or
+    /// `cli_yes` for `verbgate request --yes`).
+    fn who(&self) -> &'static str {
+        "person"
+    }
+}
+
+/// Verbs a person allowed for the rest of a session (one MCP session, one
+/// `verbgate request` process).
+#[derive(Debug, Default)]
+pub struct Grants {
+    verbs: Mutex<HashSet<String>>,
+}
+
+impl Grants {
+    /// Whether `verb` was allowed for the session.
+    pub fn has(&self, verb: &str) -> bool {
+        self.verbs.lock().unwrap_or_else(|e| e.into_inner()).contains(verb)
+    }
+
+    /// Remember that `verb` is allowed for the session.
+    pub fn grant(&self, verb: &str) {
+        self.verbs.lock().unwrap_or_else(|e| e.into_inner()).insert(verb.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_shows_what_will_run_quoted_for_a_person() {
+        let q = Question {
+            verb: "git.commit".into(),
+            args: json!({"message": "fix: it's done"}),
+            effects: Effects::declared(vec![crate::runtime::model::Effect::WritesRepo]),
+            rule: "default:writes_repo".into(),
+            reason: Some("the verb changes the repository".into()),
+            program: Some("/usr/bin/git".into()),
+            argv: vec!["commit".into(), "-F".into(), "-".into(), "a b".into()],
+            cwd: None,
+            timeout: Duration::from_secs(1),
+        };
+        let m = q.message();
+        assert!(m.contains("`git.commit` (the verb changes the repository)"), "{m}");
+        assert!(m.contains("effects: [\"writes_repo\"]"), "{m}");
+        assert!(m.contains("runs: /usr/bin/git commit -F - \"a b\""), "{m}");
+    }
+
+    #[test]
+    fn grants_are_per_verb() {
+        let g = Grants::default();
+        g.grant("git.commit");
+        assert!(g.has("git.commit") && !g.has("git.add"));
+    }
+}

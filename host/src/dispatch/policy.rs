@@ -1,0 +1,175 @@
+//! The per-op policy: which ops run, which wait for a person, which are
+//! refused. Decided here, in dispatch, because only dispatch sees the verb,
+//! its declared effects and (for `ask`) the plan — an MCP host's own
+//! permission prompt sees one tool, `request`, for every op.
+//!
+//! Rules are the operator's `[[policy]]` entries in order, then the
+//! defaults below; the first that matches decides. A verb of a contract
+//! that cannot declare effects (0.1.0) may have any effect, so every effect
+//! rule matches it: it is treated as the most privileged verb there is.
+
+use serde_json::{json, Value};
+
+use crate::config::{Decision, PolicyRule, UNDECLARED};
+use crate::registry::fence;
+use crate::registry::Verb;
+use crate::runtime::model::{Effect, Effects};
+
+/// Where a rule comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleSource {
+    /// The operator's `[[policy]]` rule number (1-based, file order).
+    Config(usize),
+    /// A built-in default, by name.
+    Default(&'static str),
+}
+
+/// One rule, ready to match.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Where it comes from.
+    pub source: RuleSource,
+    /// The rule as written (or the default's equivalent).
+    pub rule: PolicyRule,
+}
+
+impl Rule {
+    /// A stable name for messages, the audit trail and `help`:
+    /// `policy[2]` or `default:runs_repo_code`.
+    pub fn name(&self) -> String {
+        match &self.source {
+            RuleSource::Config(n) => format!("policy[{n}]"),
+            RuleSource::Default(name) => format!("default:{name}"),
+        }
+    }
+
+    fn matches(&self, verb: &str, effects: &Effects) -> bool {
+        let verb_ok = self.rule.verbs.as_deref().is_none_or(|patterns| fence::allowed(verb, Some(patterns)));
+        let effects_ok = self.rule.effects.as_deref().is_none_or(|names| names.iter().any(|n| effect_matches(n, effects)));
+        verb_ok && effects_ok
+    }
+
+    /// The rule as JSON for `help` and error details.
+    pub fn to_json(&self) -> Value {
+        json!({ "rule": self.name(), "decision": self.rule.decision.as_str(), "reason": self.rule.reason })
+    }
+}
+
+fn effect_matches(name: &str, effects: &Effects) -> bool {
+    match (name, effects) {
+        (UNDECLARED, Effects::Undeclared) => true,
+        (UNDECLARED, Effects::Declared(_)) => false,
+        (name, effects) => Effect::parse(name).is_some_and(|e| effects.may(e)),
+    }
+}
+
+/// The defaults, after the operator's rules: reads (and the host's own job
+/// verbs) run; anything that changes the repository, runs its code, talks
+/// to the network, destroys data, or cannot say what it does asks first.
+fn defaults() -> Vec<Rule> {
+    let rule = |name: &'static str, effects: &[&str], decision: Decision, reason: &str| Rule {
+        source: RuleSource::Default(name),
+        rule: PolicyRule {
+            verbs: None,
+            effects: (!effects.is_empty()).then(|| effects.iter().map(|e| e.to_string()).collect()),
+            decision,
+            reason: Some(reason.to_string()),
+        },
+    };
+    vec![
+        rule("undeclared", &[UNDECLARED], Decision::Ask, "the verb's component cannot declare its effects (contract 0.1.0), so it may do anything"),
+        rule("runs_repo_code", &["runs_repo_code"], Decision::Ask, "the verb runs code the repository controls (build scripts, tests, recipes, hooks)"),
+        rule("writes_repo", &["writes_repo"], Decision::Ask, "the verb changes the repository"),
+        rule("destructive", &["destructive"], Decision::Ask, "the verb discards data that cannot be recovered"),
+        rule("network", &["network"], Decision::Ask, "the verb talks to the network"),
+        rule("allow", &[], Decision::Allow, "reads and the host's own job verbs run without asking"),
+    ]
+}
+
+/// The rules in force: the operator's, then the defaults.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    rules: Vec<Rule>,
+}
+
+impl Policy {
+    /// The operator's rules followed by the defaults.
+    pub fn new(configured: &[PolicyRule]) -> Policy {
+        let mut rules: Vec<Rule> = configured.iter().enumerate().map(|(i, r)| Rule { source: RuleSource::Config(i + 1), rule: r.clone() }).collect();
+        rules.extend(defaults());
+        Policy { rules }
+    }
+
+    /// The first rule matching `verb` (there always is one: the last
+    /// default matches everything).
+    pub fn decide(&self, verb: &Verb) -> &Rule {
+        self.decide_for(&verb.name, &verb.effects)
+    }
+
+    /// [`Policy::decide`] by name and effects.
+    pub fn decide_for(&self, verb: &str, effects: &Effects) -> &Rule {
+        self.rules.iter().find(|r| r.matches(verb, effects)).unwrap_or_else(|| self.rules.last().expect("the defaults end with a catch-all"))
+    }
+}
+
+/// The `verbgate.toml` lines that would let `verb` run without asking
+/// (for `consent_required` and `policy_denied` messages).
+pub fn allow_line(verb: &str) -> String {
+    format!("[[policy]]\nverbs = [\"{verb}\"]\ndecision = \"allow\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(verbs: Option<&[&str]>, effects: Option<&[&str]>, decision: Decision) -> PolicyRule {
+        PolicyRule {
+            verbs: verbs.map(|v| v.iter().map(|s| s.to_string()).collect()),
+            effects: effects.map(|v| v.iter().map(|s| s.to_string()).collect()),
+            decision,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn defaults_allow_reads_and_ask_for_the_rest() {
+        let p = Policy::new(&[]);
+        let read = Effects::declared(vec![Effect::ReadsRepo]);
+        assert_eq!(p.decide_for("git.log", &read).name(), "default:allow");
+        assert_eq!(p.decide_for("job.status", &Effects::declared(vec![])).rule.decision, Decision::Allow);
+        let test = Effects::declared(vec![Effect::ReadsRepo, Effect::RunsRepoCode, Effect::LongRunning]);
+        assert_eq!(p.decide_for("cargo.test", &test).name(), "default:runs_repo_code");
+        assert_eq!(p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).rule.decision, Decision::Ask);
+        // 0.1.0: may do anything, so it asks, under its own rule.
+        assert_eq!(p.decide_for("echo.argv", &Effects::Undeclared).name(), "default:undeclared");
+    }
+
+    #[test]
+    fn first_match_wins_and_undeclared_matches_every_effect_rule() {
+        let p = Policy::new(&[
+            rule(Some(&["git.status"]), None, Decision::Deny),
+            rule(None, Some(&["writes_repo"]), Decision::Deny),
+            rule(Some(&["git.*"]), None, Decision::Allow),
+        ]);
+        let read = Effects::declared(vec![Effect::ReadsRepo]);
+        assert_eq!(p.decide_for("git.status", &read).name(), "policy[1]");
+        assert_eq!(p.decide_for("git.log", &read).name(), "policy[3]");
+        assert_eq!(p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(), "policy[2]");
+        // A verb that cannot declare effects may write: the deny rule for
+        // writes catches it before anything allows it.
+        assert_eq!(p.decide_for("other.x", &Effects::Undeclared).name(), "policy[2]");
+        assert_eq!(p.decide_for("git.anything", &Effects::Undeclared).name(), "policy[2]");
+    }
+
+    #[test]
+    fn verbs_and_effects_must_both_match() {
+        let p = Policy::new(&[rule(Some(&["cargo.*"]), Some(&["runs_repo_code"]), Decision::Allow)]);
+        let code = Effects::declared(vec![Effect::RunsRepoCode]);
+        assert_eq!(p.decide_for("cargo.test", &code).name(), "policy[1]");
+        assert_eq!(p.decide_for("cargo.metadata", &Effects::declared(vec![Effect::ReadsRepo])).name(), "default:allow");
+        assert_eq!(p.decide_for("just.run", &code).name(), "default:runs_repo_code");
+        let p = Policy::new(&[rule(None, Some(&["undeclared"]), Decision::Deny)]);
+        assert_eq!(p.decide_for("x.y", &Effects::Undeclared).name(), "policy[1]");
+        assert_eq!(p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(), "default:writes_repo");
+    }
+}

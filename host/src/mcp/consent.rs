@@ -1,0 +1,125 @@
+//! Asking the person behind an MCP client through elicitation (form mode):
+//! the form shows what will run and offers three answers — allow once,
+//! allow this verb for the session, deny. A client that did not declare the
+//! elicitation capability cannot be asked, and says so.
+
+use rmcp::model::{ElicitRequestParams, ElicitationAction};
+use rmcp::service::ElicitationMode;
+use rmcp::service::Peer;
+use rmcp::RoleServer;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::dispatch::consent::{Answer, AskFuture, Asker, Question};
+
+/// The form field holding the answer.
+const FIELD: &str = "decision";
+
+/// An [`Asker`] over one MCP request's peer; a cancelled request stops
+/// waiting.
+pub struct Elicit {
+    peer: Peer<RoleServer>,
+    cancel: CancellationToken,
+}
+
+impl Elicit {
+    /// For the request whose peer and cancellation token these are.
+    pub fn new(peer: Peer<RoleServer>, cancel: CancellationToken) -> Self {
+        Elicit { peer, cancel }
+    }
+}
+
+/// The elicitation request for `q`: its message and a one-field form.
+pub fn form(q: &Question) -> Value {
+    json!({
+        "mode": "form",
+        "message": q.message(),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                FIELD: {
+                    "type": "string",
+                    "title": format!("Run {}?", q.verb),
+                    "oneOf": [
+                        { "const": "allow_once", "title": "Allow once" },
+                        { "const": "allow_session", "title": format!("Allow {} for the rest of this session", q.verb) },
+                        { "const": "deny", "title": "Deny" }
+                    ]
+                }
+            },
+            "required": [FIELD]
+        }
+    })
+}
+
+/// The person's answer in an elicitation result: only an accepted form
+/// whose field says `allow_once` or `allow_session` allows anything.
+pub fn answer(action: ElicitationAction, content: Option<&Value>) -> Answer {
+    match (action, content.and_then(|c| c.get(FIELD)).and_then(Value::as_str)) {
+        (ElicitationAction::Accept, Some("allow_once")) => Answer::AllowOnce,
+        (ElicitationAction::Accept, Some("allow_session")) => Answer::AllowSession,
+        _ => Answer::Decline,
+    }
+}
+
+impl Asker for Elicit {
+    fn unavailable(&self) -> Option<String> {
+        if self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+            return None;
+        }
+        let client = self.peer.peer_info().map(|i| format!("`{}`", i.client_info.name)).unwrap_or_else(|| "this client".into());
+        Some(format!("the MCP client {client} did not declare the elicitation capability (form mode), so verbgate cannot ask its user"))
+    }
+
+    fn ask<'a>(&'a self, q: &'a Question) -> AskFuture<'a> {
+        Box::pin(async move {
+            let params: ElicitRequestParams = match serde_json::from_value(form(q)) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot build the elicitation form");
+                    return Answer::Decline;
+                }
+            };
+            tokio::select! {
+                r = tokio::time::timeout(q.timeout, self.peer.create_elicitation(params)) => match r {
+                    Err(_) => Answer::Timeout,
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, verb = %q.verb, "the elicitation failed; treating it as declined");
+                        Answer::Decline
+                    }
+                    Ok(Ok(result)) => answer(result.action, result.content.as_ref()),
+                },
+                _ = self.cancel.cancelled() => Answer::Cancelled,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_form_is_a_valid_elicitation_and_only_an_accepted_allow_allows() {
+        let q = Question {
+            verb: "git.commit".into(),
+            args: json!({}),
+            effects: crate::runtime::model::Effects::Undeclared,
+            rule: "default:undeclared".into(),
+            reason: None,
+            program: None,
+            argv: vec![],
+            cwd: None,
+            timeout: std::time::Duration::from_secs(1),
+        };
+        let params: ElicitRequestParams = serde_json::from_value(form(&q)).expect("rmcp accepts the form");
+        assert!(serde_json::to_value(&params).unwrap()["requestedSchema"]["properties"][FIELD]["oneOf"].is_array());
+        assert_eq!(answer(ElicitationAction::Accept, Some(&json!({FIELD: "allow_once"}))), Answer::AllowOnce);
+        assert_eq!(answer(ElicitationAction::Accept, Some(&json!({FIELD: "allow_session"}))), Answer::AllowSession);
+        assert_eq!(answer(ElicitationAction::Accept, Some(&json!({FIELD: "deny"}))), Answer::Decline);
+        assert_eq!(answer(ElicitationAction::Accept, Some(&json!({FIELD: "yes please"}))), Answer::Decline);
+        assert_eq!(answer(ElicitationAction::Accept, None), Answer::Decline);
+        assert_eq!(answer(ElicitationAction::Decline, Some(&json!({FIELD: "allow_once"}))), Answer::Decline);
+        assert_eq!(answer(ElicitationAction::Cancel, None), Answer::Decline);
+    }
+}
