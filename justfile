@@ -58,7 +58,7 @@ guests: guest-tools
 # Run the whole test suite: lint, host, end-to-end, the plugins' own parsers, and the macOS build gate.
 test: build python-env test-tools inspector guests lint
     cargo test --workspace -- --test-threads 2
-    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p git -p cargo -p rg -p pytest -p verbgate-plugin-sdk --lib
+    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p verbgate-plugin-sdk -p core -p git -p cargo -p just -p rg -p pytest --lib
     just cross
 
 # Formatting and clippy (warnings are errors) for the host workspace and the plugins.

@@ -5,7 +5,9 @@ use serde_json::{json, Value};
 use verbgate_tests::Env;
 
 fn crate_env(lib_rs: &str) -> Env {
-    let env = Env::new();
+    // These tests are about what the verbs do; the policy (which asks
+    // before running repository code) is tested in `policy`.
+    let env = Env::new().allowing(&["cargo.*"]);
     std::fs::write(env.root.join("Cargo.toml"), "[package]\nname = \"sample\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n").unwrap();
     std::fs::create_dir_all(env.root.join("src")).unwrap();
     std::fs::write(env.root.join("src/lib.rs"), lib_rs).unwrap();

@@ -11,7 +11,9 @@ use verbgate_tests::{require_guest_tools, Env};
 /// compiled into the cache (so later calls load them in milliseconds).
 fn polyglot(config: &str) -> Env {
     require_guest_tools();
-    let env = Env::new().with_config(config);
+    // The guest fixtures are built against contract 0.1.0 (effects
+    // undeclared, so the policy would ask); these tests are about the guests.
+    let env = Env::new().with_config(config).allowing(&["pyecho.*", "jsecho.*"]);
     for name in ["fixture-echo", "py-echo", "js-echo"] {
         env.install(name);
     }
@@ -106,7 +108,7 @@ fn per_component_limits_raise_and_lower_the_defaults() {
 #[test]
 fn a_python_guest_compiles_once_in_the_background_then_loads_from_the_cache() {
     require_guest_tools();
-    let env = Env::new();
+    let env = Env::new().allowing(&["pyecho.*", "jsecho.*"]);
     env.install("py-echo");
     verbgate_tests::runtime().block_on(async {
         // Cold cache: the server answers at once; the Python component is

@@ -340,7 +340,7 @@ fn an_operator_can_trust_a_repository_by_path() {
 
 #[test]
 fn ancestor_cargo_config_writable_by_others_is_refused() {
-    let env = Env::new();
+    let env = Env::new().allowing(&["cargo.metadata"]);
     // The directory above the root holds a cargo config anyone could have
     // written (as a shared /tmp would).
     let planted = env.tmp.path().join(".cargo/config.toml");
@@ -426,4 +426,50 @@ fn a_plan_cannot_make_git_run_a_program_through_the_environment() {
     // An inert name passes.
     let r = h.op("envfix.diff", json!({"name": "LC_ALL", "value": "C"}));
     assert_eq!(r["ok"], true, "{r}");
+}
+
+/// Each write verb with args that would work in a clean repository.
+fn write_ops() -> Vec<(&'static str, Value)> {
+    vec![
+        ("git.add", json!({ "paths": ["a.txt"] })),
+        ("git.commit", json!({ "message": "change", "allow_empty": true })),
+        ("git.restore", json!({ "paths": ["a.txt"] })),
+        ("git.switch", json!({ "branch": "topic", "create": true })),
+    ]
+}
+
+#[test]
+fn write_verbs_are_refused_in_a_repository_whose_config_runs_programs() {
+    let h = hostile();
+    std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
+    h.append_config(&h.env.root, &format!("[filter \"x\"]\n\tclean = {}\n\tsmudge = {}\n", h.program.display(), h.program.display()));
+    std::fs::write(h.env.root.join("a.txt"), "two\n").unwrap();
+    for (verb, args) in write_ops() {
+        h.assert_refused(&h.op(verb, args), "filter.x.clean");
+    }
+    let signing = hostile();
+    signing.append_config(&signing.env.root, &format!("[commit]\n\tgpgSign = true\n[gpg]\n\tprogram = {}\n", signing.program.display()));
+    signing.assert_refused(&signing.op("git.commit", json!({ "message": "signed?", "allow_empty": true })), "gpg.program");
+}
+
+#[test]
+fn write_verbs_run_no_repository_hooks_and_never_sign() {
+    let h = hostile();
+    let hooks = h.env.root.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    for hook in ["pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-index-change", "reference-transaction"] {
+        std::fs::copy(&h.program, hooks.join(hook)).unwrap();
+    }
+    // Signing asked for by the repository (with the default program):
+    // `--no-gpg-sign` wins, so no signature program runs either.
+    h.append_config(&h.env.root, "[user]\n\tname = Ada\n\temail = ada@example.com\n[commit]\n\tgpgSign = true\n");
+    std::fs::write(h.env.root.join("a.txt"), "two\n").unwrap();
+    for (verb, args) in write_ops() {
+        let r = h.op(verb, args);
+        assert_eq!(r["ok"], true, "{verb}: {r}");
+        assert!(!h.ran(), "{verb} ran a repository hook: {}", std::fs::read_to_string(&h.marker).unwrap_or_default());
+    }
+    let commit = git(&h.env.root, &["cat-file", "commit", "HEAD"]);
+    assert!(!commit.contains("gpgsig"), "the commit was signed: {commit}");
+    assert_eq!(git(&h.env.root, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "topic");
 }

@@ -7,7 +7,7 @@ use verbgate_tests::Env;
 const JUSTFILE: &str = "# Greet someone\ngreet name greeting=\"hello\":\n    echo {{greeting}} {{name}}\n\n_hidden:\n    echo no\n\nfail:\n    exit 7\n";
 
 fn just_env() -> Env {
-    let env = Env::new();
+    let env = Env::new().allowing(&["just.*"]);
     std::fs::write(env.root.join("justfile"), JUSTFILE).unwrap();
     env
 }
@@ -91,7 +91,7 @@ fn unknown_recipes_bad_params_and_missing_fingerprints_are_clear_errors() {
 /// with a literal default is passed its literal.
 #[test]
 fn a_skipped_parameter_never_shifts_later_values() {
-    let env = Env::new();
+    let env = Env::new().allowing(&["just.*"]);
     let justfile = "r a b=(\"computed\" + \"!\") c=\"z\":\n    echo a={{a}} b={{b}} c={{c}}\n\nq a b=\"lit\" c=\"z\":\n    echo a={{a}} b={{b}} c={{c}}\n";
     std::fs::write(env.root.join("justfile"), justfile).unwrap();
     let fp = env.request(&json!({"help": "just.run:r"}))["help"]["schema_fingerprint"].clone();

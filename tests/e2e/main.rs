@@ -10,6 +10,7 @@ mod cargo;
 mod check;
 mod envelope;
 mod git;
+mod git_write;
 mod golden;
 mod guests;
 mod home;

@@ -116,11 +116,16 @@ fn bad_policy_rules_are_refused_at_start_naming_the_rule() {
 #[test]
 fn sensitive_params_are_redacted_in_the_audit_trail() {
     let env = Env::with_plugin("fixture-echo");
-    let r = env.op("echo.argv", json!({"word": "w", "stdin": "hunter2"}));
+    let r = env.op("echo.argv", json!({"word": "w", "flag": "hunter2", "stdin": "hunter2"}));
     assert_eq!(r["ok"], true, "{r}");
     let rows = audit(&env, &["--verb", "echo.argv"]);
     let args = rows[0]["args"].as_str().unwrap();
     assert!(args.contains("<redacted>") && !args.contains("hunter2") && args.contains("\"word\":\"w\""), "{args}");
+    // `flag` reaches the program as `--flag=hunter2`: cut out of the argv too.
+    assert_eq!(r["result"]["argv"][1], "--flag=hunter2", "the program itself got the value: {r}");
+    let row = rows[0].to_string();
+    assert!(!row.contains("hunter2"), "{row}");
+    assert_eq!(rows[0]["argv"], json!(["argv", "w", "--flag=<redacted>"]).to_string(), "{row}");
 }
 
 #[test]

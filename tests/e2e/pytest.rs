@@ -20,14 +20,12 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// An operator's rule letting pytest run without asking (it runs the
-/// repository's code, which the default policy asks about).
-const ALLOW_PYTEST: &str = "[[policy]]\nverbs = [\"pytest.*\"]\ndecision = \"allow\"\n";
-
 /// An environment whose root is a copy of the fixture suite.
 fn suite_env() -> Env {
     require_test_tool("pytest");
-    let env = Env::new().with_config(ALLOW_PYTEST);
+    // An operator's rule lets pytest run without asking (it runs the
+    // repository's code, which the default policy asks about).
+    let env = Env::new().allowing(&["pytest.*"]);
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"), &env.root);
     env
 }

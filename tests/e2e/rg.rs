@@ -133,7 +133,7 @@ fn search_results_equal_ripgreps_own_json_output() {
         ),
     ];
     for (mut args, flags) in queries {
-        args["max_total"] = json!(10_000);
+        args["limit"] = json!(10_000);
         let r = env.op("rg.search", args.clone());
         let got = from_verb(ok(&r));
         let want = rg_direct(&env.root, &flags);
@@ -145,7 +145,7 @@ fn search_results_equal_ripgreps_own_json_output() {
         assert_eq!(r["result"]["truncated"], false, "{args}");
     }
     // Context lines are attached to the match they surround.
-    let r = env.op("rg.search", json!({"pattern": "^pub struct \\w+", "before": 2, "after": 1, "max_total": 10_000}));
+    let r = env.op("rg.search", json!({"pattern": "^pub struct \\w+", "before": 2, "after": 1, "limit": 10_000}));
     for m in ok(&r)["matches"].as_array().unwrap() {
         let line = m["line"].as_u64().unwrap();
         for c in m["before"].as_array().unwrap() {
@@ -168,26 +168,26 @@ fn search_results_equal_ripgreps_own_json_output() {
 #[test]
 fn caps_truncate_and_say_which() {
     let env = repo_env("");
-    let full = env.op("rg.search", json!({"pattern": "fn ", "types": ["rust"], "max_total": 10_000}));
+    let full = env.op("rg.search", json!({"pattern": "fn ", "types": ["rust"], "limit": 10_000}));
     let full = ok(&full).clone();
     assert!(full["matches"].as_array().unwrap().len() > 10);
 
-    let r = env.op("rg.search", json!({"pattern": "fn ", "types": ["rust"], "max_total": 3}));
+    let r = env.op("rg.search", json!({"pattern": "fn ", "types": ["rust"], "limit": 3}));
     let r = ok(&r);
     assert_eq!(r["matches"].as_array().unwrap()[..], full["matches"].as_array().unwrap()[..3]);
-    assert_eq!((r["truncated"].clone(), r["caps_reached"].clone()), (json!(true), json!(["max_total"])));
+    assert_eq!((r["truncated"].clone(), r["caps_reached"].clone()), (json!(true), json!(["limit"])));
     assert_eq!(r["files"], full["files"], "per-file counts still cover every file");
     assert_eq!(r["stats"]["matches"], full["stats"]["matches"]);
 
-    let r = env.op("rg.search", json!({"pattern": "fn ", "types": ["rust"], "max_per_file": 1, "max_total": 10_000}));
+    let r = env.op("rg.search", json!({"pattern": "fn ", "types": ["rust"], "per_file": 1, "limit": 10_000}));
     let r = ok(&r);
-    assert_eq!(r["caps_reached"], json!(["max_per_file"]));
+    assert_eq!(r["caps_reached"], json!(["per_file"]));
     assert!(r["files"].as_array().unwrap().iter().all(|f| f["lines"] == 1), "{r}");
     assert_eq!(r["matches"].as_array().unwrap().len(), r["files"].as_array().unwrap().len());
 
     // Past the host's capture bound the output is cut: what fits is kept.
     let small = repo_env("[limits]\ncapture_bytes = 8192");
-    let r = small.op("rg.search", json!({"pattern": "e", "max_total": 10_000}));
+    let r = small.op("rg.search", json!({"pattern": "e", "limit": 10_000}));
     let r = ok(&r);
     assert_eq!((r["truncated"].clone(), r["caps_reached"].clone(), r["stats"].clone()), (json!(true), json!(["output"]), Value::Null), "{r}");
     let kept = r["matches"].as_array().unwrap();

@@ -147,7 +147,7 @@ fn a_component_built_for_an_unknown_contract_version_is_refused_by_name() {
     // Rewrite the exported interface name to a version this host lacks
     // (same length, so the binary stays well-formed), then sign it properly.
     let mut bytes = std::fs::read(component("fixture-echo")).unwrap();
-    let from = b"verbgate:verbs/plugin@0.1.0";
+    let from = b"verbgate:verbs/plugin@0.2.0";
     let to = b"verbgate:verbs/plugin@9.9.9";
     let mut replaced = 0;
     let mut i = 0;
@@ -166,6 +166,7 @@ fn a_component_built_for_an_unknown_contract_version_is_refused_by_name() {
     let r = refusal(&env, "future.wasm").unwrap_or_else(|| panic!("not refused: {}", env.verbs()));
     assert_eq!(r["code"], "unknown_wit_version");
     assert!(r["reason"].as_str().unwrap().contains("verbgate:verbs@9.9.9"), "{r}");
+    assert!(r["reason"].as_str().unwrap().contains("supported: 0.1.0, 0.2.0"), "both contracts are named: {r}");
     let (_, check, _) = env.run(&["check", dest.to_str().unwrap()]);
     assert_eq!(check["ok"], false);
     assert_eq!(check["errors"][0]["code"], "unknown_wit_version", "{check}");

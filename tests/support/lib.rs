@@ -100,6 +100,8 @@ pub struct Env {
     config: String,
     /// `[programs]` entries besides the fixture CLI and the test tools.
     programs: Vec<(String, String)>,
+    /// `[[policy]]` rules appended after the tables.
+    policy: String,
 }
 
 impl Env {
@@ -112,7 +114,7 @@ impl Env {
         let plugins = tmp.path().join("plugins");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&plugins).unwrap();
-        let env = Env { tmp, home, root, plugins, config: String::new(), programs: Vec::new() };
+        let env = Env { tmp, home, root, plugins, config: String::new(), programs: Vec::new(), policy: String::new() };
         env.write_config();
         let out = env.run_ok(&["keygen", "--name", "test"]);
         let public = out["public_key"].as_str().unwrap().to_string();
@@ -141,6 +143,15 @@ impl Env {
         self
     }
 
+    /// Let `verbs` run without asking (a `[[policy]]` allow rule): for
+    /// tests of what those verbs do, not of the policy.
+    pub fn allowing(mut self, verbs: &[&str]) -> Env {
+        let list: Vec<String> = verbs.iter().map(|v| format!("{v:?}")).collect();
+        self.policy.push_str(&format!("\n[[policy]]\nverbs = [{}]\ndecision = \"allow\"\n", list.join(", ")));
+        self.write_config();
+        self
+    }
+
     fn write_config(&self) {
         std::fs::create_dir_all(&self.home).unwrap();
         let mut text = format!("{}\n[programs]\nverbgate-fixture-cli = {:?}\n", self.config, fixture_cli().display().to_string());
@@ -157,6 +168,7 @@ impl Env {
         for (name, path) in &self.programs {
             text.push_str(&format!("{name} = {path:?}\n"));
         }
+        text.push_str(&self.policy);
         std::fs::write(self.home.join("verbgate.toml"), text).unwrap();
     }
 

@@ -11,5 +11,5 @@
 mod record;
 mod store;
 
-pub use record::{redact, Record};
+pub use record::{redact, Record, REDACTED};
 pub use store::{AuditStore, Filter, PruneReport};

@@ -48,15 +48,19 @@ const WIT: &str = include_str!("../../../verbs-wit/0.2.0/verbs.wit");
 const SDK_FILES: &[(&str, &str)] = &[
     ("sdk/src/lib.rs", include_str!("../../../plugins/sdk/src/lib.rs")),
     ("sdk/src/args.rs", include_str!("../../../plugins/sdk/src/args.rs")),
+    ("sdk/src/bindings.rs", include_str!("../../../plugins/sdk/src/bindings.rs")),
     ("sdk/src/command.rs", include_str!("../../../plugins/sdk/src/command.rs")),
     ("sdk/src/errors.rs", include_str!("../../../plugins/sdk/src/errors.rs")),
+    ("sdk/src/outcome.rs", include_str!("../../../plugins/sdk/src/outcome.rs")),
+    ("sdk/src/params.rs", include_str!("../../../plugins/sdk/src/params.rs")),
     ("sdk/src/schema.rs", include_str!("../../../plugins/sdk/src/schema.rs")),
+    ("sdk/src/verb.rs", include_str!("../../../plugins/sdk/src/verb.rs")),
 ];
 
 /// The SDK's manifest outside our workspace (same pins as plugins/Cargo.toml).
 const SDK_MANIFEST: &str = r#"[package]
 name = "verbgate-plugin-sdk"
-description = "Write verbgate verbs in Rust: closed schemas, typed argv, JSON helpers"
+description = "Write verbgate verbs in Rust: one type per verb, params schemas derived from typed args, typed argv"
 version = "0.1.0"
 edition = "2021"
 license = "Apache-2.0"
@@ -65,6 +69,8 @@ publish = false
 [dependencies]
 wit-bindgen = { version = "0.61", default-features = false, features = ["macros", "realloc"] }
 serde_json = { version = "1", features = ["preserve_order"] }
+serde = { version = "1", features = ["derive"] }
+schemars = { version = "1.2", default-features = false, features = ["derive", "std", "preserve_order"] }
 "#;
 
 /// (path in the project, contents, executable)
@@ -200,7 +206,7 @@ mod tests {
             }
         }
         let files = render("demo-x", Lang::Rust);
-        let sdk = &files.iter().find(|f| f.0 == "sdk/src/lib.rs").unwrap().1;
+        let sdk = &files.iter().find(|f| f.0 == "sdk/src/bindings.rs").unwrap().1;
         assert!(sdk.contains("path: \"../wit\""), "the vendored SDK must read the project's WIT");
     }
 

@@ -38,6 +38,17 @@ impl Trail {
     }
 }
 
+/// The argv with every sensitive param's string value cut out: a plugin may
+/// well pass a secret to its program (`--token=…`), and the trail records
+/// argv as well as args.
+fn redact_argv(argv: Vec<String>, args: Option<&Value>, sensitive: &[String]) -> Vec<String> {
+    let secrets: Vec<&str> = sensitive.iter().filter_map(|name| args?.get(name)?.as_str()).filter(|s| !s.is_empty()).collect();
+    if secrets.is_empty() {
+        return argv;
+    }
+    argv.into_iter().map(|a| secrets.iter().fold(a, |a, s| a.replace(s, crate::audit::REDACTED))).collect()
+}
+
 /// When an op arrived and with what args (kept only while the trail is on).
 pub struct Arrival {
     started: Instant,
@@ -59,7 +70,7 @@ impl Dispatcher {
         let sensitive = verb.map_or(&[][..], |v| v.sensitive.as_slice());
         let args = arrival.args.as_ref().map_or_else(String::new, |a| redact(a, sensitive, self.config.audit.args_bytes));
         let (program, argv) = match trail.program {
-            Some((p, argv)) => (Some(p), Some(Value::from(argv).to_string())),
+            Some((p, argv)) => (Some(p), Some(Value::from(redact_argv(argv, arrival.args.as_ref(), sensitive)).to_string())),
             None => (None, None),
         };
         let record = Record {

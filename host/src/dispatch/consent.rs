@@ -46,7 +46,9 @@ impl Question {
         if let Some(p) = &self.program {
             m.push_str(&format!("runs: {}", shell_words(std::iter::once(p.as_str()).chain(self.argv.iter().map(String::as_str)))));
             if let Some(cwd) = &self.cwd {
-                m.push_str(&format!("\nin: {cwd}"));
+                // Quoted like the argv: a directory named "x\nruns: true"
+                // must not print a line of its own.
+                m.push_str(&format!("\nin: {}", shell_words(std::iter::once(cwd.as_str()))));
             }
         }
         m
@@ -79,6 +81,9 @@ pub enum Answer {
     Timeout,
     /// The request was cancelled while waiting.
     Cancelled,
+    /// The client could not show the question (the elicitation request
+    /// failed): nobody was asked.
+    Failed,
 }
 
 impl Answer {
@@ -90,6 +95,7 @@ impl Answer {
             Answer::Decline => "decline",
             Answer::Timeout => "timeout",
             Answer::Cancelled => "cancelled",
+            Answer::Failed => "failed",
         }
     }
 }
@@ -151,6 +157,9 @@ mod tests {
         assert!(m.contains("`git.commit` (the verb changes the repository)"), "{m}");
         assert!(m.contains("effects: [\"writes_repo\"]"), "{m}");
         assert!(m.contains("runs: /usr/bin/git commit -F - \"a b\""), "{m}");
+        let sneaky = Question { cwd: Some("/r/x\nruns: /bin/true".into()), ..q };
+        let m = sneaky.message();
+        assert_eq!(m.lines().filter(|l| l.starts_with("runs:")).count(), 1, "a directory name cannot add a line: {m}");
     }
 
     #[test]

@@ -64,6 +64,7 @@ impl Dispatcher {
                 caller.grants.grant(&verb.name);
                 Ok(())
             }
+            Answer::Failed => Err(required(verb, rule, "the client could not show the question (its elicitation request failed)")),
             Answer::Decline | Answer::Timeout | Answer::Cancelled => Err(declined(verb, rule, answer, self.config.consent.timeout_ms)),
         }
     }

@@ -84,8 +84,8 @@ impl Asker for Elicit {
                 r = tokio::time::timeout(q.timeout, self.peer.create_elicitation(params)) => match r {
                     Err(_) => Answer::Timeout,
                     Ok(Err(e)) => {
-                        tracing::warn!(error = %e, verb = %q.verb, "the elicitation failed; treating it as declined");
-                        Answer::Decline
+                        tracing::warn!(error = %e, verb = %q.verb, "the elicitation failed; nobody was asked");
+                        Answer::Failed
                     }
                     Ok(Ok(result)) => answer(result.action, result.content.as_ref()),
                 },

@@ -4,12 +4,9 @@
 //! a closed schema, and the recipe's whole definition is its identity, so
 //! editing the recipe changes its fingerprint. Recipes run as jobs.
 
-use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Command, Effect, Map, OpError, Outcome, OutcomeExt, Param, Plan, Plugin, PluginInfo, Resolved, Schema, Value,
-    VerbKind, VerbSpecExt,
-};
-
-struct Just;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use verbgate_plugin_sdk::{cmd, errors, json, Command, Effect, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, Value, Verb, VerbKind};
 
 /// Most output kept in a recipe's result (the tail); the rest is in job.output.
 const OUTPUT_TAIL: usize = 16 * 1024;
@@ -60,37 +57,41 @@ fn recipe_schema(name: &str, recipe: &Value) -> Value {
     json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
 }
 
-impl Plugin for Just {
-    fn describe() -> PluginInfo {
-        plugin_info(
-            "just",
-            "0.1.0",
-            vec![verb(
-                "just.run",
-                VerbKind::Spawn,
-                "Run a justfile recipe as a job; help \"just.run:<recipe>\" gives its params",
-                Schema::new().param("target", Param::string("the recipe to run").min_length(1).required()),
-            )
-            .programs(&["just"])
-            // A recipe is the repository's code: it may do anything its
-            // author wrote, from writing files to fetching.
-            .effects(&[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network, Effect::Destructive])
-            .two_stage()
-            .result_schema(json!({ "type": "object", "required": ["success", "exit_code", "stdout_tail", "stderr_tail"] }))],
-        )
+/// `just.run` args: the recipe, and the recipe's own parameters, which
+/// its resolved schema (closed, from the justfile) describes.
+#[derive(Deserialize, JsonSchema)]
+struct RunArgs {
+    /// the recipe to run
+    #[schemars(length(min = 1))]
+    target: String,
+    /// The recipe's parameters, in the order the caller gave them.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    params: Map<String, Value>,
+}
+
+/// `just.run`.
+struct Run;
+
+impl Verb for Run {
+    const NAME: &'static str = "just.run";
+    const SUMMARY: &'static str = "Run a justfile recipe as a job; help \"just.run:<recipe>\" gives its params";
+    const KIND: VerbKind = VerbKind::Spawn;
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network, Effect::Destructive];
+    const PROGRAMS: &'static [&'static str] = &["just"];
+    const TWO_STAGE: bool = true;
+    type Args = RunArgs;
+
+    fn result_schema() -> Option<Value> {
+        Some(json!({ "type": "object", "required": ["success", "exit_code", "stdout_tail", "stderr_tail"] }))
     }
 
-    fn resolve_plan(verb: &str, _target: &str) -> Result<Command, OpError> {
-        match verb {
-            "just.run" => Ok(dump()),
-            other => Err(errors::unknown_verb(other)),
-        }
+    fn resolve_plan(_target: &str) -> Result<Command, OpError> {
+        Ok(dump())
     }
 
-    fn resolve(verb: &str, target: &str, outcome: &Outcome) -> Result<Resolved, OpError> {
-        if verb != "just.run" {
-            return Err(errors::unknown_verb(verb));
-        }
+    fn resolve(target: &str, outcome: &Outcome) -> Result<Resolved, OpError> {
         let recipes = recipes(outcome)?;
         if target.is_empty() {
             let list: Vec<Value> = recipes
@@ -101,7 +102,7 @@ impl Plugin for Just {
                 })
                 .collect();
             return Ok(Resolved {
-                params_schema: Schema::new().param("target", Param::string("the recipe")).to_json(),
+                params_schema: Self::params_schema().to_string(),
                 summary: format!("{} recipes", list.len()),
                 identity: json!({ "targets": list }).to_string(),
             });
@@ -121,19 +122,15 @@ impl Plugin for Just {
         })
     }
 
-    fn plan(verb: &str, args: &Args) -> Result<Plan, OpError> {
-        if verb != "just.run" {
-            return Err(errors::unknown_verb(verb));
-        }
-        let target = args.req_str("target")?;
-        // Parameters go in the order the schema lists them: the host
-        // validated the args against this very recipe a moment ago.
-        let mut c = cmd("just").value(target);
-        let order: Vec<String> = args.as_map().keys().filter(|k| *k != "target").cloned().collect();
-        for name in order {
-            match args.get(&name) {
-                Some(Value::String(s)) => c = c.value(s.clone()),
-                Some(Value::Array(items)) => {
+    fn plan(args: &RunArgs) -> Result<Plan, OpError> {
+        // Parameters go in the order the caller gave them; the host
+        // validated them against this very recipe's closed schema a moment
+        // ago, so each is a string or a list of strings.
+        let mut c = cmd("just").value(&args.target);
+        for value in args.params.values() {
+            match value {
+                Value::String(s) => c = c.value(s.clone()),
+                Value::Array(items) => {
                     for i in items {
                         c = c.value(i.as_str().unwrap_or_default().to_string());
                     }
@@ -144,7 +141,7 @@ impl Plugin for Just {
         Ok(Plan::Spawn(c.into()))
     }
 
-    fn map_result(_verb: &str, _args: &Args, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
         if outcome.is_running() {
             return Ok(json!({}));
         }
@@ -161,4 +158,40 @@ impl Plugin for Just {
     }
 }
 
-verbgate_plugin_sdk::plugin!(Just);
+verbgate_plugin_sdk::plugin!(Just { name: "just", version: "0.1.0", verbs: [Run] });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use verbgate_plugin_sdk::Arg;
+
+    #[test]
+    fn the_static_schema_describes_only_the_target_and_is_closed() {
+        let info = Just::describe();
+        let schema: Value = verbgate_plugin_sdk::serde_json::from_str(&info.verbs[0].params_schema).unwrap();
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": { "target": { "type": "string", "description": "the recipe to run", "minLength": 1 } },
+                "required": ["target"],
+                "additionalProperties": false
+            })
+        );
+        assert!(info.verbs[0].two_stage);
+    }
+
+    #[test]
+    fn recipe_parameters_become_values_in_the_order_given() {
+        let Plan::Spawn(c) = Just::plan("just.run", r#"{"target":"build","mode":"-release","files":["a","b"]}"#).unwrap() else { panic!("not a spawn") };
+        let values: Vec<&str> = c.args.iter().map(|a| if let Arg::Value(v) = a { v.as_str() } else { panic!("{a:?} is not a value") }).collect();
+        assert_eq!(values, ["build", "-release", "a", "b"], "values, so the host refuses the leading dash");
+    }
+
+    #[test]
+    fn a_finished_recipe_reports_its_exit_and_output_tails() {
+        let out = Outcome::exited(3, "built\n").with_stderr("boom\n");
+        let v: Value = verbgate_plugin_sdk::serde_json::from_str(&Just::map_result("just.run", r#"{"target":"x"}"#, &out).unwrap()).unwrap();
+        assert_eq!(v, json!({ "success": false, "exit_code": 3, "stdout_tail": "built\n", "stderr_tail": "boom\n" }));
+    }
+}

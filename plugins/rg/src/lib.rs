@@ -17,29 +17,92 @@ pub mod files;
 pub mod search;
 pub mod text;
 
-use verbgate_plugin_sdk::{
-    cmd, errors, json, plugin_info, verb, Args, Cmd, Effect, OpError, Outcome, Param, Plan, Plugin, PluginInfo, Schema, Value, VerbKind, VerbSpecExt,
-};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use verbgate_plugin_sdk::{cmd, errors, json, Cmd, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
 
-struct Rg;
-
-/// Default and largest `max_total` for `rg.search`.
-const MAX_TOTAL_DEFAULT: i64 = 200;
-const MAX_TOTAL_MAX: i64 = 10_000;
-/// Default and largest `limit` for `rg.files`.
-const FILES_DEFAULT: i64 = 1000;
-const FILES_MAX: i64 = 100_000;
+/// Default `limit` for `rg.search`.
+const MAX_TOTAL_DEFAULT: u64 = 200;
+/// Default `limit` for `rg.files`.
+const FILES_DEFAULT: u64 = 1000;
 /// Most stderr lines kept as `errors`, and their length.
 const ERROR_LINES: usize = 20;
 const ERROR_LINE_BYTES: usize = 500;
 
 /// The file-selection parameters both verbs share.
-fn selection(s: Schema) -> Schema {
-    s.param("paths", Param::strings("files or directories to search, relative to the root (default: the root)").min_length(1).max_items(64))
-        .param("globs", Param::strings("include (`*.rs`) or exclude (`!target/**`) globs, as rg --glob").max_items(64))
-        .param("types", Param::strings("file types, as rg --type (`rust`, `py`, `md`; `rg --type-list`)").max_items(32))
-        .param("hidden", Param::boolean("also hidden files and directories").default(json!(false)))
-        .param("ignored", Param::boolean("also files .gitignore/.ignore exclude").default(json!(false)))
+#[derive(Deserialize, JsonSchema)]
+struct Selection {
+    /// files or directories to search, relative to the root (default: the root)
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 64))]
+    paths: Vec<String>,
+    /// include (`*.rs`) or exclude (`!target/**`) globs, as rg --glob
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    globs: Vec<String>,
+    /// file types, as rg --type (`rust`, `py`, `md`; `rg --type-list`)
+    #[serde(default)]
+    #[schemars(length(max = 32))]
+    types: Vec<String>,
+    /// also hidden files and directories
+    #[serde(default)]
+    hidden: bool,
+    /// also files .gitignore/.ignore exclude
+    #[serde(default)]
+    ignored: bool,
+}
+
+/// How `rg.search` treats letter case.
+#[derive(Deserialize, JsonSchema, Clone, Copy, Default)]
+#[serde(rename_all = "snake_case")]
+enum Case {
+    // Plain comments: documented variants would become a `oneOf`.
+    // rg's default.
+    #[default]
+    Sensitive,
+    // --ignore-case.
+    Insensitive,
+    // Insensitive unless the pattern has upper case.
+    Smart,
+}
+
+/// `rg.search` args.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// a regular expression (Rust regex syntax), or a literal string with `fixed`
+    #[schemars(length(min = 1, max = 4096))]
+    pattern: String,
+    /// treat the pattern as a literal string
+    #[serde(default)]
+    fixed: bool,
+    /// sensitive (default), insensitive, or smart (insensitive unless the pattern has upper case)
+    case: Option<Case>,
+    #[serde(flatten)]
+    select: Selection,
+    /// context lines before each match
+    #[schemars(range(max = 100))]
+    before: Option<u64>,
+    /// context lines after each match
+    #[schemars(range(max = 100))]
+    after: Option<u64>,
+    /// most matching lines per file
+    #[schemars(range(min = 1, max = 10000))]
+    per_file: Option<u64>,
+    /// most matches returned in all (default 200)
+    #[schemars(range(min = 1, max = 10000))]
+    limit: Option<u64>,
+}
+
+/// `rg.files` args.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FilesArgs {
+    #[serde(flatten)]
+    select: Selection,
+    /// most files returned (default 1000)
+    #[schemars(range(min = 1, max = 100000))]
+    limit: Option<u64>,
 }
 
 /// `rg` with what every verb shares: no config file, nothing that runs a
@@ -48,39 +111,39 @@ fn rg() -> Cmd {
     cmd("rg").lit("--no-config").lit("--no-pre").lit("--no-search-zip").lit("--no-follow").lit("--sort=path")
 }
 
-/// Append the shared selection: flags and `--glob`/`--type` values, then
-/// `--` and the confined paths (so a path can never be read as an option).
-fn select(mut c: Cmd, args: &Args) -> Result<Cmd, OpError> {
-    if args.bool_or("hidden", false)? {
+/// Append the shared selection: flags and `--glob`/`--type` values.
+fn select(mut c: Cmd, s: &Selection) -> Cmd {
+    if s.hidden {
         c = c.lit("--hidden");
     }
-    if args.bool_or("ignored", false)? {
+    if s.ignored {
         c = c.lit("--no-ignore");
     }
-    for g in args.strs("globs")? {
+    for g in &s.globs {
         c = c.opt("glob", g);
     }
-    for t in args.strs("types")? {
+    for t in &s.types {
         c = c.opt("type", t);
     }
-    Ok(c)
+    c
 }
 
-fn paths(mut c: Cmd, args: &Args) -> Result<Cmd, OpError> {
+/// `--` and the confined paths, so a path can never be read as an option.
+fn paths(mut c: Cmd, s: &Selection) -> Cmd {
     c = c.end_of_options();
-    for p in args.strs("paths")? {
+    for p in &s.paths {
         c = c.path(p);
     }
-    Ok(c)
+    c
 }
 
-fn search_limits(args: &Args) -> Result<search::Limits, OpError> {
-    Ok(search::Limits {
-        before: args.u64("before")?.unwrap_or(0),
-        after: args.u64("after")?.unwrap_or(0),
-        max_total: args.u64("max_total")?.unwrap_or(MAX_TOTAL_DEFAULT as u64) as usize,
-        max_per_file: args.u64("max_per_file")?,
-    })
+fn search_limits(args: &SearchArgs) -> search::Limits {
+    search::Limits {
+        before: args.before.unwrap_or(0),
+        after: args.after.unwrap_or(0),
+        max_total: args.limit.unwrap_or(MAX_TOTAL_DEFAULT) as usize,
+        max_per_file: args.per_file,
+    }
 }
 
 /// rg's stderr lines (files it could not read), bounded.
@@ -116,105 +179,127 @@ fn refused(outcome: &Outcome, searched: bool) -> Option<OpError> {
     }
 }
 
-impl Plugin for Rg {
-    fn describe() -> PluginInfo {
-        let search = Schema::new()
-            .param(
-                "pattern",
-                Param::string("a regular expression (Rust regex syntax), or a literal string with `fixed`").min_length(1).max_length(4096).required(),
-            )
-            .param("fixed", Param::boolean("treat the pattern as a literal string").default(json!(false)))
-            .param(
-                "case",
-                Param::string("sensitive (default), insensitive, or smart (insensitive unless the pattern has upper case)").one_of(&[
-                    "sensitive",
-                    "insensitive",
-                    "smart",
-                ]),
-            );
-        let search = selection(search)
-            .param("before", Param::integer("context lines before each match").min(0).max(100))
-            .param("after", Param::integer("context lines after each match").min(0).max(100))
-            .param("max_per_file", Param::integer("most matching lines per file").min(1).max(MAX_TOTAL_MAX))
-            .param("max_total", Param::integer("most matches returned in all").min(1).max(MAX_TOTAL_MAX).default(json!(MAX_TOTAL_DEFAULT)));
-        let files = selection(Schema::new()).param("limit", Param::integer("most files returned").min(1).max(FILES_MAX).default(json!(FILES_DEFAULT)));
-        plugin_info(
-            "rg",
-            "0.1.0",
-            vec![
-                verb("rg.search", VerbKind::Exec, "Search files (ripgrep): matches with context, counts", search)
-                    .programs(&["rg"])
-                    // rg reads files; with no config, preprocessor or
-                    // decompressor it runs nothing else.
-                    .effects(&[Effect::ReadsRepo])
-                    .result_schema(search::result_schema()),
-                verb("rg.files", VerbKind::Exec, "Files ripgrep would search (honours .gitignore)", files)
-                    .programs(&["rg"])
-                    // rg reads files; with no config, preprocessor or
-                    // decompressor it runs nothing else.
-                    .effects(&[Effect::ReadsRepo])
-                    .result_schema(files::result_schema()),
-            ],
-        )
+/// `rg.search`.
+struct Search;
+
+impl Verb for Search {
+    const NAME: &'static str = "rg.search";
+    const SUMMARY: &'static str = "ripgrep: matches with context";
+    const KIND: VerbKind = VerbKind::Exec;
+    const PROGRAMS: &'static [&'static str] = &["rg"];
+    // rg reads files; with no config, preprocessor or decompressor it runs
+    // nothing else.
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
+    type Args = SearchArgs;
+
+    fn result_schema() -> Option<Value> {
+        Some(search::result_schema())
     }
 
-    fn plan(verb: &str, args: &Args) -> Result<Plan, OpError> {
-        let c = match verb {
-            "rg.search" => {
-                let limits = search_limits(args)?;
-                let mut c = rg().lit("--json");
-                c = match args.str("case")?.unwrap_or("sensitive") {
-                    "insensitive" => c.lit("--ignore-case"),
-                    "smart" => c.lit("--smart-case"),
-                    _ => c.lit("--case-sensitive"),
-                };
-                if args.bool_or("fixed", false)? {
-                    c = c.lit("--fixed-strings");
-                }
-                if limits.before > 0 {
-                    c = c.lit_owned(format!("--before-context={}", limits.before));
-                }
-                if limits.after > 0 {
-                    c = c.lit_owned(format!("--after-context={}", limits.after));
-                }
-                if let Some(n) = limits.max_per_file {
-                    c = c.lit_owned(format!("--max-count={n}"));
-                }
-                c = select(c, args)?;
-                // `--regexp=<pattern>`: a pattern such as `--pre=evil` is a
-                // pattern, never an option.
-                c = c.opt("regexp", args.req_str("pattern")?);
-                paths(c, args)?
-            }
-            "rg.files" => paths(select(rg().lit("--files").lit("--null"), args)?, args)?,
-            other => return Err(errors::unknown_verb(other)),
+    fn plan(args: &SearchArgs) -> Result<Plan, OpError> {
+        let limits = search_limits(args);
+        let mut c = rg().lit("--json");
+        c = match args.case.unwrap_or_default() {
+            Case::Sensitive => c.lit("--case-sensitive"),
+            Case::Insensitive => c.lit("--ignore-case"),
+            Case::Smart => c.lit("--smart-case"),
         };
+        if args.fixed {
+            c = c.lit("--fixed-strings");
+        }
+        if limits.before > 0 {
+            c = c.lit_owned(format!("--before-context={}", limits.before));
+        }
+        if limits.after > 0 {
+            c = c.lit_owned(format!("--after-context={}", limits.after));
+        }
+        if let Some(n) = limits.max_per_file {
+            c = c.lit_owned(format!("--max-count={n}"));
+        }
+        // `--regexp=<pattern>`: a pattern such as `--pre=evil` is a pattern,
+        // never an option.
+        c = select(c, &args.select).opt("regexp", &args.pattern);
         // A search of a large tree can print more than the host keeps: keep
         // what fits and say `truncated`, rather than fail.
-        Ok(Plan::Exec(c.truncate_stdout().into()))
+        Ok(Plan::Exec(paths(c, &args.select).truncate_stdout().into()))
     }
 
-    fn map_result(verb: &str, args: &Args, outcome: &Outcome) -> Result<Value, OpError> {
-        match verb {
-            "rg.search" => {
-                let s = search::parse(&outcome.stdout, search_limits(args)?, outcome.stdout_truncated).map_err(|e| errors::invalid_output(&e.0))?;
-                if let Some(e) = refused(outcome, s.stats.is_some()) {
-                    return Err(e);
-                }
-                Ok(s.to_json(&stderr_lines(outcome)))
-            }
-            "rg.files" => {
-                if let Some(e) = refused(outcome, !outcome.stdout.is_empty()) {
-                    return Err(e);
-                }
-                let limit = args.u64("limit")?.unwrap_or(FILES_DEFAULT as u64) as usize;
-                let mut r = files::parse(&outcome.stdout, limit, outcome.stdout_truncated);
-                r["errors"] = json!(stderr_lines(outcome));
-                Ok(r)
-            }
-            other => Err(errors::unknown_verb(other)),
+    fn map(args: &SearchArgs, outcome: &Outcome) -> Result<Value, OpError> {
+        let s = search::parse(&outcome.stdout, search_limits(args), outcome.stdout_truncated).map_err(|e| errors::invalid_output(&e.0))?;
+        if let Some(e) = refused(outcome, s.stats.is_some()) {
+            return Err(e);
         }
+        Ok(s.to_json(&stderr_lines(outcome)))
     }
 }
 
-verbgate_plugin_sdk::plugin!(Rg);
+/// `rg.files`.
+struct Files;
+
+impl Verb for Files {
+    const NAME: &'static str = "rg.files";
+    const SUMMARY: &'static str = "List files (ripgrep)";
+    const KIND: VerbKind = VerbKind::Exec;
+    const PROGRAMS: &'static [&'static str] = &["rg"];
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
+    type Args = FilesArgs;
+
+    fn result_schema() -> Option<Value> {
+        Some(files::result_schema())
+    }
+
+    fn plan(args: &FilesArgs) -> Result<Plan, OpError> {
+        let c = select(rg().lit("--files").lit("--null"), &args.select);
+        Ok(Plan::Exec(paths(c, &args.select).truncate_stdout().into()))
+    }
+
+    fn map(args: &FilesArgs, outcome: &Outcome) -> Result<Value, OpError> {
+        if let Some(e) = refused(outcome, !outcome.stdout.is_empty()) {
+            return Err(e);
+        }
+        let mut r = files::parse(&outcome.stdout, args.limit.unwrap_or(FILES_DEFAULT) as usize, outcome.stdout_truncated);
+        r["errors"] = json!(stderr_lines(outcome));
+        Ok(r)
+    }
+}
+
+verbgate_plugin_sdk::plugin!(Rg { name: "rg", version: "0.1.0", verbs: [Search, Files] });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use verbgate_plugin_sdk::serde_json;
+
+    fn argv(plan: Plan) -> Vec<String> {
+        let Plan::Exec(c) = plan else { panic!("an exec plan") };
+        c.args
+            .into_iter()
+            .map(|a| match a {
+                verbgate_plugin_sdk::Arg::Literal(s) | verbgate_plugin_sdk::Arg::Value(s) | verbgate_plugin_sdk::Arg::Path(s) => s,
+                verbgate_plugin_sdk::Arg::Option(o) => format!("--{}={}", o.name, o.value),
+                verbgate_plugin_sdk::Arg::EndOfOptions => "--".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn caller_text_is_never_an_option() {
+        let args: SearchArgs = serde_json::from_value(json!({"pattern": "--pre=evil", "globs": ["--pre=x"], "paths": ["--pre=y"]})).unwrap();
+        let a = argv(Search::plan(&args).unwrap());
+        assert_eq!(&a[..5], ["--no-config", "--no-pre", "--no-search-zip", "--no-follow", "--sort=path"]);
+        let end = a.iter().position(|x| x == "--").unwrap();
+        assert!(a.contains(&"--regexp=--pre=evil".to_string()) && a.contains(&"--glob=--pre=x".to_string()));
+        assert_eq!(&a[end + 1..], ["--pre=y"], "paths only after --");
+    }
+
+    #[test]
+    fn exit_two_without_a_summary_is_the_callers_mistake() {
+        let args: SearchArgs = serde_json::from_value(json!({"pattern": "("})).unwrap();
+        let bad = Outcome::exited(2, "").with_stderr("rg: regex parse error:\n    (\n    ^\nerror: unclosed group\n");
+        let e = Search::map(&args, &bad).unwrap_err();
+        assert_eq!(e.code, "invalid_args");
+        assert!(e.message.contains("unclosed group"), "{}", e.message);
+        let none = Search::map(&args, &Outcome::exited(1, "")).unwrap();
+        assert_eq!(none["matches"], json!([]));
+    }
+}

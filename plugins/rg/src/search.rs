@@ -10,9 +10,9 @@
 //! `before` lines above the next match is in its `before` (a line between two
 //! close matches can be in both; rg prints it once).
 //!
-//! Caps: rg has no cap on the total number of matches, so `max_total` is
+//! Caps: rg has no cap on the total number of matches, so `limit` is
 //! applied here (rg's per-file and summary statistics still count every
-//! match it found); `--max-count` caps matching lines per file in rg itself;
+//! match it found); `per_file` is `--max-count`, capping matching lines per file in rg itself;
 //! and the host may cut the output at its capture bound. Whichever was
 //! reached is listed in `caps_reached`, and `truncated` is true.
 //!
@@ -109,7 +109,8 @@ pub struct Search {
     pub matches: Vec<Match>,
     /// Files with matches.
     pub files: Vec<FileCount>,
-    /// Which caps were reached: `max_total`, `max_per_file`, `output`.
+    /// Which caps were reached: `limit` (max_total), `per_file`
+    /// (max_per_file), `output`.
     pub caps_reached: Vec<&'static str>,
     /// rg's totals; `None` when the output was cut before rg printed them.
     pub stats: Option<Stats>,
@@ -176,10 +177,10 @@ pub fn parse(stdout: &[u8], limits: Limits, cut: bool) -> Result<Search, BadOutp
         }
     }
     if dropped {
-        s.caps_reached.push("max_total");
+        s.caps_reached.push("limit");
     }
     if per_file_cap {
-        s.caps_reached.push("max_per_file");
+        s.caps_reached.push("per_file");
     }
     if cut {
         s.caps_reached.push("output");
@@ -305,7 +306,7 @@ pub fn result_schema() -> Value {
             } },
             "files": { "type": "array", "items": { "type": "object", "required": ["path", "matches", "lines"] } },
             "truncated": { "type": "boolean", "description": "a cap was reached: see caps_reached" },
-            "caps_reached": { "type": "array", "items": { "enum": ["max_total", "max_per_file", "output"] } },
+            "caps_reached": { "type": "array", "items": { "enum": ["limit", "per_file", "output"] } },
             "stats": { "type": ["object", "null"], "description": "rg's totals; null when the output was cut" },
             "errors": { "type": "array", "items": { "type": "string" }, "description": "files rg could not search" }
         }
@@ -385,10 +386,10 @@ mod tests {
     fn caps_are_reported() {
         let s = parse(OUTPUT.as_bytes(), Limits { max_total: 2, ..NO_CAPS }, false).unwrap();
         assert_eq!(s.matches.len(), 2);
-        assert_eq!(s.caps_reached, ["max_total"]);
+        assert_eq!(s.caps_reached, ["limit"]);
         assert_eq!(s.files.len(), 2, "rg's per-file counts still cover every file");
         let s = parse(OUTPUT.as_bytes(), Limits { max_per_file: Some(2), ..NO_CAPS }, false).unwrap();
-        assert_eq!(s.caps_reached, ["max_per_file"]);
+        assert_eq!(s.caps_reached, ["per_file"]);
         let json = s.to_json(&[]);
         assert_eq!(json["truncated"], true);
     }

@@ -1,58 +1,56 @@
 //! The verbgate guest SDK: write a verb plugin in a few lines of Rust.
 //!
-//! A plugin implements [`Plugin`] and registers it with [`plugin!`]. The SDK
-//! owns the WIT bindings (`verbgate:verbs@0.2.0`), so plugin crates never
-//! touch `wit-bindgen` themselves, and provides builders that make the safe
-//! thing the easy thing:
+//! A verb is one type implementing [`Verb`]; [`plugin!`] lists the verb
+//! types and generates the component's exports (`describe` and the dispatch
+//! by verb name), so a verb's name is written once. The SDK owns the WIT
+//! bindings ([`bindings`], `verbgate:verbs@0.2.0`), so plugin crates never
+//! touch `wit-bindgen` themselves, and makes the safe thing the easy thing:
 //!
-//! - [`Schema`] always emits *closed* JSON Schemas
-//!   (`additionalProperties: false`), as the host requires;
+//! - a verb's arguments are a serde struct and its params schema is derived
+//!   from that struct ([`params`]): `#[serde(deny_unknown_fields)]` closes
+//!   it, so a parameter cannot be read under a name the schema lacks;
 //! - [`Cmd`] builds typed argv: plugin-authored literals, caller values and
 //!   `--name=value` options stay distinct so the host can refuse a caller
 //!   value in an option position;
-//! - [`Args`] reads the (already host-validated) arguments;
-//! - [`errors`] builds [`OpError`]s with the stable codes callers rely on.
+//! - [`errors`] builds [`OpError`]s with the stable codes callers rely on;
+//! - [`Outcome::exited`] and friends build outcomes for unit tests of `map`.
 //!
 //! ```ignore
 //! struct Hello;
-//! impl verbgate_plugin_sdk::Plugin for Hello { /* describe, plan, map_result */ }
-//! verbgate_plugin_sdk::plugin!(Hello);
+//! impl verbgate_plugin_sdk::Verb for Hello { /* NAME, SUMMARY, KIND, Args, plan, map */ }
+//! verbgate_plugin_sdk::plugin!(MyTool { name: "mytool", version: "0.1.0", verbs: [Hello] });
 //! ```
+//!
+//! The lower-level [`Plugin`] trait (one `describe`, string-dispatched
+//! `plan`/`map_result`, hand-built [`Schema`]s and untyped [`Args`]) remains
+//! for components that must say something the typed layer will not — the
+//! test fixtures that play a broken or hostile plugin.
 
 extern crate self as verbgate_plugin_sdk;
 
 mod args;
+pub mod bindings;
 mod command;
 pub mod errors;
+mod outcome;
+pub mod params;
 mod schema;
+mod verb;
 
 pub use args::Args;
+pub use bindings::{Arg, Command, Effect, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan, VerbSpec, WIT_VERSION};
 pub use command::{cmd, Cmd};
+pub use outcome::OutcomeExt;
+pub use params::{params_schema, yes, Params};
 pub use schema::{Param, Schema};
 pub use serde_json::{self, json, Map, Value};
+pub use verb::Verb;
 /// The `wit-bindgen` runtime the generated bindings refer to.
 #[doc(hidden)]
 pub use wit_bindgen;
 
-/// Generated bindings for `verbgate:verbs@0.2.0`.
 #[doc(hidden)]
-pub mod bindings {
-    wit_bindgen::generate!({
-        path: "../../verbs-wit/0.2.0",
-        world: "verb-plugin",
-        pub_export_macro: true,
-        export_macro_name: "__export_verb_plugin",
-        default_bindings_module: "verbgate_plugin_sdk::bindings",
-        runtime_path: "verbgate_plugin_sdk::wit_bindgen::rt",
-    });
-}
-
-pub use bindings::verbgate::verbs::types::{
-    Arg, Command, Effect, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan, VerbSpec,
-};
-
-/// The WIT version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.2.0";
+pub use verb::glue as __glue;
 
 /// A verb plugin. The host validates args against the verb's schema before
 /// [`Plugin::plan`] sees them, so plans can trust the shape of their input.
@@ -145,38 +143,6 @@ pub fn plugin_info(name: &str, version: &str, verbs: Vec<VerbSpec>) -> PluginInf
     PluginInfo { name: name.to_string(), version: version.to_string(), verbs }
 }
 
-/// Helpers on an [`Outcome`].
-pub trait OutcomeExt {
-    /// Ok when the program exited 0, else an `exit_nonzero` error carrying the
-    /// exit code, signal and the tail of stderr.
-    fn success(&self) -> Result<(), OpError>;
-    /// Stdout as text (lossy for invalid UTF-8).
-    fn stdout_text(&self) -> std::borrow::Cow<'_, str>;
-    /// The host call's JSON result, parsed.
-    fn host_json(&self) -> Result<Value, OpError>;
-    /// Whether this is the entity-extraction call for a running job.
-    fn is_running(&self) -> bool;
-}
-
-impl OutcomeExt for Outcome {
-    fn success(&self) -> Result<(), OpError> {
-        if self.exit_code == Some(0) {
-            return Ok(());
-        }
-        Err(errors::exit_nonzero(self))
-    }
-    fn stdout_text(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.stdout)
-    }
-    fn is_running(&self) -> bool {
-        self.running
-    }
-    fn host_json(&self) -> Result<Value, OpError> {
-        let text = self.host_result.as_deref().ok_or_else(|| errors::invalid_output("the host call returned no result"))?;
-        serde_json::from_str(text).map_err(|e| errors::invalid_output(&format!("host result is not JSON: {e}")))
-    }
-}
-
 #[doc(hidden)]
 pub mod __private {
     use super::*;
@@ -198,23 +164,88 @@ pub mod __private {
     }
 }
 
-/// Export a [`Plugin`] implementation as the component's `plugin` interface.
+/// Export a plugin's verbs as the component's `plugin` interface.
+///
+/// The typed form lists [`Verb`] types; it defines the plugin type (a unit
+/// struct) whose associated functions are the component's exports, so
+/// tests can call them as the host would (`Git::plan("git.log", "{}")`):
+///
+/// ```ignore
+/// plugin!(Git { name: "git", version: "0.1.0", verbs: [Status, Log, Diff] });
+/// ```
+///
+/// The low-level form, `plugin!(MyPlugin)`, exports a [`Plugin`]
+/// implementation as is.
 #[macro_export]
 macro_rules! plugin {
+    ($plugin:ident { name: $name:expr, version: $version:expr, verbs: [$($verb:ty),+ $(,)?] $(,)? }) => {
+        /// The plugin: its verbs, dispatched by name.
+        pub struct $plugin;
+
+        impl $plugin {
+            /// The plugin's name, version and verbs.
+            pub fn describe() -> $crate::PluginInfo {
+                $crate::plugin_info($name, $version, vec![$($crate::__glue::spec::<$verb>()),+])
+            }
+            /// Plan a call of `verb` with `args` (JSON text).
+            pub fn plan(verb: &str, args: &str) -> Result<$crate::Plan, $crate::OpError> {
+                $(if <$verb as $crate::Verb>::answers_to(verb) { return $crate::__glue::plan::<$verb>(args); })+
+                Err($crate::errors::unknown_verb(verb))
+            }
+            /// Map the outcome of a call of `verb` (result as JSON text).
+            pub fn map_result(verb: &str, args: &str, outcome: &$crate::Outcome) -> Result<String, $crate::OpError> {
+                $(if <$verb as $crate::Verb>::answers_to(verb) { return $crate::__glue::map::<$verb>(args, outcome); })+
+                Err($crate::errors::unknown_verb(verb))
+            }
+            /// The command that kills a job of `verb` by its entity.
+            pub fn kill_plan(verb: &str, entity: &str) -> Option<$crate::Command> {
+                $(if <$verb as $crate::Verb>::answers_to(verb) { return $crate::__glue::kill_plan::<$verb>(entity); })+
+                None
+            }
+            /// Two-stage verbs: the command that resolves `target`.
+            pub fn resolve_plan(verb: &str, target: &str) -> Result<$crate::Command, $crate::OpError> {
+                $(if <$verb as $crate::Verb>::answers_to(verb) { return <$verb as $crate::Verb>::resolve_plan(target); })+
+                Err($crate::errors::unknown_verb(verb))
+            }
+            /// Two-stage verbs: the target's schema and identity.
+            pub fn resolve(verb: &str, target: &str, outcome: &$crate::Outcome) -> Result<$crate::Resolved, $crate::OpError> {
+                $(if <$verb as $crate::Verb>::answers_to(verb) { return <$verb as $crate::Verb>::resolve(target, outcome); })+
+                Err($crate::errors::unknown_verb(verb))
+            }
+        }
+
+        impl $crate::bindings::Guest for $plugin {
+            fn describe() -> $crate::PluginInfo {
+                $plugin::describe()
+            }
+            fn plan(verb: String, args: String) -> Result<$crate::Plan, $crate::OpError> {
+                $plugin::plan(&verb, &args)
+            }
+            fn map_result(verb: String, args: String, outcome: $crate::Outcome) -> Result<String, $crate::OpError> {
+                $plugin::map_result(&verb, &args, &outcome)
+            }
+            fn kill_plan(verb: String, entity: String) -> Option<$crate::Command> {
+                $plugin::kill_plan(&verb, &entity)
+            }
+            fn resolve_plan(verb: String, target: String) -> Result<$crate::Command, $crate::OpError> {
+                $plugin::resolve_plan(&verb, &target)
+            }
+            fn resolve(verb: String, target: String, outcome: $crate::Outcome) -> Result<$crate::Resolved, $crate::OpError> {
+                $plugin::resolve(&verb, &target, &outcome)
+            }
+        }
+        $crate::bindings::__export_verb_plugin!($plugin with_types_in $crate::bindings);
+    };
     ($ty:ty) => {
         struct __VerbgateExport;
-        impl $crate::bindings::exports::verbgate::verbs::plugin::Guest for __VerbgateExport {
+        impl $crate::bindings::Guest for __VerbgateExport {
             fn describe() -> $crate::PluginInfo {
                 <$ty as $crate::Plugin>::describe()
             }
             fn plan(verb: String, args: String) -> Result<$crate::Plan, $crate::OpError> {
                 $crate::__private::plan::<$ty>(verb, args)
             }
-            fn map_result(
-                verb: String,
-                args: String,
-                outcome: $crate::Outcome,
-            ) -> Result<String, $crate::OpError> {
+            fn map_result(verb: String, args: String, outcome: $crate::Outcome) -> Result<String, $crate::OpError> {
                 $crate::__private::map_result::<$ty>(verb, args, outcome)
             }
             fn kill_plan(verb: String, entity: String) -> Option<$crate::Command> {
