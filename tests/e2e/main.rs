@@ -25,5 +25,7 @@ mod just;
 mod load;
 mod mcp;
 mod policy;
+mod pytest;
 mod python_sdk;
+mod rg;
 mod trust;

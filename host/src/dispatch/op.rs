@@ -65,6 +65,9 @@ impl Dispatcher {
     pub(crate) async fn run_op(&self, req: OpRequest, caller: &Caller, trail: &mut Trail) -> OpOutcome {
         let registry = self.registry_for(&req.op).await;
         let Some(verb) = registry.resolve(&req.op).cloned() else {
+            if let Some(err) = registry.unavailable_error(&req.op) {
+                return OpOutcome { op: req.op, verb: None, result: Err(err) };
+            }
             let hints = near_matches(&req.op, registry.verb_names());
             let mut msg = format!("no verb named `{}`", req.op);
             match hints.first() {

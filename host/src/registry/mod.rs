@@ -479,6 +479,27 @@ impl Registry {
         &self.unavailable
     }
 
+    /// Why verb `name` is not here although a trusted plugin declares it,
+    /// when the reason is one the operator can fix on this machine: the
+    /// program it runs is not installed (`missing_program`). Other refusals
+    /// (collisions, the allow list, bad schemas) stay unknown verbs to a
+    /// caller.
+    pub fn missing_program(&self, name: &str) -> Option<&Unavailable> {
+        self.unavailable.iter().find(|u| u.code == "missing_program" && u.verb.as_deref() == Some(name))
+    }
+
+    /// The `unavailable` error for a verb whose program is missing, if it is
+    /// one.
+    pub fn unavailable_error(&self, name: &str) -> Option<crate::OpError> {
+        let u = self.missing_program(name)?;
+        Some(
+            crate::OpError::new(crate::ErrorCode::Unavailable, format!("`{name}` is unavailable on this machine: {}", u.reason))
+                .with("verb", name)
+                .with("reason_code", u.code.as_str())
+                .with("reason", u.reason.as_str()),
+        )
+    }
+
     /// Who owns the namespace of `name`, if anyone does.
     pub fn namespace_owner(&self, name: &str) -> Option<&namespaces::Owner> {
         self.namespaces.owner_of(name)

@@ -10,6 +10,11 @@
 //! `Cargo.toml` above the root (cargo looks upward for the workspace root
 //! and uses its `[patch]` entries and `target/`).
 //!
+//! pytest does the same with its configuration files (`pytest.ini`,
+//! `pyproject.toml`, `tox.ini`, `setup.cfg`, …: `addopts` can load a plugin
+//! module, `pythonpath` extends `sys.path`) and `conftest.py`: the same rule
+//! applies.
+//!
 //! just searches parent directories for a justfile (and, with `set
 //! fallback`, for recipes): verbgate pins the justfile of the directory just
 //! runs in (`JUST_JUSTFILE`, `JUST_WORKING_DIRECTORY`), so no other is
@@ -45,17 +50,35 @@ pub fn untrusted_because(path: &Path) -> Option<String> {
     None
 }
 
+/// Files pytest reads from the directories above the one it runs in: the
+/// first configuration file it finds upwards is *the* configuration when the
+/// directory has none (`addopts = -p <module>` loads a plugin, `pythonpath`
+/// puts a directory on `sys.path`), and `conftest.py` files above are
+/// loaded unless `--confcutdir` stops them (the bundled plugin sets it; a
+/// third-party plan might not).
+const PYTEST_ANCESTOR_FILES: &[&str] = &["pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "conftest.py"];
+
 /// Refuse a cargo plan if an ancestor of the root holds cargo or rustup
 /// configuration that someone else controls.
 pub fn check_cargo(root: &Path) -> Result<(), OpError> {
+    check_ancestors(root, CARGO_ANCESTOR_FILES, "cargo and rustup read it from every directory above the one they run in")
+}
+
+/// Refuse a pytest plan if an ancestor of the root holds pytest
+/// configuration or a `conftest.py` that someone else controls.
+pub fn check_pytest(root: &Path) -> Result<(), OpError> {
+    check_ancestors(root, PYTEST_ANCESTOR_FILES, "pytest reads configuration and conftest.py from the directories above the one it runs in")
+}
+
+fn check_ancestors(root: &Path, names: &[&str], reads: &str) -> Result<(), OpError> {
     for dir in root.ancestors().skip(1) {
-        for name in CARGO_ANCESTOR_FILES {
+        for name in names {
             let path = dir.join(name);
             if std::fs::symlink_metadata(&path).is_err() {
                 continue;
             }
             if let Some(why) = untrusted_because(&path) {
-                return Err(untrusted(&path, &why, "cargo and rustup read it from every directory above the one they run in"));
+                return Err(untrusted(&path, &why, reads));
             }
         }
     }
@@ -123,6 +146,33 @@ fn justfile_in(dir: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn ancestor_pytest_configuration_others_can_write_is_refused() {
+        // `/tmp/pytest.ini` with `addopts = -p evil` and `pythonpath = /tmp/x`
+        // would load another user's module into a pytest run below it.
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        let root = top.join("proj");
+        std::fs::create_dir(&root).unwrap();
+        for name in ["pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py"] {
+            let planted = top.join(name);
+            std::fs::write(&planted, "[pytest]\naddopts = -p evil\npythonpath = /tmp/evil\n").unwrap();
+            std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
+            let e = check_pytest(&root).unwrap_err();
+            assert_eq!((e.code, e.details["path"].as_str()), (ErrorCode::UntrustedConfig, planted.to_str()), "{name}");
+            assert!(e.message.contains("pytest"), "{}", e.message);
+            std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
+            assert!(check_pytest(&root).is_ok(), "{name}: a file of yours is used as pytest would");
+            std::fs::remove_file(&planted).unwrap();
+        }
+        // A file inside the root is the repository's own (pytest runs its
+        // code by design).
+        let inner = root.join("pytest.ini");
+        std::fs::write(&inner, "[pytest]\n").unwrap();
+        std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(check_pytest(&root).is_ok());
+    }
 
     #[test]
     fn an_ancestor_workspace_manifest_or_target_others_can_write_is_refused() {

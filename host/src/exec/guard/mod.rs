@@ -15,10 +15,10 @@
 //!   names a program is refused (`repo_config_runs_programs`), and so is one
 //!   that lies, in any part, outside the root (`repo_outside_root`), unless
 //!   the operator trusts it;
-//! - [`ancestors`]: configuration that cargo/rustup would read from a
-//!   directory *above* the root must belong to the user (or root) and not be
-//!   writable by others (`untrusted_config`); just uses exactly the justfile
-//!   of the directory it runs in.
+//! - [`ancestors`]: configuration that cargo/rustup or pytest would read
+//!   from a directory *above* the root must belong to the user (or root) and
+//!   not be writable by others (`untrusted_config`); just uses exactly the
+//!   justfile of the directory it runs in.
 //!
 //! [`Guards::harden`] runs at prepare time (so `dry_run` shows the hardened
 //! plan); [`Guards::check`] may start `git` itself (never a program the
@@ -54,6 +54,8 @@ pub enum Guarded {
     Cargo,
     /// `just`.
     Just,
+    /// `pytest`.
+    Pytest,
 }
 
 impl Guarded {
@@ -63,6 +65,7 @@ impl Guarded {
             "git" => Some(Guarded::Git),
             "cargo" | "rustc" | "rustup" => Some(Guarded::Cargo),
             "just" => Some(Guarded::Just),
+            "pytest" | "py.test" => Some(Guarded::Pytest),
             _ => None,
         };
         let file_name = |p: &Path| p.file_name().and_then(|f| f.to_str()).and_then(by_name);
@@ -93,6 +96,7 @@ impl Guards {
             Some(Guarded::Git) => git::harden(p, root),
             Some(Guarded::Cargo) => ancestors::check_cargo(root),
             Some(Guarded::Just) => ancestors::pin_justfile(p),
+            Some(Guarded::Pytest) => ancestors::check_pytest(root),
             None => Ok(()),
         }
     }
