@@ -24,6 +24,10 @@ use verbgate_tests::{bin_dir, component};
 
 mod http;
 
+/// The heading of BENCHMARKS.md's hand-measured part, which `just bench`
+/// keeps when it rewrites the file.
+const HAND_MEASURED: &str = "## Time to first answer";
+
 /// One row of the table.
 struct Row {
     figure: String,
@@ -603,8 +607,11 @@ async fn main() -> Result<()> {
         serde_json::to_string_pretty(&json!({ "machine": machine, "rows": rows.iter().map(Row::json).collect::<Vec<_>>() }))?,
     )?;
     let md = format!(
-        "# Benchmarks\n\nProduced by `just bench` (release build) on: {machine}.\nEach figure sits beside a baseline measured in the same run; the ratio is figure ÷ baseline.\nRaw numbers: `target/bench/results.json`.\n\n{table}\nNotes:\n- `tools/list` bytes do not depend on the verbs loaded (one tool); the baseline is what one tool per verb would advertise.\n- The git.status goal is 1.10 × the direct run of the same argv. `VERBGATE_BENCH_EXEC_BREAKDOWN=1 target/release/verbgate-bench` splits it: the host's process runner alone is as fast as std's `Command::output`; the rest is the op around the program (plan, prepare, map-result, result schema, envelope, one task hand-off), about 0.3 ms on this machine.\n- Plugin instances come from wasmtime's pooling allocator (memories, tables and fiber stacks reused; touched pages reset through PAGEMAP_SCAN): a fresh instance per call without an mmap/munmap per call.\n- Wake latency is the time from the job's recorded end to `job.wait` returning, with a 1 s poll interval.\n- HTTP rows: `verbgate serve --http 127.0.0.1:0` with a bearer token, raw HTTP/1.1 clients (a new connection per request, the answer read from the event stream); 1 client sends 200 batches, 50 clients 20 each at once; latency is per request. RSS is the server's with 50 sessions initialised and open.\n"
+        "# Benchmarks\n\nProduced by `just bench` (release build) on: {machine}.\nEach figure sits beside a baseline measured in the same run; the ratio is figure ÷ baseline.\nRaw numbers: `target/bench/results.json`.\n\n{table}\nNotes:\n- `tools/list` bytes do not depend on the verbs loaded (one tool); the baseline is what one tool per verb would advertise.\n- The git.status goal is 1.10 × the direct run of the same argv. `VERBGATE_BENCH_EXEC_BREAKDOWN=1 target/release/verbgate-bench` splits it: the host's process runner alone is as fast as std's `Command::output`; the rest is the op around the program (plan, prepare, map-result, result schema, envelope, one task hand-off), about 0.3 ms on this machine.\n- Plugin instances come from wasmtime's pooling allocator (memories, tables and fiber stacks reused; touched pages reset through PAGEMAP_SCAN): a fresh instance per call without an mmap/munmap per call.\n- Wake latency is the time from the job's recorded end to `job.wait` returning, with a 1 s poll interval.\n- HTTP rows: `verbgate serve --http 127.0.0.1:0` with a bearer token, raw HTTP/1.1 clients (a new connection per request, the answer read from the event stream); 1 client sends 200 batches, 50 clients 20 each at once; latency is per request. RSS is the server's with 50 sessions initialised and open.\n- Policy + audit: a one-op `job.status` request through the dispatcher with the audit trail on vs off, interleaved, medians subtracted, plus the policy decision alone (it runs in both).\n"
     );
-    std::fs::write("BENCHMARKS.md", md)?;
+    // Figures measured by hand (fresh-clone build times) live below this
+    // heading and are kept as they are.
+    let kept = std::fs::read_to_string("BENCHMARKS.md").ok().and_then(|old| old.find(HAND_MEASURED).map(|i| old[i..].to_string())).unwrap_or_default();
+    std::fs::write("BENCHMARKS.md", format!("{md}\n{kept}"))?;
     Ok(())
 }
