@@ -16,6 +16,11 @@ use super::store::AuditStore;
 /// Most rows committed in one transaction.
 const BATCH: usize = 512;
 
+/// How long the writer gathers rows after the first one arrives before it
+/// commits them: one transaction per few milliseconds of ops, instead of
+/// one per op competing with the ops for the CPU.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The trail's writer thread and its queue.
 pub struct AuditWriter {
     tx: Mutex<Option<Sender<Record>>>,
@@ -72,8 +77,12 @@ impl Drop for AuditWriter {
 fn write_loop(store: &AuditStore, rx: &Receiver<Record>) {
     while let Ok(first) = rx.recv() {
         let mut rows = vec![first];
+        let until = std::time::Instant::now() + GATHER;
         while rows.len() < BATCH {
-            match rx.try_recv() {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            // A closed channel (the dispatcher is gone) ends the gathering
+            // at once: what is queued is written and the loop then ends.
+            match rx.recv_timeout(left) {
                 Ok(r) => rows.push(r),
                 Err(_) => break,
             }
