@@ -6,19 +6,7 @@
 
 use serde_json::{json, Value};
 use std::path::Path;
-use verbgate_tests::{require_test_tool, Env};
-
-fn copy_tree(from: &Path, to: &Path) {
-    if from.is_dir() {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        }
-    } else {
-        std::fs::copy(from, to).unwrap();
-    }
-}
+use verbgate_tests::{copy_tree, require_test_tool, Env};
 
 /// An environment whose root is a copy of the fixture suite.
 fn suite_env() -> Env {

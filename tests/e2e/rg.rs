@@ -8,20 +8,7 @@ use serde_json::{json, Value};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use verbgate_tests::{require_test_tool, Env};
-
-fn copy_tree(from: &Path, to: &Path) {
-    if from.is_dir() {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        }
-    } else {
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(from, to).unwrap();
-    }
-}
+use verbgate_tests::{copy_tree, require_test_tool, Env};
 
 /// An environment whose root holds a copy of part of this repository.
 fn repo_env(extra_config: &str) -> Env {
