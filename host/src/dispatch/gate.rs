@@ -30,9 +30,17 @@ pub fn denied(verb: &Verb, rule: &Rule) -> OpError {
 impl Dispatcher {
     /// Settle an `ask` before the op runs: a session grant, or a person's
     /// answer through the caller's [`super::consent::Asker`]. Ops the policy
-    /// allows pass at once.
-    pub(crate) async fn consent(&self, verb: &Verb, req: &OpRequest, prepared: Option<&Prepared>, caller: &Caller, trail: &mut Trail) -> Result<(), OpError> {
-        let rule = self.policy.decide(verb);
+    /// allows pass at once. `rule` is the one the op was decided by (once,
+    /// before its plan was made).
+    pub(crate) async fn consent(
+        &self,
+        verb: &Verb,
+        req: &OpRequest,
+        rule: &Rule,
+        prepared: Option<&Prepared>,
+        caller: &Caller,
+        trail: &mut Trail,
+    ) -> Result<(), OpError> {
         if rule.rule.decision != Decision::Ask {
             return Ok(());
         }

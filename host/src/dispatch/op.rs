@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::audit::Trail;
 use super::caller::Caller;
+use super::policy::Rule;
 use super::request::{OpRequest, TARGET_BYTES};
 use super::Dispatcher;
 use crate::config::Decision;
@@ -102,7 +103,7 @@ impl Dispatcher {
             }
             (None, req)
         };
-        let mut result = self.execute(verb, req, caller, trail).await?;
+        let mut result = self.execute(verb, req, rule, caller, trail).await?;
         if let (Some(t), Value::Object(map)) = (target, &mut result) {
             map.insert("target".into(), t);
         }
@@ -146,7 +147,7 @@ impl Dispatcher {
         Ok((info, in_schema_order(&resolved.schema, &req.args, &verb.name)?))
     }
 
-    async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
+    async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest, rule: &Rule, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
         let args_text = req.args.to_string();
         let runtime = &self.runtime;
         let component = &verb.plugin.component;
@@ -164,7 +165,7 @@ impl Dispatcher {
                     trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
-                self.consent(verb, req, Some(&prepared), caller, trail).await?;
+                self.consent(verb, req, rule, Some(&prepared), caller, trail).await?;
                 // map-result's instance is made while the program runs.
                 let (outcome, ready) = tokio::join!(run_command(&prepared, self.run_limits.capture_bytes), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
@@ -176,7 +177,7 @@ impl Dispatcher {
                     trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
-                self.consent(verb, req, Some(&prepared), caller, trail).await?;
+                self.consent(verb, req, rule, Some(&prepared), caller, trail).await?;
                 let job = self.jobs()?.spawn(SpawnRequest {
                     verb: &verb.name,
                     plugin: &verb.plugin.name,
@@ -197,7 +198,7 @@ impl Dispatcher {
                     let args = serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null);
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": args } }));
                 }
-                self.consent(verb, req, None, caller, trail).await?;
+                self.consent(verb, req, rule, None, caller, trail).await?;
                 let result = self.host_call(verb, &call).await?;
                 Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
             }
