@@ -10,7 +10,7 @@ fn cache_of(verbs: &serde_json::Value, plugin: &str) -> String {
 
 #[test]
 fn a_second_start_does_not_recompile() {
-    let env = Env::new();
+    let env = Env::cold();
     env.install("fixture-echo");
     let first = env.verbs();
     assert_eq!(cache_of(&first, "git"), "compiled");
@@ -28,7 +28,7 @@ fn a_second_start_does_not_recompile() {
 
 #[test]
 fn a_cached_component_is_still_verified() {
-    let env = Env::new();
+    let env = Env::cold();
     let path = env.install("fixture-echo");
     assert_eq!(cache_of(&env.verbs(), "fixture-echo"), "compiled");
     // Same bytes, but now unsigned: the cache entry exists, yet it must not load.
@@ -69,7 +69,7 @@ fn assert_recompiled_and_replaced(env: &Env, plugin: &str, entry: &std::path::Pa
 #[test]
 fn a_group_writable_cache_entry_is_refused_and_recompiled() {
     use std::os::unix::fs::PermissionsExt;
-    let env = Env::new();
+    let env = Env::cold();
     let verbs = env.verbs();
     let entry = entry_of(&env, &verbs, "git");
     std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o660)).unwrap();
@@ -78,7 +78,7 @@ fn a_group_writable_cache_entry_is_refused_and_recompiled() {
 
 #[test]
 fn a_cache_entry_owned_by_another_user_is_refused_and_recompiled() {
-    let env = Env::new();
+    let env = Env::cold();
     let verbs = env.verbs();
     let entry = entry_of(&env, &verbs, "git");
     std::os::unix::fs::chown(&entry, Some(65534), Some(65534)).unwrap();
@@ -91,7 +91,7 @@ fn a_cache_entry_owned_by_another_user_is_refused_and_recompiled() {
 /// the component digest under a per-home secret key.
 #[test]
 fn a_planted_cache_entry_with_the_right_name_is_refused() {
-    let env = Env::new();
+    let env = Env::cold();
     env.install("fixture-echo");
     let verbs = env.verbs();
     let git_entry = entry_of(&env, &verbs, "git");
@@ -99,7 +99,7 @@ fn a_planted_cache_entry_with_the_right_name_is_refused() {
     std::fs::copy(&echo_entry, &git_entry).unwrap();
     assert_recompiled_and_replaced(&env, "git", &git_entry);
     // And an entry from another home (another key) does not authenticate.
-    let other = Env::new();
+    let other = Env::cold();
     let other_entry = entry_of(&other, &other.verbs(), "git");
     std::fs::copy(&other_entry, &git_entry).unwrap();
     assert_recompiled_and_replaced(&env, "git", &git_entry);
@@ -107,7 +107,7 @@ fn a_planted_cache_entry_with_the_right_name_is_refused() {
 
 #[test]
 fn a_symlinked_cache_entry_is_refused() {
-    let env = Env::new();
+    let env = Env::cold();
     let verbs = env.verbs();
     let entry = entry_of(&env, &verbs, "git");
     // The link leads to the genuine entry's bytes: still refused, because

@@ -70,7 +70,7 @@ fn a_writable_home_cache_state_or_plugins_dir_refuses_the_start() {
 
 #[test]
 fn directories_verbgate_creates_are_private() {
-    let env = Env::new();
+    let env = Env::cold();
     env.verbs();
     env.op("job.list", serde_json::json!({}));
     for sub in ["cache", "trust", "keys", "state"] {

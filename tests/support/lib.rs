@@ -106,8 +106,17 @@ pub struct Env {
 
 impl Env {
     /// A fresh environment with a trusted signing key named `test` and the
-    /// fixture CLI configured as a program.
+    /// fixture CLI configured as a program. Its compile cache starts warm
+    /// (see [`warm_cache`]); tests of the cache itself use [`Env::cold`].
     pub fn new() -> Env {
+        let env = Env::cold();
+        copy_cache(warm_cache(), &env.home.join("cache"));
+        env
+    }
+
+    /// Like [`Env::new`], with an empty compile cache and a home-own MAC key:
+    /// the first start compiles every component.
+    pub fn cold() -> Env {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         let root = tmp.path().join("root");
@@ -243,6 +252,61 @@ impl Env {
     /// `verbgate verbs` output.
     pub fn verbs(&self) -> Value {
         self.run_ok(&["verbs"])
+    }
+}
+
+/// A compile cache holding the bundled components compiled by this
+/// `verbgate` binary, made once per binary build and shared by every test
+/// home (`target/tmp/warm-cache-<stamp>`). Compiling the six bundled
+/// components costs each cold home about three CPU-seconds, paid again by
+/// nearly every test; a copied cache (entries and their MAC key together)
+/// authenticates in the new home exactly as in the one that wrote it.
+pub fn warm_cache() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let bin = verbgate_bin();
+        let meta = std::fs::metadata(&bin).unwrap();
+        let mtime = meta.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap();
+        let stamp = format!("{:x}-{:x}", meta.len(), mtime.as_nanos());
+        let parent = target_dir().join("tmp");
+        let dir = parent.join(format!("warm-cache-{stamp}"));
+        if dir.join("cache/mac.key").exists() {
+            return dir.join("cache");
+        }
+        std::fs::create_dir_all(&parent).unwrap();
+        // Another test process may build the same template at once: each
+        // builds its own and the first rename wins.
+        let building = parent.join(format!("warm-cache-{stamp}.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&building);
+        let root = building.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let out = Command::new(&bin).env("VERBGATE_HOME", building.join("home")).env_remove("VERBGATE_LOG").arg("--root").arg(&root).arg("verbs").output().unwrap();
+        assert!(out.status.success(), "warming the compile cache failed: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::rename(building.join("home/cache"), building.join("cache")).unwrap();
+        if std::fs::rename(&building, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&building);
+        }
+        // Templates of older builds are never read again.
+        for old in std::fs::read_dir(&parent).unwrap().flatten() {
+            let name = old.file_name().to_string_lossy().to_string();
+            if name.starts_with("warm-cache-") && !name.starts_with(&format!("warm-cache-{stamp}")) {
+                let _ = std::fs::remove_dir_all(old.path());
+            }
+        }
+        dir.join("cache")
+    })
+}
+
+/// Copy the cache directory `from` to `to` with the modes verbgate gives
+/// its own (directory 0700, files 0600).
+fn copy_cache(from: &Path, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(to).unwrap();
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(entry.file_name());
+        std::fs::copy(entry.path(), &dest).unwrap();
+        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
 }
 
