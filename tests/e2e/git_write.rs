@@ -48,14 +48,17 @@ fn commit_records_quotes_newlines_and_a_leading_dash_byte_for_byte() {
     let r = env.op("git.commit", json!({ "message": message }));
     let c = ok(&r);
     let head = git(&env.root, &["rev-parse", "HEAD"]);
-    assert_eq!(c["hash"], head.trim(), "{r}");
+    // The answer is the new commit, read back from git after it was made.
+    assert_eq!(c["commit"]["hash"], head.trim(), "{r}");
+    assert_eq!(c["commit"]["parents"], json!([]));
     assert_eq!(c["branch"], "main");
     assert_eq!(c["root_commit"], true);
     assert_eq!(stored_message(&env, "HEAD"), message.as_bytes(), "the message must round-trip exactly");
-    assert_eq!(c["subject"], git(&env.root, &["log", "-1", "--format=%s"]).trim_end_matches('\n'));
+    assert_eq!(c["commit"]["subject"], git(&env.root, &["log", "-1", "--format=%s"]).trim_end_matches('\n'));
+    assert_eq!(c["commit"]["body"], git(&env.root, &["log", "-1", "--format=%b"]).trim_end_matches('\n'));
+    assert_eq!(c["commit"]["author"]["email"], "ada@example.com");
     // The author comes from the repository's git config.
     assert_eq!(git(&env.root, &["log", "-1", "--format=%an <%ae>|%cn <%ce>"]).trim(), "Ada Lovelace <ada@example.com>|Ada Lovelace <ada@example.com>");
-    assert_eq!(c["next"]["op"], "git.show");
 
     // A second commit: its parent is the first; `git.show` reads it back.
     std::fs::write(env.root.join("a.txt"), "two\n").unwrap();
@@ -63,9 +66,16 @@ fn commit_records_quotes_newlines_and_a_leading_dash_byte_for_byte() {
     let second = env.op("git.commit", json!({ "message": "second" }));
     let s = ok(&second);
     assert_eq!(s["root_commit"], false);
+    assert_eq!(s["commit"]["parents"], json!([c["commit"]["hash"]]));
     let shown = env.op("git.show", json!({}));
-    assert_eq!(ok(&shown)["commit"]["hash"], s["hash"]);
-    assert_eq!(shown["result"]["commit"]["parents"], json!([c["hash"]]));
+    assert_eq!(ok(&shown)["commit"]["hash"], s["commit"]["hash"]);
+    assert_eq!(shown["result"]["commit"]["parents"], json!([c["commit"]["hash"]]));
+
+    // Detached: no branch.
+    git(&env.root, &["switch", "-q", "--detach"]);
+    let d = env.op("git.commit", json!({ "message": "detached", "allow_empty": true }));
+    assert_eq!(ok(&d)["branch"], Value::Null, "{d}");
+    assert_eq!(d["result"]["commit"]["hash"], git(&env.root, &["rev-parse", "HEAD"]).trim());
 }
 
 #[test]
@@ -79,7 +89,7 @@ fn commit_with_nothing_staged_says_what_to_do_and_allow_empty_commits() {
     assert!(r["error"]["message"].as_str().unwrap().contains("git.add"), "{r}");
     let before = git(&env.root, &["rev-parse", "HEAD"]);
     let e = env.op("git.commit", json!({ "message": "empty", "allow_empty": true }));
-    assert_ne!(ok(&e)["hash"], before.trim());
+    assert_ne!(ok(&e)["commit"]["hash"], before.trim());
     assert_eq!(git(&env.root, &["rev-list", "--count", "HEAD"]).trim(), "2");
 }
 
@@ -97,6 +107,11 @@ fn add_stages_literal_paths_and_never_forces_or_escapes() {
 
     let r = env.op("git.add", json!({ "paths": ["a.txt", "dir", "star*.txt"] }));
     assert_eq!(ok(&r)["staged"], json!(["a.txt", "dir", "star*.txt"]));
+    // The answer carries the status read back after staging.
+    let entries = r["result"]["status"]["entries"].as_array().unwrap();
+    let staged_now: Vec<&str> = entries.iter().filter(|e| e["staged"] == true).map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(staged_now, ["a.txt", "dir/b.txt", "star*.txt"], "{r}");
+    assert!(entries.iter().any(|e| e["path"] == "starry.txt" && e["kind"] == "untracked"), "{r}");
     assert_eq!(staged(&env), ["a.txt", "dir/b.txt", "star*.txt"], "a path is a literal name, never a glob");
 
     // `--force` is a file name here (after `--`), which does not exist:
@@ -140,6 +155,8 @@ fn restore_unstages_or_discards_from_the_index_or_a_commit() {
 
     let r = env.op("git.restore", json!({ "paths": ["a.txt"], "scope": "staged" }));
     assert_eq!(ok(&r)["scope"], "staged");
+    let a = &r["result"]["status"]["entries"][0];
+    assert_eq!((a["path"].as_str(), a["staged"].as_bool(), a["unstaged"].as_bool()), (Some("a.txt"), Some(false), Some(true)), "{r}");
     assert_eq!(git(root, &["diff", "--cached", "--name-only"]).trim(), "", "still staged");
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "three\n", "unstaging keeps the working tree");
 
@@ -173,7 +190,9 @@ fn switch_changes_and_creates_branches_and_refuses_option_names() {
     let current = || git(root, &["rev-parse", "--abbrev-ref", "HEAD"]).trim().to_string();
 
     let r = env.op("git.switch", json!({ "branch": "feature", "create": true, "start_point": "HEAD~1" }));
-    assert_eq!(ok(&r), &json!({ "branch": "feature", "created": true, "next": { "op": "git.status", "args": {} } }));
+    assert_eq!((ok(&r)["branch"].as_str(), r["result"]["created"].as_bool()), (Some("feature"), Some(true)), "{r}");
+    assert_eq!(r["result"]["status"]["branch"]["head"], "feature", "the status read back after switching");
+    assert_eq!(r["result"]["status"]["branch"]["oid"], first.trim());
     assert_eq!(current(), "feature");
     assert_eq!(git(root, &["rev-parse", "HEAD"]), first);
     ok(&env.op("git.switch", json!({ "branch": "main" })));

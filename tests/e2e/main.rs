@@ -9,6 +9,7 @@ mod cache;
 mod cargo;
 mod check;
 mod envelope;
+mod exec_read;
 mod git;
 mod git_write;
 mod golden;

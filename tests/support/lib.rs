@@ -280,7 +280,8 @@ pub fn warm_cache() -> &'static Path {
         let _ = std::fs::remove_dir_all(&building);
         let root = building.join("root");
         std::fs::create_dir_all(&root).unwrap();
-        let out = Command::new(&bin).env("VERBGATE_HOME", building.join("home")).env_remove("VERBGATE_LOG").arg("--root").arg(&root).arg("verbs").output().unwrap();
+        let out =
+            Command::new(&bin).env("VERBGATE_HOME", building.join("home")).env_remove("VERBGATE_LOG").arg("--root").arg(&root).arg("verbs").output().unwrap();
         assert!(out.status.success(), "warming the compile cache failed: {}", String::from_utf8_lossy(&out.stderr));
         std::fs::rename(building.join("home/cache"), building.join("cache")).unwrap();
         if std::fs::rename(&building, &dir).is_err() {

@@ -42,6 +42,9 @@ pub struct Record {
     pub job_id: Option<String>,
     /// Whether it was a dry run (nothing ran).
     pub dry_run: bool,
+    /// An `exec-read` plan's read-back command: program then argv, as a
+    /// JSON array.
+    pub read_back: Option<String>,
 }
 
 /// The value recorded in place of a sensitive param's.

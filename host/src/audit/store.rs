@@ -10,7 +10,7 @@ use super::record::Record;
 use crate::config::ensure_private_dir;
 
 /// Schema version stored in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS audit (
@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 CREATE INDEX IF NOT EXISTS audit_time ON audit(time_ms);
 ";
+
+/// Version 2: the read-back command of an `exec-read` plan.
+const UPGRADE_V2: &str = "ALTER TABLE audit ADD COLUMN read_back TEXT;";
 
 /// Several verbgate processes (a server, `verbgate request`) may append at
 /// once; a writer waits this long for another's transaction.
@@ -87,13 +90,24 @@ impl AuditStore {
         // WAL with NORMAL sync: a committed row survives a crash of this
         // process; only a power loss can drop the last few.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let mut conn = conn;
+        // The version is read inside the write transaction: two processes
+        // opening an old file at once must not both add the same column.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version > SCHEMA_VERSION {
             anyhow::bail!("the audit trail {} was written by a newer verbgate (schema {version}, this one knows {SCHEMA_VERSION})", path.display());
         }
-        if version < SCHEMA_VERSION {
-            conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA_V1} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))?;
+        if version < 1 {
+            tx.execute_batch(SCHEMA_V1)?;
         }
+        if version < 2 {
+            tx.execute_batch(UPGRADE_V2)?;
+        }
+        if version < SCHEMA_VERSION {
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        }
+        tx.commit()?;
         Ok(AuditStore { path, conn: Mutex::new(conn) })
     }
 
@@ -123,7 +137,7 @@ impl AuditStore {
     pub fn query(&self, filter: &Filter) -> rusqlite::Result<Vec<Record>> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = conn.prepare_cached(
-            "SELECT id, time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run
+            "SELECT id, time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run, read_back
              FROM audit WHERE time_ms >= ?1 AND id > ?2 AND (?3 IS NULL OR outcome = ?3) ORDER BY id DESC",
         )?;
         let rows = stmt.query_map(params![filter.since_ms.unwrap_or(i64::MIN), filter.after_id.unwrap_or(0), filter.outcome], |row| {
@@ -145,6 +159,7 @@ impl AuditStore {
                 duration_ms: row.get(14)?,
                 job_id: row.get(15)?,
                 dry_run: row.get(16)?,
+                read_back: row.get(17)?,
             })
         })?;
         let pattern = filter.verb.as_ref().map(|p| vec![p.clone()]);
@@ -185,8 +200,8 @@ impl AuditStore {
 /// One `INSERT` of `r` (the statement is cached per connection).
 fn insert(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(
-        "INSERT INTO audit (time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        "INSERT INTO audit (time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run, read_back)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?;
     stmt.execute(params![
         r.time_ms,
@@ -204,7 +219,8 @@ fn insert(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
         r.outcome,
         r.duration_ms,
         r.job_id,
-        r.dry_run
+        r.dry_run,
+        r.read_back
     ])?;
     Ok(())
 }
@@ -247,5 +263,33 @@ mod tests {
         // Reopening keeps the schema and the rows.
         drop(store);
         assert_eq!(AuditStore::open(&state).unwrap().query(&all).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_version_1_trail_gains_the_read_back_column_and_keeps_its_rows() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        ensure_private_dir(&state).unwrap();
+        let path = state.join("audit.db");
+        std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(&format!("{SCHEMA_V1} PRAGMA user_version = 1;")).unwrap();
+        old.execute(
+            "INSERT INTO audit (time_ms, transport, caller, verb, args, outcome, duration_ms, dry_run) VALUES (5, 'cli', 'local', 'git.log', '{}', 'ok', 1, 0)",
+            [],
+        )
+        .unwrap();
+        drop(old);
+        let store = AuditStore::open(&state).unwrap();
+        store.append(&Record { read_back: Some(r#"["/usr/bin/git","log","-1"]"#.into()), ..rec("git.commit", "ok", 6) }).unwrap();
+        let rows = store.query(&Filter { limit: 10, ..Filter::default() }).unwrap();
+        assert_eq!(
+            rows.iter().map(|r| (r.verb.as_str(), r.read_back.as_deref())).collect::<Vec<_>>(),
+            [("git.log", None), ("git.commit", Some(r#"["/usr/bin/git","log","-1"]"#))]
+        );
+        drop(store);
+        // Opening again does not add the column twice.
+        assert_eq!(AuditStore::open(&state).unwrap().query(&Filter { limit: 10, ..Filter::default() }).unwrap().len(), 2);
     }
 }

@@ -91,7 +91,10 @@ fn print_row(r: &Record, json: bool) {
         return;
     }
     let run = match (&r.program, &r.argv) {
-        (Some(p), Some(argv)) => format!("{p} {argv}"),
+        (Some(p), Some(argv)) => match &r.read_back {
+            Some(then) => format!("{p} {argv} then {then}"),
+            None => format!("{p} {argv}"),
+        },
         _ => r.job_id.clone().map(|j| format!("job {j}")).unwrap_or_default(),
     };
     println!(

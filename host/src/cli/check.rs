@@ -200,11 +200,13 @@ async fn undeclared_program(ctx: &Context, component: &LoadedComponent, spec: &V
         return None;
     }
     let plan = ctx.runtime.plan(component, &spec.name, &args.to_string()).await.ok()?.ok()?;
-    let program = match plan {
-        Plan::Exec(c) | Plan::Spawn(c) => c.program,
+    let planned = match plan {
+        Plan::Exec(c) | Plan::Spawn(c) => vec![c.program],
+        Plan::ExecRead { run, read_back } => vec![run.program, read_back.program],
         Plan::Host(_) => return None,
     };
-    (!spec.programs.contains(&program)).then(|| Finding {
+    let program = planned.into_iter().find(|p| !spec.programs.contains(p))?;
+    Some(Finding {
         code: "undeclared_program",
         severity: Severity::Error,
         verb: Some(spec.name.clone()),

@@ -25,6 +25,8 @@ pub struct Trail {
     pub answer: Option<Answer>,
     /// The program and argv the plan resolved to.
     pub program: Option<(String, Vec<String>)>,
+    /// An `exec-read` plan's read-back command: program then argv.
+    pub read_back: Option<Vec<String>>,
     /// The job a spawn started.
     pub job_id: Option<String>,
     /// A dry run: nothing ran.
@@ -35,6 +37,11 @@ impl Trail {
     /// Note the command an op is about to run (or would, for a dry run).
     pub fn ran(&mut self, prepared: &Prepared) {
         self.program = Some((prepared.program.display().to_string(), prepared.argv.clone()));
+    }
+
+    /// Note an `exec-read` plan's read-back command.
+    pub fn reads_back(&mut self, prepared: &Prepared) {
+        self.read_back = Some(std::iter::once(prepared.program.display().to_string()).chain(prepared.argv.iter().cloned()).collect());
     }
 }
 
@@ -94,6 +101,7 @@ impl Dispatcher {
             duration_ms: i64::try_from(arrival.started.elapsed().as_millis()).unwrap_or(i64::MAX),
             job_id: trail.job_id,
             dry_run: trail.dry_run,
+            read_back: trail.read_back.map(|words| Value::from(redact_argv(words, arrival.args.as_ref(), sensitive)).to_string()),
         };
         store.record(record);
     }

@@ -33,6 +33,10 @@ pub struct Question {
     pub argv: Vec<String>,
     /// Where it runs.
     pub cwd: Option<String>,
+    /// An `exec-read` plan's read-back command (program, then argv), run
+    /// after the first one succeeds: shown too, since the person's consent
+    /// covers everything the op runs.
+    pub read_back: Option<Vec<String>>,
     /// How long the answer may take.
     pub timeout: Duration,
 }
@@ -51,12 +55,15 @@ impl Question {
                 m.push_str(&format!("\nin: {}", shell_words(std::iter::once(cwd.as_str()))));
             }
         }
+        if let Some(words) = &self.read_back {
+            m.push_str(&format!("\nthen reads back: {}", shell_words(words.iter().map(String::as_str))));
+        }
         m
     }
 
     /// The question as JSON (for the audit trail and tests).
     pub fn to_json(&self) -> Value {
-        json!({ "verb": self.verb, "args": self.args, "effects": self.effects.to_json(), "rule": self.rule, "program": self.program, "argv": self.argv, "cwd": self.cwd })
+        json!({ "verb": self.verb, "args": self.args, "effects": self.effects.to_json(), "rule": self.rule, "program": self.program, "argv": self.argv, "cwd": self.cwd, "read_back": self.read_back })
     }
 }
 
@@ -151,10 +158,12 @@ mod tests {
             program: Some("/usr/bin/git".into()),
             argv: vec!["commit".into(), "-F".into(), "-".into(), "a b".into()],
             cwd: None,
+            read_back: Some(vec!["/usr/bin/git".into(), "log".into(), "-1".into(), "--format=%H\n%s".into()]),
             timeout: Duration::from_secs(1),
         };
         let m = q.message();
         assert!(m.contains("`git.commit` (the verb changes the repository)"), "{m}");
+        assert!(m.ends_with("\nthen reads back: /usr/bin/git log -1 \"--format=%H\\n%s\""), "both commands are shown, each on one line: {m}");
         assert!(m.contains("effects: [\"writes_repo\"]"), "{m}");
         assert!(m.contains("runs: /usr/bin/git commit -F - \"a b\""), "{m}");
         let sneaky = Question { cwd: Some("/r/x\nruns: /bin/true".into()), ..q };

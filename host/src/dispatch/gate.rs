@@ -38,6 +38,7 @@ impl Dispatcher {
         req: &OpRequest,
         rule: &Rule,
         prepared: Option<&Prepared>,
+        read_back: Option<&Prepared>,
         caller: &Caller,
         trail: &mut Trail,
     ) -> Result<(), OpError> {
@@ -61,6 +62,7 @@ impl Dispatcher {
             program: prepared.map(|p| p.program.display().to_string()),
             argv: prepared.map(|p| p.argv.clone()).unwrap_or_default(),
             cwd: prepared.map(|p| p.cwd.display().to_string()),
+            read_back: read_back.map(|p| std::iter::once(p.program.display().to_string()).chain(p.argv.iter().cloned()).collect()),
             timeout: Duration::from_millis(self.config.consent.timeout_ms),
         };
         let answer = asker.ask(&question).await;

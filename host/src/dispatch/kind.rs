@@ -25,6 +25,7 @@ pub fn plan_kind(plan: &Plan) -> &'static str {
         Plan::Exec(_) => "exec",
         Plan::Spawn(_) => "spawn",
         Plan::Host(_) => "host",
+        Plan::ExecRead { .. } => "exec_read",
     }
 }
 
@@ -34,6 +35,7 @@ pub fn check_plan_kind(verb: &Verb, plan: &Plan) -> Result<(), OpError> {
     let core_job_verb = verb.plugin.source == Source::Bundled && verb.plugin.name == "core" && namespace(&verb.name) == CORE_NAMESPACE;
     let allowed = match (verb.kind, plan) {
         (VerbKind::Read | VerbKind::Exec | VerbKind::Control, Plan::Exec(_)) => true,
+        (VerbKind::Exec, Plan::ExecRead { .. }) => true,
         (VerbKind::Spawn, Plan::Spawn(_)) => true,
         (VerbKind::Read | VerbKind::Control, Plan::Host(call)) => core_job_verb && call.name == verb.name,
         _ => false,

@@ -165,9 +165,27 @@ impl Dispatcher {
                     trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
-                self.consent(verb, req, rule, Some(&prepared), caller, trail).await?;
+                self.consent(verb, req, rule, Some(&prepared), None, caller, trail).await?;
                 // map-result's instance is made while the program runs.
                 let (outcome, ready) = tokio::join!(run_command(&prepared, self.run_limits.capture_bytes), runtime.ready(component));
+                return self.map_outcome(verb, &args_text, &outcome?, ready).await;
+            }
+            Plan::ExecRead { run, read_back } => {
+                // Both commands pass every check before either runs, so a
+                // refused read-back never leaves a write half-reported.
+                let prepared = self.prepare(verb, &run).await?;
+                let then = self.prepare(verb, &read_back).await?;
+                trail.ran(&prepared);
+                trail.reads_back(&then);
+                if req.dry_run {
+                    trail.dry_run = true;
+                    return self.dry_run(
+                        verb,
+                        json!({ "dry_run": true, "plan": { "kind": "exec_read", "command": prepared.to_json(), "read_back": then.to_json() } }),
+                    );
+                }
+                self.consent(verb, req, rule, Some(&prepared), Some(&then), caller, trail).await?;
+                let (outcome, ready) = tokio::join!(self.run_then_read(&prepared, &then), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
             }
             Plan::Spawn(cmd) => {
@@ -177,7 +195,7 @@ impl Dispatcher {
                     trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
-                self.consent(verb, req, rule, Some(&prepared), caller, trail).await?;
+                self.consent(verb, req, rule, Some(&prepared), None, caller, trail).await?;
                 let job = self.jobs()?.spawn(SpawnRequest {
                     verb: &verb.name,
                     plugin: &verb.plugin.name,
@@ -198,12 +216,30 @@ impl Dispatcher {
                     let args = serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null);
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": args } }));
                 }
-                self.consent(verb, req, rule, None, caller, trail).await?;
+                self.consent(verb, req, rule, None, None, caller, trail).await?;
                 let result = self.host_call(verb, &call).await?;
                 Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
             }
         };
         self.map_outcome(verb, &args_text, &outcome, None).await
+    }
+
+    /// Run an `exec-read` plan: `run`, then — only when it exited 0 with
+    /// its stdout whole — `then`, whose outcome rides along as `read_back`.
+    /// The repository guards look again before the read-back, because the
+    /// write may have changed what they check (a switched branch brings
+    /// other files).
+    async fn run_then_read(&self, run: &Prepared, then: &Prepared) -> Result<Outcome, OpError> {
+        let capture = self.run_limits.capture_bytes;
+        let mut outcome = run_command(run, capture).await?;
+        if outcome.exit_code == Some(0) && !outcome.stdout_truncated {
+            self.guards
+                .check(then, &self.config.root)
+                .await
+                .map_err(|e| e.with("wrote", "the op's first command ran and exited 0; only its read-back was refused, so the new state was not read"))?;
+            outcome.read_back = Some(Box::new(run_command(then, capture).await?));
+        }
+        Ok(outcome)
     }
 
     /// A dry run's answer, bounded like a plugin's result: it is made of

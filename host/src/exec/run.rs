@@ -213,6 +213,7 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
         host_result: None,
         running: false,
         stdout_truncated: truncated,
+        read_back: None,
     })
 }
 

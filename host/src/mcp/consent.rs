@@ -110,6 +110,7 @@ mod tests {
             program: None,
             argv: vec![],
             cwd: None,
+            read_back: None,
             timeout: std::time::Duration::from_secs(1),
         };
         let params: ElicitRequestParams = serde_json::from_value(form(&q)).expect("rmcp accepts the form");

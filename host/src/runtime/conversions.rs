@@ -1,6 +1,6 @@
-//! Conversions every contract version shares. The `verb-kind`, `command`, `arg`,
-//! `verb-plan`, `resolved`, `op-error` and `outcome` types have not changed
-//! since 0.1.0, but each `since_v*` module's `bindgen!` generates its own
+//! Conversions every contract version shares. The `verb-kind`, `command`,
+//! `arg`, `resolved` and `op-error` types have not changed since 0.1.0 (`verb-plan`
+//! and `outcome` have: each binding module converts its own), but each `since_v*` module's `bindgen!` generates its own
 //! Rust types for them; this macro writes their conversions once, expanded in
 //! each binding module where `wit` names that version's types.
 
@@ -43,16 +43,6 @@ macro_rules! shared_conversions {
             }
         }
 
-        impl From<wit::VerbPlan> for model::Plan {
-            fn from(p: wit::VerbPlan) -> Self {
-                match p {
-                    wit::VerbPlan::Exec(c) => model::Plan::Exec(c.into()),
-                    wit::VerbPlan::Spawn(c) => model::Plan::Spawn(c.into()),
-                    wit::VerbPlan::Host(h) => model::Plan::Host(model::HostCall { name: h.name, args: h.args }),
-                }
-            }
-        }
-
         impl From<wit::Resolved> for model::Resolved {
             fn from(r: wit::Resolved) -> Self {
                 model::Resolved { params_schema: r.params_schema, summary: r.summary, identity: r.identity }
@@ -62,20 +52,6 @@ macro_rules! shared_conversions {
         impl From<wit::OpError> for model::PluginOpError {
             fn from(e: wit::OpError) -> Self {
                 model::PluginOpError { code: e.code, message: e.message, details: e.details }
-            }
-        }
-
-        impl From<&model::Outcome> for wit::Outcome {
-            fn from(o: &model::Outcome) -> Self {
-                wit::Outcome {
-                    exit_code: o.exit_code,
-                    signal: o.signal,
-                    stdout: o.stdout.clone(),
-                    stderr: o.stderr.clone(),
-                    host_result: o.host_result.clone(),
-                    running: o.running,
-                    stdout_truncated: o.stdout_truncated,
-                }
             }
         }
     };

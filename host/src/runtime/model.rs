@@ -233,6 +233,13 @@ pub enum Plan {
     Spawn(Command),
     /// A host operation.
     Host(HostCall),
+    /// Run `run`; when it succeeds, run `read_back`; map both outcomes.
+    ExecRead {
+        /// The command that does the work.
+        run: Command,
+        /// The command that reads the new state back.
+        read_back: Command,
+    },
 }
 
 /// What happened when a plan ran, handed back to `map-result`.
@@ -252,6 +259,8 @@ pub struct Outcome {
     pub running: bool,
     /// Stdout was cut at the capture bound.
     pub stdout_truncated: bool,
+    /// An `exec-read` plan's read-back, when it ran.
+    pub read_back: Option<Box<Outcome>>,
 }
 
 /// An error a plugin returned from `plan` or `map-result`.

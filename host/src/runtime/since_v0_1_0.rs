@@ -41,4 +41,29 @@ impl From<wit::PluginInfo> for model::PluginInfo {
     }
 }
 
+impl From<wit::VerbPlan> for model::Plan {
+    fn from(p: wit::VerbPlan) -> Self {
+        match p {
+            wit::VerbPlan::Exec(c) => model::Plan::Exec(c.into()),
+            wit::VerbPlan::Spawn(c) => model::Plan::Spawn(c.into()),
+            wit::VerbPlan::Host(h) => model::Plan::Host(model::HostCall { name: h.name, args: h.args }),
+        }
+    }
+}
+
+/// 0.1.0 plans have no read-back, so an outcome never carries one.
+impl From<&model::Outcome> for wit::Outcome {
+    fn from(o: &model::Outcome) -> Self {
+        wit::Outcome {
+            exit_code: o.exit_code,
+            signal: o.signal,
+            stdout: o.stdout.clone(),
+            stderr: o.stderr.clone(),
+            host_result: o.host_result.clone(),
+            running: o.running,
+            stdout_truncated: o.stdout_truncated,
+        }
+    }
+}
+
 crate::runtime::conversions::shared_conversions!();

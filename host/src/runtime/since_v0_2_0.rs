@@ -1,5 +1,6 @@
 //! Bindings for `verbgate:verbs@0.2.0`, frozen: 0.1.0 plus a verb's declared
-//! effects and sensitive params. Lives beside [`super::since_v0_1_0`], which
+//! effects and sensitive params, and `exec-read` plans with their read-back
+//! outcome. Lives beside [`super::since_v0_1_0`], which
 //! keeps loading components built against 0.1.0.
 
 use super::model;
@@ -49,6 +50,38 @@ impl From<wit::PluginInfo> for model::PluginInfo {
                     sensitive: v.sensitive,
                 })
                 .collect(),
+        }
+    }
+}
+
+impl From<wit::VerbPlan> for model::Plan {
+    fn from(p: wit::VerbPlan) -> Self {
+        match p {
+            wit::VerbPlan::Exec(c) => model::Plan::Exec(c.into()),
+            wit::VerbPlan::Spawn(c) => model::Plan::Spawn(c.into()),
+            wit::VerbPlan::Host(h) => model::Plan::Host(model::HostCall { name: h.name, args: h.args }),
+            wit::VerbPlan::ExecRead(p) => model::Plan::ExecRead { run: p.run.into(), read_back: p.read_back.into() },
+        }
+    }
+}
+
+impl From<&model::Outcome> for wit::Outcome {
+    fn from(o: &model::Outcome) -> Self {
+        wit::Outcome {
+            exit_code: o.exit_code,
+            signal: o.signal,
+            stdout: o.stdout.clone(),
+            stderr: o.stderr.clone(),
+            host_result: o.host_result.clone(),
+            running: o.running,
+            stdout_truncated: o.stdout_truncated,
+            read_back: o.read_back.as_deref().map(|r| wit::ReadBackOutcome {
+                exit_code: r.exit_code,
+                signal: r.signal,
+                stdout: r.stdout.clone(),
+                stderr: r.stderr.clone(),
+                stdout_truncated: r.stdout_truncated,
+            }),
         }
     }
 }

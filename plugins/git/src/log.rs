@@ -5,8 +5,19 @@
 use crate::time::to_utc;
 use verbgate_plugin_sdk::{errors, json, OpError, Value};
 
+/// The fields of a commit record, for `--format` arguments.
+macro_rules! fields {
+    () => {
+        "%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%s%x1f%b"
+    };
+}
+
 /// The `--format` argument (a plugin literal).
-pub const FORMAT: &str = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%s%x1f%b";
+pub const FORMAT: &str = concat!("--format=", fields!());
+
+/// The same record after the refs pointing at the commit (`%D`), for
+/// reading a new commit back.
+pub const FORMAT_WITH_REFS: &str = concat!("--format=%D%x1f", fields!());
 
 /// Parse the output; `limit` commits at most, `truncated` when more came
 /// back (the plan asks for `limit + 1`).

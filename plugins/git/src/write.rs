@@ -14,17 +14,16 @@
 //! skipped (a repository's hooks are its own code). Signing is off
 //! (`--no-gpg-sign`: no `gpg` program either), and so is automatic `gc`.
 //!
-//! On the 0.1.0 contract a plan is one command, so these verbs cannot run a
-//! second git to read the new state back: `git.commit` reads the new
-//! commit's full hash from git's own one-line commit summary (run with
-//! `core.abbrev=no` and `LC_ALL=C`), and each result names the read verb
-//! that shows the rest (`next`).
+//! Each plan is an `exec-read`: the write, then — only when it succeeded — a
+//! read of the state it left, so the answer *is* that state, in machine
+//! form: `git status --porcelain=v2` for add/restore/switch, the new commit
+//! from `git log -1` for commit.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{errors, json, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ExecRead, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
 
-use crate::{git, not_a_repository, Repo};
+use crate::{git, log, not_a_repository, status, status_cmd, Repo};
 
 /// `git` for a write: literal pathspecs, no automatic gc or maintenance.
 fn git_write(repo: &Repo) -> Cmd {
@@ -40,12 +39,28 @@ fn with_paths(mut c: Cmd, paths: &[String]) -> Cmd {
     c
 }
 
-/// The read op that shows what a write left behind.
-fn next(op: &str, repo: &Repo) -> Value {
-    match &repo.repo {
-        Some(dir) => json!({ "op": op, "args": { "repo": dir } }),
-        None => json!({ "op": op, "args": {} }),
+/// `run`, then the repository's status read back.
+fn then_status(run: Cmd, repo: &Repo) -> Plan {
+    Plan::ExecRead(ExecRead { run: run.into(), read_back: status_cmd(repo, true, false).into() })
+}
+
+/// The read-back's outcome; the write itself has succeeded by now, so a
+/// failure here says so (the caller must not simply retry the write).
+fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpError> {
+    let back = outcome.read_back().ok_or_else(|| errors::invalid_output(&format!("{verb} succeeded, but the host did not read the new state back")))?;
+    if back.exit_code != Some(0) {
+        return Err(errors::invalid_output(&format!(
+            "{verb} succeeded, but reading the new state back failed (exit {:?}): {}",
+            back.exit_code,
+            back.stderr_text().trim()
+        )));
     }
+    Ok(back)
+}
+
+/// The status a write left, in `git.status`'s result form.
+fn status_after(outcome: &Outcome, verb: &str) -> Result<Value, OpError> {
+    Ok(status::parse(&read_back(outcome, verb)?.stdout).to_json())
 }
 
 /// The errors the write verbs share: not a repository, a path git does not
@@ -67,8 +82,10 @@ fn check(outcome: &Outcome) -> Result<(), OpError> {
     outcome.success()
 }
 
-fn next_schema() -> Value {
-    json!({ "type": "object", "required": ["op", "args"], "description": "the read op that shows the new state" })
+fn status_schema() -> Value {
+    let mut schema = status::result_schema();
+    schema["description"] = json!("the repository's status after the write (as git.status returns it)");
+    schema
 }
 
 /// `git.add` args.
@@ -96,13 +113,13 @@ impl Verb for Add {
     fn result_schema() -> Option<Value> {
         Some(json!({
             "type": "object",
-            "required": ["staged", "next"],
-            "properties": { "staged": { "type": "array", "items": { "type": "string" } }, "next": next_schema() }
+            "required": ["staged", "status"],
+            "properties": { "staged": { "type": "array", "items": { "type": "string" } }, "status": status_schema() }
         }))
     }
 
     fn plan(args: &AddArgs) -> Result<Plan, OpError> {
-        Ok(Plan::Exec(with_paths(git_write(&args.repo).lit("add"), &args.paths).into()))
+        Ok(then_status(with_paths(git_write(&args.repo).lit("add"), &args.paths), &args.repo))
     }
 
     fn map(args: &AddArgs, outcome: &Outcome) -> Result<Value, OpError> {
@@ -114,7 +131,7 @@ impl Verb for Add {
             ));
         }
         check(outcome)?;
-        Ok(json!({ "staged": args.paths, "next": next("git.status", &args.repo) }))
+        Ok(json!({ "staged": args.paths, "status": status_after(outcome, Self::NAME)? }))
     }
 }
 
@@ -146,13 +163,11 @@ impl Verb for Commit {
     fn result_schema() -> Option<Value> {
         Some(json!({
             "type": "object",
-            "required": ["hash", "branch", "root_commit", "subject", "next"],
+            "required": ["commit", "branch", "root_commit"],
             "properties": {
-                "hash": { "type": "string", "pattern": "^([0-9a-f]{40}|[0-9a-f]{64})$", "description": "the new commit" },
+                "commit": log::commit_schema(),
                 "branch": { "type": ["string", "null"], "description": "the branch it is on; null on a detached HEAD" },
-                "root_commit": { "type": "boolean", "description": "the repository's first commit" },
-                "subject": { "type": "string" },
-                "next": next_schema()
+                "root_commit": { "type": "boolean", "description": "the repository's first commit" }
             }
         }))
     }
@@ -163,10 +178,13 @@ impl Verb for Commit {
         if args.allow_empty {
             c = c.lit("--allow-empty");
         }
-        Ok(Plan::Exec(c.end_of_options().stdin(args.message.as_bytes()).into()))
+        // The new commit, read back with the refs pointing at it (`%D`:
+        // `HEAD -> main, …`, or `HEAD` alone when detached).
+        let back = git(&args.repo).lit("log").lit("-1").lit("-z").lit(log::FORMAT_WITH_REFS).lit("HEAD").end_of_options();
+        Ok(Plan::ExecRead(ExecRead { run: c.end_of_options().stdin(args.message.as_bytes()).into(), read_back: back.into() }))
     }
 
-    fn map(args: &CommitArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &CommitArgs, outcome: &Outcome) -> Result<Value, OpError> {
         let out = outcome.stdout_text();
         if outcome.exit_code == Some(1) && (out.contains("nothing to commit") || out.contains("no changes added to commit")) {
             return Err(errors::op_error(
@@ -184,46 +202,20 @@ impl Verb for Commit {
             ));
         }
         check(outcome)?;
-        let summary = parse_summary(out.lines().next().unwrap_or_default())
-            .ok_or_else(|| errors::invalid_output(&format!("git commit succeeded but printed no commit summary line: {:?}", out.lines().next())))?;
-        Ok(json!({
-            "hash": summary.hash,
-            "branch": summary.branch,
-            "root_commit": summary.root_commit,
-            "subject": summary.subject,
-            "next": next("git.show", &args.repo),
-        }))
+        let back = read_back(outcome, Self::NAME)?;
+        let text = back.stdout_text();
+        let rec = text.trim_start_matches('\n').trim_end_matches('\0');
+        let (refs, rec) = rec.split_once('\u{1f}').ok_or_else(|| errors::invalid_output("the new commit, read back, has no ref field"))?;
+        let commit = log::commit(rec, true)?;
+        let root_commit = commit["parents"].as_array().is_some_and(Vec::is_empty);
+        Ok(json!({ "commit": commit, "branch": head_branch(refs), "root_commit": root_commit }))
     }
 }
 
-/// What git's commit summary line says.
-#[derive(Debug, PartialEq, Eq)]
-struct Summary {
-    hash: String,
-    branch: Option<String>,
-    root_commit: bool,
-    subject: String,
-}
-
-/// `[main (root-commit) <hash>] subject` / `[detached HEAD <hash>] subject`
-/// (LC_ALL=C, core.abbrev=no). Branch names cannot contain spaces, so the
-/// hash is the first word that is 40 or 64 hex digits and a `]`.
-fn parse_summary(line: &str) -> Option<Summary> {
-    let inner = line.strip_prefix('[')?;
-    let words: Vec<&str> = inner.split(' ').collect();
-    let at = words
-        .iter()
-        .position(|w| w.strip_suffix(']').is_some_and(|h| matches!(h.len(), 40 | 64) && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))))?;
-    let hash = words[at].trim_end_matches(']').to_string();
-    let mut head: Vec<&str> = words[..at].to_vec();
-    let root_commit = head.last() == Some(&"(root-commit)");
-    if root_commit {
-        head.pop();
-    }
-    let head = head.join(" ");
-    let branch = (head != "detached HEAD" && !head.is_empty()).then_some(head);
-    let subject = words[at + 1..].join(" ");
-    Some(Summary { hash, branch, root_commit, subject })
+/// The branch HEAD points to, from `%D` (`HEAD -> main, tag: v1`); `None`
+/// when HEAD is detached. Ref names contain neither spaces nor commas.
+fn head_branch(refs: &str) -> Option<String> {
+    refs.split(", ").find_map(|r| r.strip_prefix("HEAD -> ")).map(str::to_string)
 }
 
 /// What `git.restore` restores.
@@ -272,12 +264,12 @@ impl Verb for Restore {
     fn result_schema() -> Option<Value> {
         Some(json!({
             "type": "object",
-            "required": ["restored", "scope", "source", "next"],
+            "required": ["restored", "scope", "source", "status"],
             "properties": {
                 "restored": { "type": "array", "items": { "type": "string" } },
                 "scope": { "enum": ["worktree", "staged", "both"] },
                 "source": { "type": ["string", "null"] },
-                "next": next_schema()
+                "status": status_schema()
             }
         }))
     }
@@ -293,7 +285,7 @@ impl Verb for Restore {
         if let Some(source) = &args.source {
             c = c.opt("source", source);
         }
-        Ok(Plan::Exec(with_paths(c, &args.paths).into()))
+        Ok(then_status(with_paths(c, &args.paths), &args.repo))
     }
 
     fn map(args: &RestoreArgs, outcome: &Outcome) -> Result<Value, OpError> {
@@ -303,7 +295,7 @@ impl Verb for Restore {
             Scope::Staged => "staged",
             Scope::Both => "both",
         };
-        Ok(json!({ "restored": args.paths, "scope": scope, "source": args.source, "next": next("git.status", &args.repo) }))
+        Ok(json!({ "restored": args.paths, "scope": scope, "source": args.source, "status": status_after(outcome, Self::NAME)? }))
     }
 }
 
@@ -338,8 +330,8 @@ impl Verb for Switch {
     fn result_schema() -> Option<Value> {
         Some(json!({
             "type": "object",
-            "required": ["branch", "created", "next"],
-            "properties": { "branch": { "type": "string" }, "created": { "type": "boolean" }, "next": next_schema() }
+            "required": ["branch", "created", "status"],
+            "properties": { "branch": { "type": "string" }, "created": { "type": "boolean" }, "status": status_schema() }
         }))
     }
 
@@ -360,7 +352,7 @@ impl Verb for Switch {
             }
             c = c.value(&args.branch);
         }
-        Ok(Plan::Exec(c.end_of_options().into()))
+        Ok(then_status(c.end_of_options(), &args.repo))
     }
 
     fn map(args: &SwitchArgs, outcome: &Outcome) -> Result<Value, OpError> {
@@ -374,7 +366,7 @@ impl Verb for Switch {
             ));
         }
         outcome.success()?;
-        Ok(json!({ "branch": args.branch, "created": args.create, "next": next("git.status", &args.repo) }))
+        Ok(json!({ "branch": args.branch, "created": args.create, "status": status_after(outcome, Self::NAME)? }))
     }
 }
 
@@ -385,10 +377,11 @@ mod tests {
     use verbgate_plugin_sdk::serde_json;
     use verbgate_plugin_sdk::Arg;
 
+    /// The write command of a verb's `exec-read` plan.
     fn exec(verb: &str, args: Value) -> verbgate_plugin_sdk::Command {
         match Git::plan(verb, &args.to_string()).unwrap() {
-            Plan::Exec(c) => c,
-            _ => panic!("not an exec plan"),
+            Plan::ExecRead(p) => p.run,
+            _ => panic!("not an exec-read plan"),
         }
     }
 
@@ -413,17 +406,11 @@ mod tests {
     }
 
     #[test]
-    fn summaries_parse_for_branches_roots_and_detached_heads() {
-        let h = "0449a9d142aed3acb342b03d79c4e50b72374a44";
-        assert_eq!(
-            parse_summary(&format!("[main (root-commit) {h}] -x \"q\"")),
-            Some(Summary { hash: h.into(), branch: Some("main".into()), root_commit: true, subject: "-x \"q\"".into() })
-        );
-        assert_eq!(
-            parse_summary(&format!("[detached HEAD {h}] a ] b")),
-            Some(Summary { hash: h.into(), branch: None, root_commit: false, subject: "a ] b".into() })
-        );
-        assert_eq!(parse_summary("[main abc1234] short hash"), None);
+    fn the_branch_is_where_head_points() {
+        assert_eq!(head_branch("HEAD -> main, tag: v1, other"), Some("main".into()));
+        assert_eq!(head_branch("tag: v1, HEAD -> feature/x"), Some("feature/x".into()));
+        assert_eq!(head_branch("HEAD"), None, "detached");
+        assert_eq!(head_branch("HEAD, main"), None, "detached at a branch's commit");
     }
 
     #[test]
@@ -431,9 +418,36 @@ mod tests {
         let out = Outcome::exited(1, "On branch main\nnothing to commit, working tree clean\n");
         let e = Git::map_result("git.commit", r#"{"message":"x"}"#, &out).unwrap_err();
         assert!(e.message.contains("git.add"), "{}", e.message);
-        let done = Outcome::exited(0, "[main 0449a9d142aed3acb342b03d79c4e50b72374a44] x\n 1 file changed\n");
-        let v: Value = serde_json::from_str(&Git::map_result("git.commit", r#"{"message":"x","repo":"sub"}"#, &done).unwrap()).unwrap();
-        assert_eq!(v["hash"], "0449a9d142aed3acb342b03d79c4e50b72374a44");
-        assert_eq!(v["next"], json!({ "op": "git.show", "args": { "repo": "sub" } }));
+    }
+
+    #[test]
+    fn a_commit_answers_with_the_commit_read_back() {
+        let h = "0449a9d142aed3acb342b03d79c4e50b72374a44";
+        let rec = format!("HEAD -> main\u{1f}{h}\u{1f}\u{1f}A U\u{1f}a@x\u{1f}2026-12-03T10:00:00+01:00\u{1f}A U\u{1f}a@x\u{1f}2026-12-03T10:00:00+01:00\u{1f}-x \"q\"\u{1f}body\n\n\0");
+        let done = Outcome::exited(0, "[main (root-commit) 0449a9d] -x\n").with_read_back(Outcome::exited(0, rec));
+        let v: Value = serde_json::from_str(&Git::map_result("git.commit", r#"{"message":"x"}"#, &done).unwrap()).unwrap();
+        assert_eq!(v["commit"]["hash"], h);
+        assert_eq!(v["commit"]["subject"], "-x \"q\"");
+        assert_eq!(v["commit"]["body"], "body");
+        assert_eq!(v["commit"]["author"]["time"], "2026-12-03T09:00:00Z");
+        assert_eq!((v["branch"].as_str(), v["root_commit"].as_bool()), (Some("main"), Some(true)));
+        // The commit was made but could not be read: say so, never "failed".
+        let unread = Outcome::exited(0, "").with_read_back(Outcome::exited(128, "").with_stderr("fatal: bad object HEAD"));
+        let e = Git::map_result("git.commit", r#"{"message":"x"}"#, &unread).unwrap_err();
+        assert_eq!(e.code, "invalid_output");
+        assert!(e.message.contains("git.commit succeeded, but reading the new state back failed"), "{}", e.message);
+    }
+
+    #[test]
+    fn add_answers_with_the_status_read_back() {
+        let plan = Git::plan("git.add", r#"{"paths":["a.txt"]}"#).unwrap();
+        let Plan::ExecRead(p) = plan else { panic!("not an exec-read plan") };
+        assert!(p.read_back.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--porcelain=v2")));
+        let status = "# branch.oid 0449a9d142aed3acb342b03d79c4e50b72374a44\0# branch.head main\01 A. N... 000000 100644 100644 0000000000000000000000000000000000000000 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 a.txt\0";
+        let done = Outcome::exited(0, "").with_read_back(Outcome::exited(0, status));
+        let v: Value = serde_json::from_str(&Git::map_result("git.add", r#"{"paths":["a.txt"]}"#, &done).unwrap()).unwrap();
+        assert_eq!(v["staged"], json!(["a.txt"]));
+        assert_eq!(v["status"]["branch"]["head"], "main");
+        assert_eq!(v["status"]["entries"][0]["path"], "a.txt", "{v}");
     }
 }

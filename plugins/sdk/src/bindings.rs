@@ -17,7 +17,9 @@ wit_bindgen::generate!({
 
 /// The exported interface a plugin implements (used by [`crate::plugin!`]).
 pub use exports::verbgate::verbs::plugin::Guest;
-pub use verbgate::verbs::types::{Arg, Command, Effect, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan, VerbSpec};
+pub use verbgate::verbs::types::{
+    Arg, Command, Effect, ExecRead, HostCall, LongOption, OpError, Outcome, PluginInfo, ReadBackOutcome, Resolved, VerbKind, VerbPlan, VerbSpec,
+};
 
 /// The WIT version this SDK builds components against.
 pub const WIT_VERSION: &str = "0.2.0";

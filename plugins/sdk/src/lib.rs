@@ -38,7 +38,10 @@ mod schema;
 mod verb;
 
 pub use args::Args;
-pub use bindings::{Arg, Command, Effect, HostCall, LongOption, OpError, Outcome, PluginInfo, Resolved, VerbKind, VerbPlan as Plan, VerbSpec, WIT_VERSION};
+pub use bindings::{
+    Arg, Command, Effect, ExecRead, HostCall, LongOption, OpError, Outcome, PluginInfo, ReadBackOutcome, Resolved, VerbKind, VerbPlan as Plan, VerbSpec,
+    WIT_VERSION,
+};
 pub use command::{cmd, Cmd};
 pub use outcome::OutcomeExt;
 pub use params::{params_schema, yes, Params};

@@ -4,7 +4,7 @@
 //! would (`Outcome::exited(0, stdout)`), without spelling out every field of
 //! the WIT record — and without a test double: the same `map` runs.
 
-use crate::{errors, OpError, Outcome, Value};
+use crate::{errors, OpError, Outcome, ReadBackOutcome, Value};
 
 /// Helpers on an [`Outcome`].
 pub trait OutcomeExt {
@@ -19,6 +19,9 @@ pub trait OutcomeExt {
     fn host_json(&self) -> Result<Value, OpError>;
     /// Whether this is the entity-extraction call for a running job.
     fn is_running(&self) -> bool;
+    /// An `exec-read` plan's read-back, as an outcome of its own (so the
+    /// same helpers read it); `None` when it did not run.
+    fn read_back(&self) -> Option<Outcome>;
 }
 
 impl OutcomeExt for Outcome {
@@ -37,6 +40,16 @@ impl OutcomeExt for Outcome {
     fn is_running(&self) -> bool {
         self.running
     }
+    fn read_back(&self) -> Option<Outcome> {
+        self.read_back.as_ref().map(|r| Outcome {
+            exit_code: r.exit_code,
+            signal: r.signal,
+            stdout: r.stdout.clone(),
+            stderr: r.stderr.clone(),
+            stdout_truncated: r.stdout_truncated,
+            ..Outcome::empty()
+        })
+    }
     fn host_json(&self) -> Result<Value, OpError> {
         let text = self.host_result.as_deref().ok_or_else(|| errors::invalid_output("the host call returned no result"))?;
         serde_json::from_str(text).map_err(|e| errors::invalid_output(&format!("host result is not JSON: {e}")))
@@ -45,7 +58,16 @@ impl OutcomeExt for Outcome {
 
 impl Outcome {
     fn empty() -> Outcome {
-        Outcome { exit_code: None, signal: None, stdout: Vec::new(), stderr: Vec::new(), host_result: None, running: false, stdout_truncated: false }
+        Outcome {
+            exit_code: None,
+            signal: None,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            host_result: None,
+            running: false,
+            stdout_truncated: false,
+            read_back: None,
+        }
     }
 
     /// A program that exited with `code`, having printed `stdout`.
@@ -72,6 +94,19 @@ impl Outcome {
     /// The same outcome with `stderr`.
     pub fn with_stderr(mut self, stderr: impl Into<Vec<u8>>) -> Outcome {
         self.stderr = stderr.into();
+        self
+    }
+
+    /// The same outcome with the read-back of an `exec-read` plan (which
+    /// the host runs only after the first command exited 0).
+    pub fn with_read_back(mut self, read_back: Outcome) -> Outcome {
+        self.read_back = Some(ReadBackOutcome {
+            exit_code: read_back.exit_code,
+            signal: read_back.signal,
+            stdout: read_back.stdout,
+            stderr: read_back.stderr,
+            stdout_truncated: read_back.stdout_truncated,
+        });
         self
     }
 

@@ -19,6 +19,10 @@ fn main() {
     let mode = args.first().map(String::as_str).unwrap_or("");
     match mode {
         "argv" => argv(&args[1..]),
+        // Leave a trace that this command ran: create the file named.
+        "touch" => {
+            std::fs::write(args.get(1).map(String::as_str).unwrap_or("touched"), b"ran\n").expect("touch");
+        }
         "sleep" => {
             let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
             std::thread::sleep(std::time::Duration::from_millis(ms));
