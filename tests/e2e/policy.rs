@@ -152,6 +152,13 @@ fn python_sdk_elicitation_allows_once_for_the_session_and_declines() {
     let first = v["asked"][0]["message"].as_str().unwrap();
     assert!(first.contains("echo.argv") && first.contains("effects: \"undeclared\"") && first.contains("verbgate-fixture-cli argv one"), "{first}");
     assert_eq!(v["asked"][0]["schema"]["properties"]["decision"]["oneOf"][1]["const"], "allow_session");
+    // A write with a read-back: the person sees both commands before either runs.
+    assert_eq!(v["commit"]["results"][0]["error"]["code"], "consent_declined", "{v}");
+    let commit = v["asked"][4]["message"].as_str().unwrap();
+    assert!(commit.contains("`git.commit`") && commit.contains(" commit --no-gpg-sign"), "{commit}");
+    let then = commit.lines().find(|l| l.starts_with("then reads back: ")).unwrap_or_else(|| panic!("{commit}"));
+    assert!(then.contains(" log -1 -z "), "{then}");
+    assert_eq!(git(&env.root, &["rev-list", "--count", "HEAD"]).trim(), "1", "a declined commit must not run");
 
     let rows = audit(&env, &[]);
     let by = |verb: &str| rows.iter().filter(|r| r["verb"] == verb).collect::<Vec<_>>();

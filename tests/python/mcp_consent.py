@@ -61,12 +61,15 @@ async def main() -> None:
             # 1: asked, allowed once. 2: asked again, allowed for the session.
             # 3: not asked (session grant). 4: another verb, asked, declined.
             # 5: a batch where one op asks (declined) and one does not.
+            # 6: git.commit, asked (declined).
             out["once"] = (await session.call_tool("request", argv_op("one"))).structured_content
             out["session"] = (await session.call_tool("request", argv_op("two"))).structured_content
             out["granted"] = (await session.call_tool("request", argv_op("three"))).structured_content
             out["asked_after_grant"] = len(asked)
             out["declined"] = (await session.call_tool("request", {"ops": [{"op": "echo.fail", "args": {"code": 3}}]})).structured_content
             out["batch"] = (await session.call_tool("request", {"ops": [{"op": "echo.sleep", "args": {"ms": 1}}, {"op": "git.status"}]})).structured_content
+            # 6: a write with a read-back: the question shows both commands.
+            out["commit"] = (await session.call_tool("request", {"ops": [{"op": "git.commit", "args": {"message": "asked", "allow_empty": True}}]})).structured_content
             out["asked"] = asked
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:

@@ -30,15 +30,16 @@ pub fn denied(verb: &Verb, rule: &Rule) -> OpError {
 impl Dispatcher {
     /// Settle an `ask` before the op runs: a session grant, or a person's
     /// answer through the caller's [`super::consent::Asker`]. Ops the policy
-    /// allows pass at once. `rule` is the one the op was decided by (once,
+    /// allows pass at once. `runs` is every command the op will run (none
+    /// for a host call; an `exec-read` plan's read-back second): the person
+    /// is shown them all. `rule` is the one the op was decided by (once,
     /// before its plan was made).
     pub(crate) async fn consent(
         &self,
         verb: &Verb,
         req: &OpRequest,
         rule: &Rule,
-        prepared: Option<&Prepared>,
-        read_back: Option<&Prepared>,
+        runs: &[&Prepared],
         caller: &Caller,
         trail: &mut Trail,
     ) -> Result<(), OpError> {
@@ -53,6 +54,7 @@ impl Dispatcher {
             let why = caller.asker.as_ref().and_then(|a| a.unavailable()).unwrap_or_else(|| "this caller has no way to ask a person".into());
             return Err(required(verb, rule, &why));
         };
+        let (prepared, read_back) = (runs.first(), runs.get(1));
         let question = Question {
             verb: verb.name.clone(),
             args: req.args.clone(),

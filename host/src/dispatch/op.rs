@@ -165,7 +165,7 @@ impl Dispatcher {
                     trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
-                self.consent(verb, req, rule, Some(&prepared), None, caller, trail).await?;
+                self.consent(verb, req, rule, &[&prepared], caller, trail).await?;
                 // map-result's instance is made while the program runs.
                 let (outcome, ready) = tokio::join!(run_command(&prepared, self.run_limits.capture_bytes), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
@@ -184,7 +184,7 @@ impl Dispatcher {
                         json!({ "dry_run": true, "plan": { "kind": "exec_read", "command": prepared.to_json(), "read_back": then.to_json() } }),
                     );
                 }
-                self.consent(verb, req, rule, Some(&prepared), Some(&then), caller, trail).await?;
+                self.consent(verb, req, rule, &[&prepared, &then], caller, trail).await?;
                 let (outcome, ready) = tokio::join!(self.run_then_read(&prepared, &then), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
             }
@@ -195,7 +195,7 @@ impl Dispatcher {
                     trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
-                self.consent(verb, req, rule, Some(&prepared), None, caller, trail).await?;
+                self.consent(verb, req, rule, &[&prepared], caller, trail).await?;
                 let job = self.jobs()?.spawn(SpawnRequest {
                     verb: &verb.name,
                     plugin: &verb.plugin.name,
@@ -216,7 +216,7 @@ impl Dispatcher {
                     let args = serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null);
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": args } }));
                 }
-                self.consent(verb, req, rule, None, None, caller, trail).await?;
+                self.consent(verb, req, rule, &[], caller, trail).await?;
                 let result = self.host_call(verb, &call).await?;
                 Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
             }
