@@ -108,7 +108,8 @@ fn per_component_limits_raise_and_lower_the_defaults() {
 #[test]
 fn a_python_guest_compiles_once_in_the_background_then_loads_from_the_cache() {
     require_guest_tools();
-    let env = Env::new().allowing(&["pyecho.*", "jsecho.*"]);
+    // Cold: nothing compiled yet, the Python guest least of all.
+    let env = Env::cold().allowing(&["pyecho.*", "jsecho.*"]);
     env.install("py-echo");
     verbgate_tests::runtime().block_on(async {
         // Cold cache: the server answers at once; the Python component is

@@ -102,32 +102,47 @@ pub struct Env {
     programs: Vec<(String, String)>,
     /// `[[policy]]` rules appended after the tables.
     policy: String,
+    /// Made from the [`Template`]: shared key, warm cache.
+    warm: bool,
 }
 
 impl Env {
     /// A fresh environment with a trusted signing key named `test` and the
-    /// fixture CLI configured as a program. Its compile cache starts warm
-    /// (see [`warm_cache`]); tests of the cache itself use [`Env::cold`].
+    /// fixture CLI configured as a program. The key is the one every test
+    /// shares and the compile cache starts warm (see [`Template`]); tests
+    /// of the cache itself, or of a home's first start, use [`Env::cold`].
     pub fn new() -> Env {
-        let env = Env::cold();
-        copy_cache(warm_cache(), &env.home.join("cache"));
+        let mut env = Env::bare();
+        let template = Template::get();
+        let (sk, pk) = template.keys();
+        copy_private(&sk, &env.secret_key());
+        copy_private(&pk, &env.home.join("keys/test.pk.pem"));
+        env.run_ok(&["trust", "add", env.home.join("keys/test.pk.pem").to_str().unwrap(), "--name", "test key"]);
+        copy_cache(&template.cache(), &env.home.join("cache"));
+        env.warm = true;
         env
     }
 
-    /// Like [`Env::new`], with an empty compile cache and a home-own MAC key:
-    /// the first start compiles every component.
+    /// Like [`Env::new`], with a key of its own and an empty compile cache
+    /// (with its own MAC key): the first start compiles every component.
     pub fn cold() -> Env {
+        let env = Env::bare();
+        let out = env.run_ok(&["keygen", "--name", "test"]);
+        let public = out["public_key"].as_str().unwrap().to_string();
+        env.run_ok(&["trust", "add", &public, "--name", "test key"]);
+        env
+    }
+
+    /// Directories and config, no key.
+    fn bare() -> Env {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         let root = tmp.path().join("root");
         let plugins = tmp.path().join("plugins");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&plugins).unwrap();
-        let env = Env { tmp, home, root, plugins, config: String::new(), programs: Vec::new(), policy: String::new() };
+        let env = Env { tmp, home, root, plugins, config: String::new(), programs: Vec::new(), policy: String::new(), warm: false };
         env.write_config();
-        let out = env.run_ok(&["keygen", "--name", "test"]);
-        let public = out["public_key"].as_str().unwrap().to_string();
-        env.run_ok(&["trust", "add", &public, "--name", "test key"]);
         env
     }
 
@@ -239,6 +254,11 @@ impl Env {
     pub fn install_from(&self, name: &str, src: &Path) -> PathBuf {
         let dest = self.plugins.join(format!("{name}.wasm"));
         self.run_ok(&["sign", src.to_str().unwrap(), "--key", self.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+        // A large fixture signed with the shared key is byte-identical to
+        // the template's copy: bring its compiled code along.
+        if self.warm && SHARED_FIXTURES.contains(&name) && src == component(name) && Template::get().warm(name) {
+            copy_cache(&Template::get().cache(), &self.home.join("cache"));
+        }
         dest
     }
 
@@ -255,60 +275,137 @@ impl Env {
     }
 }
 
-/// A compile cache holding the bundled components compiled by this
-/// `verbgate` binary, made once per binary build and shared by every test
-/// home (`target/tmp/warm-cache-<stamp>`). Compiling the six bundled
-/// components costs each cold home about three CPU-seconds, paid again by
-/// nearly every test; a copied cache (entries and their MAC key together)
-/// authenticates in the new home exactly as in the one that wrote it.
-pub fn warm_cache() -> &'static Path {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
+/// A verbgate home made once per `verbgate` binary build and shared by
+/// the test homes (`target/tmp/warm-home-<stamp>/home`): a signing key
+/// `test`, and a compile cache holding the bundled components (and, once a
+/// test installed them, the large guest fixtures) as compiled by this
+/// binary. A cold home pays about three CPU-seconds to compile the six
+/// bundled components, and a minute for the Python guest, in nearly every
+/// test; a copied cache (entries and their MAC key together) authenticates
+/// in the new home exactly as in the one that wrote it, and components
+/// signed with the shared key are byte-identical, so their entries match.
+pub struct Template {
+    /// The template's `VERBGATE_HOME`.
+    pub home: PathBuf,
+    dir: PathBuf,
+    /// Guest fixtures compiled into the cache so far.
+    warmed: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// Fixtures worth compiling once for every test (each takes many seconds).
+const SHARED_FIXTURES: &[&str] = &["py-echo", "js-echo"];
+
+impl Template {
+    /// The template for the `verbgate` binary under test.
+    pub fn get() -> &'static Template {
+        static T: std::sync::OnceLock<Template> = std::sync::OnceLock::new();
+        T.get_or_init(|| {
+            let dir = Template::make();
+            Template { home: dir.join("home"), dir, warmed: Default::default() }
+        })
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new(verbgate_bin());
+        c.env("VERBGATE_HOME", &self.home).env_remove("VERBGATE_LOG");
+        c
+    }
+
+    /// The template directory, built if this binary has none yet.
+    fn make() -> PathBuf {
         let bin = verbgate_bin();
         let meta = std::fs::metadata(&bin).unwrap();
         let mtime = meta.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap();
         let stamp = format!("{:x}-{:x}", meta.len(), mtime.as_nanos());
         let parent = target_dir().join("tmp");
-        let dir = parent.join(format!("warm-cache-{stamp}"));
-        if dir.join("cache/mac.key").exists() {
-            return dir.join("cache");
+        let dir = parent.join(format!("warm-home-{stamp}"));
+        if dir.join("ready").exists() {
+            return dir;
         }
         std::fs::create_dir_all(&parent).unwrap();
         // Another test process may build the same template at once: each
         // builds its own and the first rename wins.
-        let building = parent.join(format!("warm-cache-{stamp}.{}", std::process::id()));
+        let building = parent.join(format!("warm-home-{stamp}.{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&building);
         let root = building.join("root");
         std::fs::create_dir_all(&root).unwrap();
-        let out =
-            Command::new(&bin).env("VERBGATE_HOME", building.join("home")).env_remove("VERBGATE_LOG").arg("--root").arg(&root).arg("verbs").output().unwrap();
-        assert!(out.status.success(), "warming the compile cache failed: {}", String::from_utf8_lossy(&out.stderr));
-        std::fs::rename(building.join("home/cache"), building.join("cache")).unwrap();
+        let run = |args: &[&str]| {
+            let out = Command::new(&bin).env("VERBGATE_HOME", building.join("home")).env_remove("VERBGATE_LOG").arg("--root").arg(&root).args(args).output().unwrap();
+            assert!(out.status.success(), "making the test template: verbgate {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        run(&["keygen", "--name", "test"]);
+        run(&["trust", "add", building.join("home/keys/test.pk.pem").to_str().unwrap(), "--name", "test key"]);
+        run(&["verbs"]);
+        std::fs::write(building.join("ready"), b"").unwrap();
         if std::fs::rename(&building, &dir).is_err() {
             let _ = std::fs::remove_dir_all(&building);
         }
         // Templates of older builds are never read again.
         for old in std::fs::read_dir(&parent).unwrap().flatten() {
             let name = old.file_name().to_string_lossy().to_string();
-            if name.starts_with("warm-cache-") && !name.starts_with(&format!("warm-cache-{stamp}")) {
+            if (name.starts_with("warm-home-") || name.starts_with("warm-cache-")) && !name.starts_with(&format!("warm-home-{stamp}")) {
                 let _ = std::fs::remove_dir_all(old.path());
             }
         }
-        dir.join("cache")
-    })
+        dir
+    }
+
+    /// The compile cache.
+    pub fn cache(&self) -> PathBuf {
+        self.home.join("cache")
+    }
+
+    /// The shared secret and public key files.
+    fn keys(&self) -> (PathBuf, PathBuf) {
+        (self.home.join("keys/test.sk.pem"), self.home.join("keys/test.pk.pem"))
+    }
+
+    /// Compile fixture `name` (signed with the shared key) into the cache,
+    /// once; `false` for fixtures not worth sharing.
+    fn warm(&self, name: &str) -> bool {
+        if !SHARED_FIXTURES.contains(&name) {
+            return false;
+        }
+        let mut warmed = self.warmed.lock().unwrap_or_else(|e| e.into_inner());
+        if warmed.contains(name) {
+            return true;
+        }
+        let plugins = self.dir.join(format!("plugins-{name}"));
+        std::fs::create_dir_all(&plugins).unwrap();
+        let dest = plugins.join(format!("{name}.wasm"));
+        let (sk, _) = self.keys();
+        let sign = self.command().arg("sign").arg(component(name)).arg("--key").arg(&sk).arg("--out").arg(&dest).output().unwrap();
+        assert!(sign.status.success(), "signing {name} for the template: {}", String::from_utf8_lossy(&sign.stderr));
+        let out = self.command().arg("--root").arg(self.dir.join("root")).arg("--plugins").arg(&plugins).arg("verbs").output().unwrap();
+        assert!(out.status.success(), "compiling {name} for the template: {}", String::from_utf8_lossy(&out.stderr));
+        warmed.insert(name.to_string());
+        true
+    }
 }
 
 /// Copy the cache directory `from` to `to` with the modes verbgate gives
-/// its own (directory 0700, files 0600).
+/// its own (directory 0700, files 0600); entries already there are kept.
 fn copy_cache(from: &Path, to: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(to).unwrap();
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o700)).unwrap();
     for entry in std::fs::read_dir(from).unwrap().flatten() {
         let dest = to.join(entry.file_name());
+        if dest.exists() {
+            continue;
+        }
         std::fs::copy(entry.path(), &dest).unwrap();
         std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
+}
+
+/// Copy a key file, private.
+fn copy_private(from: &Path, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::set_permissions(to.parent().unwrap(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::copy(from, to).unwrap();
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 impl Default for Env {
