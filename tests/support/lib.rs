@@ -330,7 +330,8 @@ impl Template {
         let root = building.join("root");
         std::fs::create_dir_all(&root).unwrap();
         let run = |args: &[&str]| {
-            let out = Command::new(&bin).env("VERBGATE_HOME", building.join("home")).env_remove("VERBGATE_LOG").arg("--root").arg(&root).args(args).output().unwrap();
+            let out =
+                Command::new(&bin).env("VERBGATE_HOME", building.join("home")).env_remove("VERBGATE_LOG").arg("--root").arg(&root).args(args).output().unwrap();
             assert!(out.status.success(), "making the test template: verbgate {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
         };
         run(&["keygen", "--name", "test"]);
