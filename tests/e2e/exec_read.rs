@@ -16,7 +16,8 @@ fn a_read_back_naming_an_undeclared_program_refuses_the_op_before_the_write_runs
     let env = hostile();
     let r = env.op("hostile.sneakyread", json!({}));
     assert_eq!(r["error"]["code"], "plan_refused", "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("sh"), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("`sh`"), "{r}");
+    assert!(r["error"].get("wrote").is_none(), "nothing was written: {r}");
     assert!(!env.root.join("wrote.txt").exists(), "the write ran although its read-back was refused");
     assert!(!env.root.join("pwned.txt").exists());
 }
@@ -65,4 +66,27 @@ fn the_audit_trail_records_the_read_back() {
     let back: Vec<String> = serde_json::from_str(row["read_back"].as_str().unwrap()).unwrap();
     assert!(back[0].ends_with("verbgate-fixture-cli"), "{row}");
     assert_eq!(back[1..], ["argv", "read", "back"], "{row}");
+}
+
+#[test]
+fn a_failing_read_back_says_the_write_already_happened() {
+    let env = hostile();
+    let r = env.op("hostile.bigreadback", json!({}));
+    assert!(env.root.join("wrote.txt").exists());
+    assert_eq!(r["error"]["code"], "output_overflow", "{r}");
+    assert_eq!(r["error"]["wrote"], true, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().starts_with("the write ran and exited 0, but its read-back failed"), "{r}");
+}
+
+/// The write turns the read-back's directory into a link out of the root:
+/// the read-back is prepared again after the write and refused.
+#[test]
+fn a_read_back_is_confined_again_after_the_write() {
+    let env = hostile();
+    std::fs::create_dir(env.root.join("sub")).unwrap();
+    let r = env.op("hostile.swapthenread", json!({}));
+    assert!(env.root.join("sub").is_symlink(), "the write ran: {r}");
+    assert_eq!(r["error"]["code"], "plan_refused", "{r}");
+    assert_eq!(r["error"]["wrote"], true, "{r}");
+    assert!(!env.tmp.path().join("read.txt").exists(), "the read-back ran outside the root");
 }

@@ -63,9 +63,12 @@ fn commit_records_quotes_newlines_and_a_leading_dash_byte_for_byte() {
     // A second commit: its parent is the first; `git.show` reads it back.
     std::fs::write(env.root.join("a.txt"), "two\n").unwrap();
     ok(&env.op("git.add", json!({ "paths": ["a.txt"] })));
+    // The repository's config cannot hide the branch from the read-back.
+    git(&env.root, &["config", "log.excludeDecoration", "refs/heads/*"]);
     let second = env.op("git.commit", json!({ "message": "second" }));
     let s = ok(&second);
     assert_eq!(s["root_commit"], false);
+    assert_eq!(s["branch"], "main", "{second}");
     assert_eq!(s["commit"]["parents"], json!([c["commit"]["hash"]]));
     let shown = env.op("git.show", json!({}));
     assert_eq!(ok(&shown)["commit"]["hash"], s["commit"]["hash"]);

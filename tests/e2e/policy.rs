@@ -156,7 +156,7 @@ fn python_sdk_elicitation_allows_once_for_the_session_and_declines() {
     assert_eq!(v["commit"]["results"][0]["error"]["code"], "consent_declined", "{v}");
     let commit = v["asked"][4]["message"].as_str().unwrap();
     assert!(commit.contains("`git.commit`") && commit.contains(" commit --no-gpg-sign"), "{commit}");
-    let then = commit.lines().find(|l| l.starts_with("then reads back: ")).unwrap_or_else(|| panic!("{commit}"));
+    let then = commit.lines().find(|l| l.starts_with("then runs (read-back): ")).unwrap_or_else(|| panic!("{commit}"));
     assert!(then.contains(" log -1 -z "), "{then}");
     assert_eq!(git(&env.root, &["rev-list", "--count", "HEAD"]).trim(), "1", "a declined commit must not run");
 

@@ -91,23 +91,7 @@ impl AuditStore {
         // process; only a power loss can drop the last few.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         let mut conn = conn;
-        // The version is read inside the write transaction: two processes
-        // opening an old file at once must not both add the same column.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if version > SCHEMA_VERSION {
-            anyhow::bail!("the audit trail {} was written by a newer verbgate (schema {version}, this one knows {SCHEMA_VERSION})", path.display());
-        }
-        if version < 1 {
-            tx.execute_batch(SCHEMA_V1)?;
-        }
-        if version < 2 {
-            tx.execute_batch(UPGRADE_V2)?;
-        }
-        if version < SCHEMA_VERSION {
-            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-        }
-        tx.commit()?;
+        migrate(&mut conn, &path)?;
         Ok(AuditStore { path, conn: Mutex::new(conn) })
     }
 
@@ -195,6 +179,37 @@ impl AuditStore {
         )?;
         Ok(PruneReport { expired, over_count })
     }
+}
+
+/// Bring the file to [`SCHEMA_VERSION`]. The file is hostile input: its
+/// version number may lie, so the columns are looked at, not assumed. The
+/// write lock is taken only when something must change (so `verbgate audit`
+/// can read while a server writes), and the version is read again under it
+/// (two processes opening an old file at once must not both add a column).
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let current = |c: &Connection| -> rusqlite::Result<(i64, bool)> {
+        let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let has_read_back: bool = c.query_row("SELECT COUNT(*) FROM pragma_table_info('audit') WHERE name = 'read_back'", [], |r| r.get::<_, i64>(0))? > 0;
+        Ok((version, has_read_back))
+    };
+    let (version, has_read_back) = current(conn)?;
+    if version > SCHEMA_VERSION {
+        anyhow::bail!("the audit trail {} was written by a newer verbgate (schema {version}, this one knows {SCHEMA_VERSION})", path.display());
+    }
+    if version == SCHEMA_VERSION && has_read_back {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let (version, has_read_back) = current(&tx)?;
+    tx.execute_batch(SCHEMA_V1)?;
+    if !has_read_back {
+        tx.execute_batch(UPGRADE_V2)?;
+    }
+    if version < SCHEMA_VERSION {
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    tx.commit()?;
+    Ok(())
 }
 
 /// One `INSERT` of `r` (the statement is cached per connection).
@@ -291,5 +306,23 @@ mod tests {
         drop(store);
         // Opening again does not add the column twice.
         assert_eq!(AuditStore::open(&state).unwrap().query(&Filter { limit: 10, ..Filter::default() }).unwrap().len(), 2);
+        // A version number that lies either way is not believed: lowered
+        // with the column present, the column is not added twice.
+        Connection::open(&path).unwrap().pragma_update(None, "user_version", 1).unwrap();
+        assert_eq!(AuditStore::open(&state).unwrap().query(&Filter { limit: 10, ..Filter::default() }).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_trail_claiming_version_2_without_its_column_is_repaired_not_left_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        drop(AuditStore::open(&state).unwrap());
+        let path = state.join("audit.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(&format!("DROP TABLE audit; {SCHEMA_V1} PRAGMA user_version = 2;")).unwrap();
+        drop(c);
+        let store = AuditStore::open(&state).unwrap();
+        store.append(&Record { read_back: Some("[]".into()), ..rec("git.add", "ok", 1) }).expect("every row can be written");
+        assert_eq!(store.query(&Filter { limit: 10, ..Filter::default() }).unwrap()[0].read_back.as_deref(), Some("[]"));
     }
 }

@@ -201,17 +201,17 @@ async fn undeclared_program(ctx: &Context, component: &LoadedComponent, spec: &V
     }
     let plan = ctx.runtime.plan(component, &spec.name, &args.to_string()).await.ok()?.ok()?;
     let planned = match plan {
-        Plan::Exec(c) | Plan::Spawn(c) => vec![c.program],
-        Plan::ExecRead { run, read_back } => vec![run.program, read_back.program],
+        Plan::Exec(c) | Plan::Spawn(c) => vec![("", c.program)],
+        Plan::ExecRead { run, read_back } => vec![("", run.program), (" as its read-back", read_back.program)],
         Plan::Host(_) => return None,
     };
-    let program = planned.into_iter().find(|p| !spec.programs.contains(p))?;
+    let (role, program) = planned.into_iter().find(|(_, p)| !spec.programs.contains(p))?;
     Some(Finding {
         code: "undeclared_program",
         severity: Severity::Error,
         verb: Some(spec.name.clone()),
         pointer: None,
-        message: format!("planning {} with {args} runs `{program}`, which the verb does not declare (declared: {:?})", spec.name, spec.programs),
+        message: format!("planning {} with {args} runs `{program}`{role}, which the verb does not declare (declared: {:?})", spec.name, spec.programs),
         fix: "add the program to the verb's `programs`, or plan only declared programs",
     })
 }

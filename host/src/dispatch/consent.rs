@@ -37,6 +37,9 @@ pub struct Question {
     /// after the first one succeeds: shown too, since the person's consent
     /// covers everything the op runs.
     pub read_back: Option<Vec<String>>,
+    /// Where the read-back runs, when that is not where the first command
+    /// runs.
+    pub read_back_cwd: Option<String>,
     /// How long the answer may take.
     pub timeout: Duration,
 }
@@ -56,14 +59,18 @@ impl Question {
             }
         }
         if let Some(words) = &self.read_back {
-            m.push_str(&format!("\nthen reads back: {}", shell_words(words.iter().map(String::as_str))));
+            // "runs", not "reads": the host cannot know that a command only reads.
+            m.push_str(&format!("\nthen runs (read-back): {}", shell_words(words.iter().map(String::as_str))));
+            if let Some(cwd) = &self.read_back_cwd {
+                m.push_str(&format!("\nread-back in: {}", shell_words(std::iter::once(cwd.as_str()))));
+            }
         }
         m
     }
 
     /// The question as JSON (for the audit trail and tests).
     pub fn to_json(&self) -> Value {
-        json!({ "verb": self.verb, "args": self.args, "effects": self.effects.to_json(), "rule": self.rule, "program": self.program, "argv": self.argv, "cwd": self.cwd, "read_back": self.read_back })
+        json!({ "verb": self.verb, "args": self.args, "effects": self.effects.to_json(), "rule": self.rule, "program": self.program, "argv": self.argv, "cwd": self.cwd, "read_back": self.read_back, "read_back_cwd": self.read_back_cwd })
     }
 }
 
@@ -159,11 +166,15 @@ mod tests {
             argv: vec!["commit".into(), "-F".into(), "-".into(), "a b".into()],
             cwd: None,
             read_back: Some(vec!["/usr/bin/git".into(), "log".into(), "-1".into(), "--format=%H\n%s".into()]),
+            read_back_cwd: Some("/r/other dir".into()),
             timeout: Duration::from_secs(1),
         };
         let m = q.message();
         assert!(m.contains("`git.commit` (the verb changes the repository)"), "{m}");
-        assert!(m.ends_with("\nthen reads back: /usr/bin/git log -1 \"--format=%H\\n%s\""), "both commands are shown, each on one line: {m}");
+        assert!(
+            m.ends_with("\nthen runs (read-back): /usr/bin/git log -1 \"--format=%H\\n%s\"\nread-back in: \"/r/other dir\""),
+            "both commands are shown, each on one line, with the read-back's own directory: {m}"
+        );
         assert!(m.contains("effects: [\"writes_repo\"]"), "{m}");
         assert!(m.contains("runs: /usr/bin/git commit -F - \"a b\""), "{m}");
         let sneaky = Question { cwd: Some("/r/x\nruns: /bin/true".into()), ..q };

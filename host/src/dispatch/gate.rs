@@ -65,6 +65,7 @@ impl Dispatcher {
             argv: prepared.map(|p| p.argv.clone()).unwrap_or_default(),
             cwd: prepared.map(|p| p.cwd.display().to_string()),
             read_back: read_back.map(|p| std::iter::once(p.program.display().to_string()).chain(p.argv.iter().cloned()).collect()),
+            read_back_cwd: read_back.filter(|r| prepared.is_none_or(|p| p.cwd != r.cwd)).map(|r| r.cwd.display().to_string()),
             timeout: Duration::from_millis(self.config.consent.timeout_ms),
         };
         let answer = asker.ask(&question).await;

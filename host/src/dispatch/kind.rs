@@ -4,12 +4,12 @@
 //! walk around them: a `read` verb whose plan was a spawn once started a
 //! job with no fingerprint.
 //!
-//! | declared kind | exec plan | spawn plan | host plan              |
-//! |---------------|-----------|------------|------------------------|
-//! | `read`        | yes       | no         | bundled core, `job.*`  |
-//! | `exec`        | yes       | no         | no                     |
-//! | `spawn`       | no        | yes        | no                     |
-//! | `control`     | yes       | no         | bundled core, `job.*`  |
+//! | declared kind | exec plan | exec-read plan | spawn plan | host plan              |
+//! |---------------|-----------|----------------|------------|------------------------|
+//! | `read`        | yes       | no             | no         | bundled core, `job.*`  |
+//! | `exec`        | yes       | yes            | no         | no                     |
+//! | `spawn`       | no        | no             | yes        | no                     |
+//! | `control`     | yes       | no             | no         | bundled core, `job.*`  |
 //!
 //! A host plan is allowed only to the bundled core component, only for its
 //! own `job.` verbs, and only naming the verb it plans for.

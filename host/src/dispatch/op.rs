@@ -20,7 +20,7 @@ use crate::registry::schema;
 use crate::registry::Verb;
 use crate::runtime::bounds::{check_command, Exceeded, PluginBounds, ERROR_CODE_BYTES};
 use crate::runtime::model::VerbKind;
-use crate::runtime::model::{Outcome, Plan, PluginOpError};
+use crate::runtime::model::{Command, Outcome, Plan, PluginOpError};
 use crate::runtime::Ready;
 
 /// The result of one op, before it is put in the envelope.
@@ -185,7 +185,7 @@ impl Dispatcher {
                     );
                 }
                 self.consent(verb, req, rule, &[&prepared, &then], caller, trail).await?;
-                let (outcome, ready) = tokio::join!(self.run_then_read(&prepared, &then), runtime.ready(component));
+                let (outcome, ready) = tokio::join!(self.run_then_read(verb, &prepared, &read_back, &then), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
             }
             Plan::Spawn(cmd) => {
@@ -225,19 +225,23 @@ impl Dispatcher {
     }
 
     /// Run an `exec-read` plan: `run`, then — only when it exited 0 with
-    /// its stdout whole — `then`, whose outcome rides along as `read_back`.
-    /// The repository guards look again before the read-back, because the
-    /// write may have changed what they check (a switched branch brings
-    /// other files).
-    async fn run_then_read(&self, run: &Prepared, then: &Prepared) -> Result<Outcome, OpError> {
+    /// its stdout whole — the read-back, whose outcome rides along as
+    /// `read_back`. The write may have changed what the checks saw (a
+    /// switched branch brings other files; a directory may now be a
+    /// symlink), so the read-back is prepared again and runs only if it is
+    /// still exactly the command that was checked and shown (`checked`).
+    async fn run_then_read(&self, verb: &Verb, run: &Prepared, read_back: &Command, checked: &Prepared) -> Result<Outcome, OpError> {
         let capture = self.run_limits.capture_bytes;
         let mut outcome = run_command(run, capture).await?;
         if outcome.exit_code == Some(0) && !outcome.stdout_truncated {
-            self.guards
-                .check(then, &self.config.root)
-                .await
-                .map_err(|e| e.with("wrote", "the op's first command ran and exited 0; only its read-back was refused, so the new state was not read"))?;
-            outcome.read_back = Some(Box::new(run_command(then, capture).await?));
+            let again = self.prepare(verb, read_back).await.map_err(read_back_failed)?;
+            if again != *checked {
+                return Err(read_back_failed(
+                    OpError::new(ErrorCode::PlanRefused, "the read-back resolves differently after the write (a path or directory changed), so it was not run")
+                        .with("plugin", verb.plugin.name.as_str()),
+                ));
+            }
+            outcome.read_back = Some(Box::new(run_command(&again, capture).await.map_err(read_back_failed)?));
         }
         Ok(outcome)
     }
@@ -380,4 +384,11 @@ pub(crate) fn plugin_error(plugin: &str, e: PluginOpError, bounds: &PluginBounds
         err = err.with("plugin_code", e.code.as_str());
     }
     err.with("plugin", plugin)
+}
+
+/// An error of an `exec-read` plan's read-back: the write already ran and
+/// exited 0, which the caller must learn (a retried commit commits twice).
+fn read_back_failed(e: OpError) -> OpError {
+    let message = format!("the write ran and exited 0, but its read-back failed, so the new state is unknown (do not simply retry the write): {}", e.message);
+    OpError { message, ..e }.with("wrote", true)
 }

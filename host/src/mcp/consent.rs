@@ -111,6 +111,7 @@ mod tests {
             argv: vec![],
             cwd: None,
             read_back: None,
+            read_back_cwd: None,
             timeout: std::time::Duration::from_secs(1),
         };
         let params: ElicitRequestParams = serde_json::from_value(form(&q)).expect("rmcp accepts the form");

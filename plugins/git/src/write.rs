@@ -39,18 +39,21 @@ fn with_paths(mut c: Cmd, paths: &[String]) -> Cmd {
     c
 }
 
-/// `run`, then the repository's status read back.
+/// `run`, then the repository's status read back (cut at the host's
+/// capture bound rather than failing a write that already happened).
 fn then_status(run: Cmd, repo: &Repo) -> Plan {
-    Plan::ExecRead(ExecRead { run: run.into(), read_back: status_cmd(repo, true, false).into() })
+    Plan::ExecRead(ExecRead { run: run.into(), read_back: status_cmd(repo, true, false).truncate_stdout().into() })
 }
 
 /// The read-back's outcome; the write itself has succeeded by now, so a
-/// failure here says so (the caller must not simply retry the write).
+/// failure here says so (the caller must not simply retry the write). A
+/// read-back cut at the capture bound was stopped there, so its exit
+/// status says nothing.
 fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpError> {
     let back = outcome.read_back().ok_or_else(|| errors::invalid_output(&format!("{verb} succeeded, but the host did not read the new state back")))?;
-    if back.exit_code != Some(0) {
+    if back.exit_code != Some(0) && !back.stdout_truncated {
         return Err(errors::invalid_output(&format!(
-            "{verb} succeeded, but reading the new state back failed (exit {:?}): {}",
+            "{verb} succeeded, but reading the new state back failed (exit {:?}): {}; do not simply retry the write",
             back.exit_code,
             back.stderr_text().trim()
         )));
@@ -58,9 +61,12 @@ fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpError> {
     Ok(back)
 }
 
-/// The status a write left, in `git.status`'s result form.
-fn status_after(outcome: &Outcome, verb: &str) -> Result<Value, OpError> {
-    Ok(status::parse(&read_back(outcome, verb)?.stdout).to_json())
+/// The status a write left, in `git.status`'s result form, and whether it
+/// was cut short (then only whole records are kept).
+fn status_after(outcome: &Outcome, verb: &str) -> Result<(Value, bool), OpError> {
+    let back = read_back(outcome, verb)?;
+    let whole = if back.stdout_truncated { &back.stdout[..back.stdout.iter().rposition(|b| *b == 0).map_or(0, |at| at + 1)] } else { &back.stdout[..] };
+    Ok((status::parse(whole).to_json(), back.stdout_truncated))
 }
 
 /// The errors the write verbs share: not a repository, a path git does not
@@ -88,6 +94,10 @@ fn status_schema() -> Value {
     schema
 }
 
+fn truncated_schema() -> Value {
+    json!({ "type": "boolean", "description": "the read-back outgrew the host's capture bound and was cut (whole records kept)" })
+}
+
 /// `git.add` args.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -113,8 +123,12 @@ impl Verb for Add {
     fn result_schema() -> Option<Value> {
         Some(json!({
             "type": "object",
-            "required": ["staged", "status"],
-            "properties": { "staged": { "type": "array", "items": { "type": "string" } }, "status": status_schema() }
+            "required": ["staged", "status", "read_back_truncated"],
+            "properties": {
+                "staged": { "type": "array", "items": { "type": "string" } },
+                "status": status_schema(),
+                "read_back_truncated": truncated_schema()
+            }
         }))
     }
 
@@ -131,7 +145,8 @@ impl Verb for Add {
             ));
         }
         check(outcome)?;
-        Ok(json!({ "staged": args.paths, "status": status_after(outcome, Self::NAME)? }))
+        let (status, cut) = status_after(outcome, Self::NAME)?;
+        Ok(json!({ "staged": args.paths, "status": status, "read_back_truncated": cut }))
     }
 }
 
@@ -163,9 +178,10 @@ impl Verb for Commit {
     fn result_schema() -> Option<Value> {
         Some(json!({
             "type": "object",
-            "required": ["commit", "branch", "root_commit"],
+            "required": ["commit", "branch", "root_commit", "read_back_truncated"],
             "properties": {
                 "commit": log::commit_schema(),
+                "read_back_truncated": truncated_schema(),
                 "branch": { "type": ["string", "null"], "description": "the branch it is on; null on a detached HEAD" },
                 "root_commit": { "type": "boolean", "description": "the repository's first commit" }
             }
@@ -179,8 +195,19 @@ impl Verb for Commit {
             c = c.lit("--allow-empty");
         }
         // The new commit, read back with the refs pointing at it (`%D`:
-        // `HEAD -> main, …`, or `HEAD` alone when detached).
-        let back = git(&args.repo).lit("log").lit("-1").lit("-z").lit(log::FORMAT_WITH_REFS).lit("HEAD").end_of_options();
+        // `HEAD -> main, …`, or `HEAD` alone when detached). `--decorate-refs`
+        // overrides the repository's own `log.excludeDecoration`, which
+        // could otherwise hide the branch.
+        let back = git(&args.repo)
+            .lit("log")
+            .lit("-1")
+            .lit("-z")
+            .lit("--decorate-refs=HEAD")
+            .lit("--decorate-refs=refs/heads/")
+            .lit(log::FORMAT_WITH_REFS)
+            .lit("HEAD")
+            .end_of_options()
+            .truncate_stdout();
         Ok(Plan::ExecRead(ExecRead { run: c.end_of_options().stdin(args.message.as_bytes()).into(), read_back: back.into() }))
     }
 
@@ -207,9 +234,30 @@ impl Verb for Commit {
         let rec = text.trim_start_matches('\n').trim_end_matches('\0');
         let (refs, rec) = rec.split_once('\u{1f}').ok_or_else(|| errors::invalid_output("the new commit, read back, has no ref field"))?;
         let commit = log::commit(rec, true)?;
+        // Ops of a batch run at once: another write may have moved HEAD
+        // between the commit and its read-back. git's own summary line
+        // names the commit it made (full hash: `core.abbrev=no`).
+        if let Some(made) = made_hash(&out) {
+            if commit["hash"] != made {
+                return Err(errors::invalid_output(&format!(
+                    "git.commit made commit {made}, but HEAD had moved on to {} when it was read back (another write ran at the same time); git.show {made} shows the commit made",
+                    commit["hash"]
+                )));
+            }
+        }
         let root_commit = commit["parents"].as_array().is_some_and(Vec::is_empty);
-        Ok(json!({ "commit": commit, "branch": head_branch(refs), "root_commit": root_commit }))
+        Ok(json!({ "commit": commit, "branch": head_branch(refs), "root_commit": root_commit, "read_back_truncated": back.stdout_truncated }))
     }
+}
+
+/// The full hash in git's commit summary line (`[main (root-commit)
+/// <hash>] subject`, `LC_ALL=C`, `core.abbrev=no`): the first word that is
+/// 40 or 64 hex digits and a `]` (branch names contain no spaces).
+fn made_hash(stdout: &str) -> Option<&str> {
+    let line = stdout.lines().next()?.strip_prefix('[')?;
+    line.split(' ')
+        .filter_map(|w| w.strip_suffix(']'))
+        .find(|h| matches!(h.len(), 40 | 64) && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
 /// The branch HEAD points to, from `%D` (`HEAD -> main, tag: v1`); `None`
@@ -264,12 +312,13 @@ impl Verb for Restore {
     fn result_schema() -> Option<Value> {
         Some(json!({
             "type": "object",
-            "required": ["restored", "scope", "source", "status"],
+            "required": ["restored", "scope", "source", "status", "read_back_truncated"],
             "properties": {
                 "restored": { "type": "array", "items": { "type": "string" } },
                 "scope": { "enum": ["worktree", "staged", "both"] },
                 "source": { "type": ["string", "null"] },
-                "status": status_schema()
+                "status": status_schema(),
+                "read_back_truncated": truncated_schema()
             }
         }))
     }
@@ -295,7 +344,8 @@ impl Verb for Restore {
             Scope::Staged => "staged",
             Scope::Both => "both",
         };
-        Ok(json!({ "restored": args.paths, "scope": scope, "source": args.source, "status": status_after(outcome, Self::NAME)? }))
+        let (status, cut) = status_after(outcome, Self::NAME)?;
+        Ok(json!({ "restored": args.paths, "scope": scope, "source": args.source, "status": status, "read_back_truncated": cut }))
     }
 }
 
@@ -330,8 +380,13 @@ impl Verb for Switch {
     fn result_schema() -> Option<Value> {
         Some(json!({
             "type": "object",
-            "required": ["branch", "created", "status"],
-            "properties": { "branch": { "type": "string" }, "created": { "type": "boolean" }, "status": status_schema() }
+            "required": ["branch", "created", "status", "read_back_truncated"],
+            "properties": {
+                "branch": { "type": "string" },
+                "created": { "type": "boolean" },
+                "status": status_schema(),
+                "read_back_truncated": truncated_schema()
+            }
         }))
     }
 
@@ -366,7 +421,8 @@ impl Verb for Switch {
             ));
         }
         outcome.success()?;
-        Ok(json!({ "branch": args.branch, "created": args.create, "status": status_after(outcome, Self::NAME)? }))
+        let (status, cut) = status_after(outcome, Self::NAME)?;
+        Ok(json!({ "branch": args.branch, "created": args.create, "status": status, "read_back_truncated": cut }))
     }
 }
 
@@ -431,6 +487,15 @@ mod tests {
         assert_eq!(v["commit"]["body"], "body");
         assert_eq!(v["commit"]["author"]["time"], "2026-12-03T09:00:00Z");
         assert_eq!((v["branch"].as_str(), v["root_commit"].as_bool()), (Some("main"), Some(true)));
+        // Another write moved HEAD before the read-back: never report its commit.
+        let other = "1111111111111111111111111111111111111111";
+        let raced = Outcome::exited(0, format!("[main {other}] x\n"))
+            .with_read_back(Outcome::exited(0, format!("HEAD -> main\u{1f}{h}\u{1f}p\u{1f}A\u{1f}a\u{1f}t\u{1f}C\u{1f}c\u{1f}t\u{1f}s\u{1f}\0")));
+        let e = Git::map_result("git.commit", r#"{"message":"x"}"#, &raced).unwrap_err();
+        assert!(e.message.contains(&format!("made commit {other}")), "{}", e.message);
+        let same = Outcome::exited(0, format!("[main {h}] x\n"))
+            .with_read_back(Outcome::exited(0, format!("HEAD -> main\u{1f}{h}\u{1f}p\u{1f}A\u{1f}a\u{1f}t\u{1f}C\u{1f}c\u{1f}t\u{1f}s\u{1f}\0")));
+        assert!(Git::map_result("git.commit", r#"{"message":"x"}"#, &same).is_ok());
         // The commit was made but could not be read: say so, never "failed".
         let unread = Outcome::exited(0, "").with_read_back(Outcome::exited(128, "").with_stderr("fatal: bad object HEAD"));
         let e = Git::map_result("git.commit", r#"{"message":"x"}"#, &unread).unwrap_err();
@@ -449,5 +514,13 @@ mod tests {
         assert_eq!(v["staged"], json!(["a.txt"]));
         assert_eq!(v["status"]["branch"]["head"], "main");
         assert_eq!(v["status"]["entries"][0]["path"], "a.txt", "{v}");
+        assert_eq!(v["read_back_truncated"], false);
+        // Cut at the capture bound: whole records only, and said so.
+        let mut stopped = Outcome::killed(9).truncated();
+        stopped.stdout = status.as_bytes()[..status.len() - 10].to_vec();
+        let cut = Outcome::exited(0, "").with_read_back(stopped);
+        let v: Value = serde_json::from_str(&Git::map_result("git.add", r#"{"paths":["a.txt"]}"#, &cut).unwrap()).unwrap();
+        assert_eq!((v["read_back_truncated"].as_bool(), v["status"]["entries"].as_array().map(Vec::len)), (Some(true), Some(0)), "{v}");
+        assert_eq!(v["status"]["branch"]["head"], "main");
     }
 }

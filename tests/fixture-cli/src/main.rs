@@ -4,6 +4,8 @@
 //! - `argv [ARGS...]` — prints `{"argv": [...], "cwd", "env": {...}, "stdin"}`
 //! - `sleep MS` — sleeps, then prints `{"slept_ms": MS}`
 //! - `exit CODE [TEXT]` — writes TEXT to stderr and exits with CODE
+//! - `touch FILE` — creates FILE (relative to the cwd): proof that it ran
+//! - `swap DIR TARGET` — replaces the empty directory DIR with a symlink to TARGET
 //! - `spew BYTES` — writes BYTES of the repeating digits `0123456789` to stdout
 //! - `stubborn MS` — ignores SIGTERM, then sleeps
 //! - `family MS` — starts a grandchild (`sleep MS`), prints its pid, sleeps
@@ -19,6 +21,11 @@ fn main() {
     let mode = args.first().map(String::as_str).unwrap_or("");
     match mode {
         "argv" => argv(&args[1..]),
+        // Replace the (empty) directory DIR with a symlink to TARGET.
+        "swap" => {
+            std::fs::remove_dir(&args[1]).expect("remove dir");
+            std::os::unix::fs::symlink(&args[2], &args[1]).expect("symlink");
+        }
         // Leave a trace that this command ran: create the file named.
         "touch" => {
             std::fs::write(args.get(1).map(String::as_str).unwrap_or("touched"), b"ran\n").expect("touch");
