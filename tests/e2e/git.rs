@@ -234,3 +234,22 @@ fn status_survives_a_non_utf8_file_name() {
     assert_eq!(entries[0]["kind"], "untracked");
     assert_eq!(entries[0]["path"], "bad-\u{fffd}-name.txt", "non-UTF-8 bytes are replaced, not dropped");
 }
+
+/// A name holding git's field separator (0x1f) would shift every later
+/// field of a log record (the subject read as an email, and so on): the
+/// record's hashes and dates give it away, and the op says so.
+#[test]
+fn a_unit_separator_in_an_author_name_is_refused_not_misread() {
+    let env = repo_env();
+    let out = std::process::Command::new("git")
+        .current_dir(&env.root)
+        .args(["-c", "user.name=A\u{1f}B", "-c", "user.email=a@example.com", "commit", "-q", "--allow-empty", "-m", "shifted"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_AUTHOR_NAME")
+        .env_remove("GIT_COMMITTER_NAME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = env.op("git.log", json!({ "limit": 1 }));
+    assert_eq!(r["error"]["code"], "invalid_output", "{r}");
+}

@@ -2,7 +2,7 @@
 //! separated by the unit separator (0x1f), which cannot appear in names,
 //! emails, hashes or dates and practically never in messages.
 
-use crate::time::to_utc;
+use crate::time::{parse_iso8601, to_utc};
 use verbgate_plugin_sdk::{errors, json, OpError, Value};
 
 /// The fields of a commit record, for `--format` arguments.
@@ -48,6 +48,15 @@ pub fn commit(rec: &str, body: bool) -> Result<Value, OpError> {
         return Err(errors::invalid_output(&format!("git commit record has {} fields, expected 10", f.len())));
     }
     let parents: Vec<&str> = f[1].split(' ').filter(|p| !p.is_empty()).collect();
+    // A unit separator inside a name or email (git keeps it; a hostile
+    // repository's config can set one) shifts every later field: the
+    // hashes and dates, whose shapes are fixed, tell.
+    let is_hash = |h: &str| matches!(h.len(), 40 | 64) && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if !is_hash(f[0]) || !parents.iter().all(|p| is_hash(p)) || parse_iso8601(f[4]).is_none() || parse_iso8601(f[7]).is_none() {
+        return Err(errors::invalid_output(
+            "a git commit record does not have the expected shape (an author or committer name or email holds a 0x1f unit separator?)",
+        ));
+    }
     let mut c = json!({
         "hash": f[0],
         "parents": parents,
@@ -101,18 +110,33 @@ mod tests {
         format!("{hash}\u{1f}{parents}\u{1f}Ada\u{1f}ada@x\u{1f}2024-01-02T03:04:05+02:00\u{1f}Bob\u{1f}bob@x\u{1f}2024-01-02T03:04:05+00:00\u{1f}{subject}\u{1f}{body}")
     }
 
+    /// A 40-hex-digit hash made of one repeated digit.
+    fn h(d: char) -> String {
+        d.to_string().repeat(40)
+    }
+
     #[test]
     fn parses_commits_and_flags_truncation() {
-        let raw = format!("{}\0\n{}\0\n{}\0", rec("c3", "b2", "third", ""), rec("b2", "a1 z9", "merge", "line1\nline2\n"), rec("a1", "", "first", ""));
+        let (a1, b2, c3, z9) = (h('1'), h('2'), h('3'), h('9'));
+        let raw =
+            format!("{}\0\n{}\0\n{}\0", rec(&c3, &b2, "third", ""), rec(&b2, &format!("{a1} {z9}"), "merge", "line1\nline2\n"), rec(&a1, "", "first", ""));
         let v = parse(raw.as_bytes(), 2, true).unwrap();
         assert_eq!(v["truncated"], true);
         assert_eq!(v["commits"].as_array().unwrap().len(), 2);
-        assert_eq!(v["commits"][1]["parents"], json!(["a1", "z9"]));
+        assert_eq!(v["commits"][1]["parents"], json!([a1, z9]));
         assert_eq!(v["commits"][1]["body"], "line1\nline2");
         assert_eq!(v["commits"][0]["author"]["time"], "2024-01-02T01:04:05Z");
         let v = parse(raw.as_bytes(), 3, false).unwrap();
         assert_eq!(v["truncated"], false);
         assert!(v["commits"][0].get("body").is_none());
         assert_eq!(v["commits"][2]["parents"], json!([]));
+    }
+
+    #[test]
+    fn a_unit_separator_in_a_name_is_refused_not_misread() {
+        let shifted = rec(&h('1'), "", "s", "").replace("Ada", "A\u{1f}da");
+        let e = commit(&shifted, true).unwrap_err();
+        assert_eq!(e.code, "invalid_output");
+        assert!(commit(&rec("not-a-hash", "", "s", ""), true).is_err());
     }
 }

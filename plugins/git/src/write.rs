@@ -489,12 +489,16 @@ mod tests {
         assert_eq!((v["branch"].as_str(), v["root_commit"].as_bool()), (Some("main"), Some(true)));
         // Another write moved HEAD before the read-back: never report its commit.
         let other = "1111111111111111111111111111111111111111";
-        let raced = Outcome::exited(0, format!("[main {other}] x\n"))
-            .with_read_back(Outcome::exited(0, format!("HEAD -> main\u{1f}{h}\u{1f}p\u{1f}A\u{1f}a\u{1f}t\u{1f}C\u{1f}c\u{1f}t\u{1f}s\u{1f}\0")));
+        let raced = Outcome::exited(0, format!("[main {other}] x\n")).with_read_back(Outcome::exited(
+            0,
+            format!("HEAD -> main\u{1f}{h}\u{1f}\u{1f}A\u{1f}a\u{1f}2026-12-03T10:00:00Z\u{1f}C\u{1f}c\u{1f}2026-12-03T10:00:00Z\u{1f}s\u{1f}\0"),
+        ));
         let e = Git::map_result("git.commit", r#"{"message":"x"}"#, &raced).unwrap_err();
         assert!(e.message.contains(&format!("made commit {other}")), "{}", e.message);
-        let same = Outcome::exited(0, format!("[main {h}] x\n"))
-            .with_read_back(Outcome::exited(0, format!("HEAD -> main\u{1f}{h}\u{1f}p\u{1f}A\u{1f}a\u{1f}t\u{1f}C\u{1f}c\u{1f}t\u{1f}s\u{1f}\0")));
+        let same = Outcome::exited(0, format!("[main {h}] x\n")).with_read_back(Outcome::exited(
+            0,
+            format!("HEAD -> main\u{1f}{h}\u{1f}\u{1f}A\u{1f}a\u{1f}2026-12-03T10:00:00Z\u{1f}C\u{1f}c\u{1f}2026-12-03T10:00:00Z\u{1f}s\u{1f}\0"),
+        ));
         assert!(Git::map_result("git.commit", r#"{"message":"x"}"#, &same).is_ok());
         // The commit was made but could not be read: say so, never "failed".
         let unread = Outcome::exited(0, "").with_read_back(Outcome::exited(128, "").with_stderr("fatal: bad object HEAD"));
