@@ -29,61 +29,21 @@ impl From<wit::Effect> for model::Effect {
     }
 }
 
-impl From<wit::PluginInfo> for model::PluginInfo {
-    fn from(p: wit::PluginInfo) -> Self {
-        model::PluginInfo {
-            name: p.name,
-            version: p.version,
-            verbs: p
-                .verbs
-                .into_iter()
-                .map(|v| model::VerbSpec {
-                    name: v.name,
-                    summary: v.summary,
-                    kind: v.kind.into(),
-                    params_schema: v.params_schema,
-                    result_schema: v.result_schema,
-                    aliases: v.aliases,
-                    programs: v.programs,
-                    two_stage: v.two_stage,
-                    effects: model::Effects::declared(v.effects.into_iter().map(Into::into).collect()),
-                    sensitive: v.sensitive,
-                })
-                .collect(),
-        }
+crate::runtime::conversions::shared_conversions!(
+    spec(v) {
+        effects: model::Effects::declared(v.effects.into_iter().map(Into::into).collect()),
+        sensitive: v.sensitive,
     }
-}
-
-impl From<wit::VerbPlan> for model::Plan {
-    fn from(p: wit::VerbPlan) -> Self {
-        match p {
-            wit::VerbPlan::Exec(c) => model::Plan::Exec(c.into()),
-            wit::VerbPlan::Spawn(c) => model::Plan::Spawn(c.into()),
-            wit::VerbPlan::Host(h) => model::Plan::Host(model::HostCall { name: h.name, args: h.args }),
-            wit::VerbPlan::ExecRead(p) => model::Plan::ExecRead { run: p.run.into(), read_back: p.read_back.into() },
-        }
+    plans {
+        wit::VerbPlan::ExecRead(p) => model::Plan::ExecRead { run: p.run.into(), read_back: p.read_back.into() },
     }
-}
-
-impl From<&model::Outcome> for wit::Outcome {
-    fn from(o: &model::Outcome) -> Self {
-        wit::Outcome {
-            exit_code: o.exit_code,
-            signal: o.signal,
-            stdout: o.stdout.clone(),
-            stderr: o.stderr.clone(),
-            host_result: o.host_result.clone(),
-            running: o.running,
-            stdout_truncated: o.stdout_truncated,
-            read_back: o.read_back.as_deref().map(|r| wit::ReadBackOutcome {
-                exit_code: r.exit_code,
-                signal: r.signal,
-                stdout: r.stdout.clone(),
-                stderr: r.stderr.clone(),
-                stdout_truncated: r.stdout_truncated,
-            }),
-        }
+    outcome(o) {
+        read_back: o.read_back.as_deref().map(|r| wit::ReadBackOutcome {
+            exit_code: r.exit_code,
+            signal: r.signal,
+            stdout: r.stdout.clone(),
+            stderr: r.stderr.clone(),
+            stdout_truncated: r.stdout_truncated,
+        }),
     }
-}
-
-crate::runtime::conversions::shared_conversions!();
+);
