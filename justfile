@@ -55,10 +55,25 @@ guest-tools:
 guests: guest-tools
     ./scripts/build-guests.sh
 
-# Run the whole test suite: lint, host, end-to-end, the plugins' own parsers, and the macOS build gate.
-test: build python-env test-tools inspector guests lint
+# Every tool the tests use (PyPI, npm, the macOS std and zig), installed into target/.
+tools: python-env test-tools inspector guest-tools
+    ./scripts/zig-tools.sh aarch64-apple-darwin
+
+# Run the whole test suite: lint, the plugins' own parsers, host, end-to-end, and the macOS build gate.
+test: setup
+    #!/usr/bin/env bash
+    set -euo pipefail
+    mkdir -p target
+    # The tool downloads (and the Python/JS fixture guests) overlap the host
+    # build: the downloads wait on the network, the build leaves a core idle
+    # at times. Their output is shown only if they fail.
+    just tools guests > target/tools.log 2>&1 & tools=$!
+    just build
+    wait "$tools" || { cat target/tools.log >&2; echo "error: installing the test tools or building the fixture guests failed (log above: target/tools.log)" >&2; exit 1; }
+    just lint
+    # The plugins' native tests first: the Rust authoring test reuses the dependencies they build.
+    (cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p verbgate-plugin-sdk -p core -p git -p cargo -p just -p rg -p pytest --lib)
     cargo test --workspace -- --test-threads 2
-    cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p verbgate-plugin-sdk -p core -p git -p cargo -p just -p rg -p pytest --lib
     just cross
 
 # Formatting and clippy (warnings are errors) for the host workspace and the plugins.
@@ -78,9 +93,12 @@ fuzz cases="20000":
     PROPTEST_CASES={{cases}} cargo test -p verbgate --test properties -- --nocapture
 
 # The macOS cross-build gate: the host builds for aarch64-apple-darwin (zig via PyPI as linker).
-cross:
-    ./scripts/zig-tools.sh aarch64-apple-darwin
+cross: (zig "aarch64-apple-darwin")
     env -u VERBGATE_COMPONENTS_DIR PATH="$PWD/target/zig/bin:$PATH" cargo zigbuild --locked --profile cross --target aarch64-apple-darwin -p verbgate --bin verbgate
+
+# zig and cargo-zigbuild (PyPI) in target/zig, and the Rust std for the given targets.
+zig *targets:
+    ./scripts/zig-tools.sh {{targets}}
 
 # Release binaries (Linux musl x86_64/aarch64, macOS aarch64/x86_64) and SHA256SUMS into target/dist/.
 dist *targets:
