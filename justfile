@@ -93,8 +93,10 @@ fuzz cases="20000":
     PROPTEST_CASES={{cases}} cargo test -p verbgate --test properties -- --nocapture
 
 # The macOS cross-build gate: the host builds for aarch64-apple-darwin (zig via PyPI as linker).
+# clippy-driver compiles the workspace crates (rustc plus clippy's lints, warnings are errors),
+# so the macOS-only code is linted in the same build; dependencies still go to plain rustc.
 cross: (zig "aarch64-apple-darwin")
-    env -u VERBGATE_COMPONENTS_DIR PATH="$PWD/target/zig/bin:$PATH" cargo zigbuild --locked --profile cross --target aarch64-apple-darwin -p verbgate --bin verbgate
+    env -u VERBGATE_COMPONENTS_DIR PATH="$PWD/target/zig/bin:$PATH" RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-Dwarnings cargo zigbuild --locked --profile cross --target aarch64-apple-darwin -p verbgate --bin verbgate
 
 # zig and cargo-zigbuild (PyPI) in target/zig, and the Rust std for the given targets.
 zig *targets:

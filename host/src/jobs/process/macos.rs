@@ -39,17 +39,14 @@ pub fn boot_id() -> Option<String> {
 }
 
 /// Whether group `pgid` has a member that is not a zombie (true when the
-/// list cannot be read: then only `kill` can tell).
+/// list cannot be read: then only `kill` can tell). How the answer is read
+/// is in [`super::pgrp_listing`].
 pub fn group_has_live_member(pgid: i64) -> bool {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else { return false };
     let mut pids = vec![0 as libc::pid_t; 1024];
     let bytes = (pids.len() * size_of::<libc::pid_t>()) as libc::c_int;
-    // SAFETY: the buffer holds `bytes` bytes of pid_t; the call returns how
-    // many bytes it filled.
-    let n = unsafe { libc::proc_listpgrppids(pgid, pids.as_mut_ptr().cast(), bytes) };
-    if n < 0 {
-        return true;
-    }
-    let count = (n as usize / size_of::<libc::pid_t>()).min(pids.len());
-    pids[..count].iter().any(|&pid| pid > 0 && start_time(pid as i64).is_some())
+    // SAFETY: the buffer holds `bytes` bytes of pid_t; the call fills at
+    // most that many and returns how many pids it wrote.
+    let listed = unsafe { libc::proc_listpgrppids(pgid, pids.as_mut_ptr().cast(), bytes) };
+    super::pgrp_listing::any_live(listed, &pids, |pid| start_time(pid as i64).is_some())
 }
