@@ -33,3 +33,50 @@ fn version_names_the_contracts_and_the_bundled_digests() {
         assert!(text.contains(&format!("{name} sha256:{digest}")), "{name} digest missing from: {text}");
     }
 }
+
+/// `verbgate <args>` in `env` with its address space limited to `kib` KiB
+/// (`ulimit -v`, as an operator or a 39-bit aarch64 kernel would limit it).
+fn under_address_limit(env: &verbgate_tests::Env, kib: u64, args: &[&str]) -> std::process::Output {
+    let inner = env.cmd(args);
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c").arg("ulimit -v \"$0\" && exec \"$@\"").arg(kib.to_string()).arg(inner.get_program()).args(inner.get_args());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(v) => c.env(key, v),
+            None => c.env_remove(key),
+        };
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn a_small_address_space_shrinks_the_instance_pool_instead_of_refusing_to_start() {
+    let env = verbgate_tests::Env::with_plugin("fixture-echo");
+    let request = serde_json::json!({"ops": [{"op": "echo.argv", "args": {"word": "w"}}]}).to_string();
+    // The default pool (256 calls, two 4 GiB memory slots each) needs about
+    // 2 TiB of address space; 64 GiB holds a pool of a few calls.
+    let out = under_address_limit(&env, 64 << 20, &["request", &request]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(answer["results"][0]["ok"], true, "a plugin call runs in the smaller pool: {answer}");
+    let served: u32 = stderr
+        .split("serving ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the shrunk pool is reported on stderr: {stderr}"));
+    assert!((1..256).contains(&served) && 256 % served == 0, "served {served} of 256");
+    assert!(stderr.contains("limits.plugin_concurrent_calls"), "the warning says which setting to change: {stderr}");
+
+    // Not even one call fits: a refusal that says what to raise.
+    let out = under_address_limit(&env, 4 << 20, &["request", &request]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("address space") && stdout.contains("ulimit -v"), "{stdout}");
+
+    // Unlimited: the whole pool, and no warning.
+    let (code, answer, stderr) = env.run(&["request", &request]);
+    assert_eq!((code, &answer["results"][0]["ok"]), (0, &serde_json::json!(true)), "{answer}");
+    assert!(!stderr.contains("instance pool"), "{stderr}");
+}

@@ -165,12 +165,12 @@ pub struct Runtime {
 
 impl Runtime {
     /// A runtime; `cache_dir` `None` disables the compile cache.
-    pub fn new(limits: SandboxLimits, cache_dir: Option<PathBuf>) -> anyhow::Result<Runtime> {
-        let mut config = wasmtime::Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(instance_pool(limits.concurrent_calls)));
-        let engine = Engine::new(&config)?;
+    /// The instance pool is shrunk when the address space cannot hold it
+    /// (see [`pooled_engine`]); [`Runtime::limits`] then reports the
+    /// smaller `concurrent_calls`.
+    pub fn new(mut limits: SandboxLimits, cache_dir: Option<PathBuf>) -> anyhow::Result<Runtime> {
+        let (engine, calls) = pooled_engine(limits.concurrent_calls)?;
+        limits.concurrent_calls = calls;
         let mut linker = Linker::new(&engine);
         // Every standard WASI p2 interface is linked, but each call's context
         // grants nothing (see `sandbox`); imports outside WASI are refused by
@@ -395,6 +395,52 @@ pub fn release_freed_memory() {
     // touches no live allocation.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// An engine whose instance pool serves `calls` concurrent plugin calls,
+/// or, when the address space cannot hold that pool, the most calls (a
+/// power-of-two share of `calls`) whose pool it can hold, with a warning.
+///
+/// The pool reserves its virtual address space up front: two memory slots
+/// of 4 GiB plus guard per call, so the default 256 calls need about
+/// 2 TiB. That is nothing on x86_64 (128 TiB of user space) but more than
+/// an aarch64 kernel built with 39-bit addresses has (512 GiB: Raspberry
+/// Pi OS, some Jetson and cloud kernels) or than `ulimit -v` allows. A
+/// smaller pool only lowers how many calls run at once (past it a call
+/// fails with `plugin_limit`); no pool would mean no verbgate at all.
+fn pooled_engine(calls: u32) -> anyhow::Result<(Engine, u32)> {
+    let wanted = calls.max(1);
+    let mut calls = wanted;
+    loop {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(instance_pool(calls)));
+        match Engine::new(&config) {
+            Ok(engine) => {
+                if calls < wanted {
+                    tracing::warn!(
+                        wanted,
+                        serving = calls,
+                        "the instance pool for {wanted} concurrent plugin calls does not fit this process's address space \
+                         (a 39-bit aarch64 kernel, or ulimit -v); serving {calls} at once, more fail with plugin_limit \
+                         (set limits.plugin_concurrent_calls = {calls} to silence this)"
+                    );
+                }
+                return Ok((engine, calls));
+            }
+            // Every pool error at engine creation is a reservation that did
+            // not fit (the layout itself is fixed and tested): try half.
+            Err(_) if calls > 1 => calls /= 2,
+            Err(e) => {
+                return Err(anyhow::anyhow!(
+                    "cannot reserve address space for even one plugin call's instance (two 4 GiB memory slots \
+                     plus guards, about 8.1 GiB of virtual memory): {e:#}; raise this process's address-space limit \
+                     (ulimit -v / RLIMIT_AS)"
+                ))
+            }
+        }
     }
 }
 
