@@ -2,6 +2,12 @@
 # Release binaries for Linux (static, musl) and macOS into target/dist/, with
 # SHA-256 sums. The bundled components are the committed ones (host/bundled/),
 # which a test keeps equal to a fresh build of plugins/.
+#
+# target/dist/ always holds exactly one run: every binary is built into a
+# fresh staging directory and SHA256SUMS is written there; only when every
+# target has built does the staging directory replace target/dist/. A run
+# that fails part-way leaves the previous target/dist/ as it was, and a run
+# for fewer targets does not leave older binaries beside its sums.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl aarch64-apple-darwin x86_64-apple-darwin)
@@ -9,15 +15,36 @@ targets=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl aarch64-apple-darw
 ./scripts/zig-tools.sh "${targets[@]}"
 export PATH="$PWD/target/zig/bin:$PATH"
 unset VERBGATE_COMPONENTS_DIR
-version=$(cargo metadata --format-version=1 --no-deps | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="verbgate"))')
-mkdir -p target/dist
+metadata=$(cargo metadata --format-version=1 --no-deps)
+version=$(python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="verbgate"))' <<<"$metadata")
+# Where cargo really builds (CARGO_TARGET_DIR or build.target-dir may move it).
+target_dir=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' <<<"$metadata")
+# Paths of this checkout and of the registry sources would otherwise be
+# embedded (panic locations), making the bytes depend on who built them.
+export RUSTFLAGS="--remap-path-prefix=$PWD=/verbgate --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo"
+staging="$target_dir/dist.partial"
+rm -rf "$staging"
+mkdir -p "$staging"
 for t in "${targets[@]}"; do
     echo "== $t" >&2
+    built="$target_dir/$t/release/verbgate"
+    rm -f "$built"
     cargo zigbuild --release --locked --target "$t" -p verbgate --bin verbgate
-    out="target/dist/verbgate-$version-$t"
-    cp "target/$t/release/verbgate" "$out"
+    [ -f "$built" ] || { echo "error: cargo built no $built for $t" >&2; exit 1; }
+    cp "$built" "$staging/verbgate-$version-$t"
 done
-cd target/dist
-sha256sum verbgate-"$version"-* > SHA256SUMS
-ls -l verbgate-"$version"-* >&2
-cat SHA256SUMS
+# The binary for this machine, if one was built, must run and name itself.
+host=$(rustc -vV | sed -n 's/^host: //p')
+native="$staging/verbgate-$version-${host/-gnu/-musl}"
+if [ -x "$native" ]; then
+    "$native" --version | grep -qx "verbgate $version" || { echo "error: $native --version does not print 'verbgate $version'" >&2; exit 1; }
+fi
+(
+    cd "$staging"
+    if command -v sha256sum >/dev/null; then sha256sum verbgate-"$version"-*; else shasum -a 256 verbgate-"$version"-*; fi > SHA256SUMS
+    ls -l verbgate-"$version"-* >&2
+    cat SHA256SUMS
+)
+rm -rf "$target_dir/dist"
+mv "$staging" "$target_dir/dist"
+echo "release binaries and SHA256SUMS in $target_dir/dist" >&2

@@ -188,7 +188,8 @@ impl End {
 pub struct Started {
     /// Program pid (also its process group id).
     pub pid: i64,
-    /// Its start time, clock ticks since boot (the pid-reuse guard);
+    /// Its start time in the platform's unit (see
+    /// [`super::process::start_time`]: the pid-reuse guard);
     /// `None` when it was already gone when the supervisor looked.
     pub pid_start: Option<i64>,
     /// When it started, epoch ms.
@@ -286,7 +287,7 @@ pub struct Job {
     pub version: i64,
     /// Created, epoch ms.
     pub created_ms: i64,
-    /// Supervisor pid and its start time (clock ticks since boot).
+    /// Supervisor pid.
     pub supervisor_pid: Option<i64>,
     /// Start time of the supervisor process (PID-reuse guard).
     pub supervisor_start: Option<i64>,
@@ -296,7 +297,7 @@ pub struct Job {
     pub kill_requested_ms: Option<i64>,
     /// A launch, record or capture error message.
     pub error: Option<String>,
-    /// `/proc/sys/kernel/random/boot_id` when the job started: pids and
+    /// The boot's id when the job started ([`super::process::boot_id`]): pids and
     /// start times only mean something within one boot.
     pub boot_id: Option<String>,
     /// When a kill's signal (or the fronted CLI's own kill) was sent, epoch

@@ -242,8 +242,11 @@ impl Registry {
             namespaces: namespaces::Namespaces::default(),
         };
         for b in bundled::BUNDLED {
-            // The pin is re-checked against the embedded bytes so a build
-            // that embedded the wrong file cannot go unnoticed.
+            // build.rs hashed the file it embedded, so this only catches an
+            // embed that differs from what was hashed (the file replaced
+            // mid-build). What the committed bytes are is guarded elsewhere:
+            // `e2e/install::committed_bundled_components_equal_a_fresh_build`
+            // rebuilds them from plugins/, and `--version` prints the digests.
             let digest = sha256_hex(b.bytes);
             if digest != b.sha256 {
                 reg.refuse(None, None, &Source::Bundled, "digest_mismatch", format!("bundled component `{}` does not match its pinned digest", b.name));

@@ -405,8 +405,8 @@ pub fn release_freed_memory() {
 /// The pool reserves its virtual address space up front: two memory slots
 /// of 4 GiB plus guard per call, so the default 256 calls need about
 /// 2 TiB. That is nothing on x86_64 (128 TiB of user space) but more than
-/// an aarch64 kernel built with 39-bit addresses has (512 GiB: Raspberry
-/// Pi OS, some Jetson and cloud kernels) or than `ulimit -v` allows. A
+/// an aarch64 kernel built with 39-bit virtual addresses has (512 GiB, as
+/// on some Raspberry Pi and Jetson kernels) or than `ulimit -v` allows. A
 /// smaller pool only lowers how many calls run at once (past it a call
 /// fails with `plugin_limit`); no pool would mean no verbgate at all.
 fn pooled_engine(calls: u32) -> anyhow::Result<(Engine, u32)> {

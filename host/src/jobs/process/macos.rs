@@ -2,22 +2,30 @@
 
 use std::mem::{size_of, MaybeUninit};
 
-/// `proc_pidinfo(PROC_PIDTBSDINFO)` for `pid`, or `None` if it is gone.
-fn bsd_info(pid: i64) -> Option<libc::proc_bsdinfo> {
+/// `proc_pidinfo(pid, flavor, 0)` read into a `T`, or `None` if the call
+/// did not fill all of it (no such process, or not one we may ask about).
+///
+/// # Safety
+/// `T` must be the plain-data struct libproc writes for `flavor`.
+unsafe fn pid_info<T>(pid: i64, flavor: libc::c_int) -> Option<T> {
     let pid = libc::c_int::try_from(pid).ok()?;
-    let mut info = MaybeUninit::<libc::proc_bsdinfo>::zeroed();
-    let size = size_of::<libc::proc_bsdinfo>() as libc::c_int;
-    // SAFETY: the buffer is a proc_bsdinfo of exactly `size` bytes; the call
-    // writes at most that many and returns how many it wrote.
-    let n = unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDTBSDINFO, 0, info.as_mut_ptr().cast(), size) };
-    // SAFETY: a full-size answer initialised the whole struct (it started zeroed).
+    let mut info = MaybeUninit::<T>::zeroed();
+    let size = libc::c_int::try_from(size_of::<T>()).ok()?;
+    // SAFETY: the buffer is a T of exactly `size` bytes; the call writes at
+    // most that many and returns how many it wrote.
+    let n = unsafe { libc::proc_pidinfo(pid, flavor, 0, info.as_mut_ptr().cast(), size) };
+    // SAFETY: a full-size answer initialised the whole struct (it started
+    // zeroed), and T is what `flavor` writes (the caller's promise).
     (n == size).then(|| unsafe { info.assume_init() })
 }
 
 /// The process's start time in microseconds since the epoch, `None` for a
-/// missing or zombie process.
+/// missing or zombie process, or one of another user (libproc answers
+/// `PROC_PIDTBSDINFO` only for the caller's own processes): such a pid is
+/// never taken for a job's process.
 pub fn start_time(pid: i64) -> Option<i64> {
-    let info = bsd_info(pid)?;
+    // SAFETY: PROC_PIDTBSDINFO writes a proc_bsdinfo.
+    let info: libc::proc_bsdinfo = unsafe { pid_info(pid, libc::PROC_PIDTBSDINFO) }?;
     if info.pbi_status == libc::SZOMB {
         return None;
     }
@@ -48,5 +56,16 @@ pub fn group_has_live_member(pgid: i64) -> bool {
     // SAFETY: the buffer holds `bytes` bytes of pid_t; the call fills at
     // most that many and returns how many pids it wrote.
     let listed = unsafe { libc::proc_listpgrppids(pgid, pids.as_mut_ptr().cast(), bytes) };
-    super::pgrp_listing::any_live(listed, &pids, |pid| start_time(pid as i64).is_some())
+    super::pgrp_listing::any_live(listed, &pids, is_live)
+}
+
+/// Whether `pid` is a process that has not exited, whoever owns it.
+/// `PROC_PIDT_SHORTBSDINFO` is answered without the same-user check that
+/// `PROC_PIDTBSDINFO` makes (xnu `bsd/kern/proc_info.c`), so a setuid member
+/// of a job's group (`sudo` in a recipe) counts as it does on Linux, where
+/// `/proc` shows every process; with `arg` 0 a zombie is not found at all.
+fn is_live(pid: libc::pid_t) -> bool {
+    // SAFETY: PROC_PIDT_SHORTBSDINFO writes a proc_bsdshortinfo.
+    let info: Option<libc::proc_bsdshortinfo> = unsafe { pid_info(pid.into(), libc::PROC_PIDT_SHORTBSDINFO) };
+    info.is_some_and(|i| i.pbsi_status != libc::SZOMB)
 }

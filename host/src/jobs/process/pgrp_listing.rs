@@ -14,8 +14,7 @@
 //!   caller waiting for the group to end polls again, and the next `kill`
 //!   probe says whether it is gone.
 //!
-//! The kernel lists zombies too; the caller's liveness test (a start time,
-//! which a zombie does not have) rules them out.
+//! The kernel lists zombies too; the caller's liveness test rules them out.
 
 /// Whether the `listed` pids at the start of `pids` (as returned by
 /// `proc_listpgrppids`) include one that `live` accepts; `true` when the
