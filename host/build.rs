@@ -24,8 +24,14 @@ fn main() {
     for name in BUNDLED {
         let path = dir.join(format!("{name}.wasm"));
         println!("cargo:rerun-if-changed={}", path.display());
-        let bytes = std::fs::read(&path)
-            .unwrap_or_else(|e| panic!("bundled component {} is missing ({e}): restore host/bundled/ from git, or run `just bundle`", path.display()));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| {
+            let fix = if std::env::var_os("VERBGATE_COMPONENTS_DIR").is_some() {
+                "VERBGATE_COMPONENTS_DIR points there (relative to host/): run `just plugins`, or unset it to embed host/bundled/"
+            } else {
+                "restore host/bundled/ from git, or run `just bundle`"
+            };
+            panic!("bundled component {} is missing ({e}): {fix}", path.display())
+        });
         let digest = hex(&Sha256::digest(&bytes));
         let abs = path.canonicalize().unwrap();
         writeln!(out, "    BundledComponent {{ name: {name:?}, bytes: include_bytes!({:?}), sha256: {digest:?} }},", abs.display().to_string()).unwrap();
