@@ -12,6 +12,7 @@ Each binary gets its own home, its compile cache filled before timing.
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -21,10 +22,14 @@ import time
 OPS = {"git.log": {"op": "git.log", "args": {"limit": 5}}, "job.list": {"op": "job.list", "args": {}}}
 
 
-def run(binary, home, *args, **kw):
+def environment(home):
     env = {**os.environ, "VERBGATE_HOME": home}
     env.pop("VERBGATE_LOG", None)
-    return subprocess.run([binary, "--root", ".", *args], env=env, capture_output=True, check=True, **kw)
+    return env
+
+
+def run(binary, home, *args):
+    return subprocess.run([binary, "--root", ".", *args], env=environment(home), capture_output=True, check=True)
 
 
 def one_shot(binary, home, op):
@@ -37,8 +42,7 @@ def one_shot(binary, home, op):
 
 
 def session(binary, home, op, calls):
-    env = {**os.environ, "VERBGATE_HOME": home}
-    server = subprocess.Popen([binary, "--root", ".", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    server = subprocess.Popen([binary, "--root", ".", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment(home))
 
     def send(message):
         server.stdin.write((json.dumps(message) + "\n").encode())
@@ -71,6 +75,14 @@ def main():
     if not binaries:
         sys.exit(__doc__)
     homes = {b: tempfile.mkdtemp(prefix="vg-compare-") for b in binaries}
+    try:
+        measure(binaries, homes)
+    finally:
+        for home in homes.values():
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def measure(binaries, homes):
     for b in binaries:
         run(b, homes[b], "request", '{"help":true}')  # fills the compile cache
     for name, op in OPS.items():

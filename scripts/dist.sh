@@ -19,12 +19,17 @@ metadata=$(cargo metadata --format-version=1 --no-deps)
 version=$(python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="verbgate"))' <<<"$metadata")
 # Where cargo really builds (CARGO_TARGET_DIR or build.target-dir may move it).
 target_dir=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' <<<"$metadata")
-# Paths of this checkout and of the registry sources would otherwise be
-# embedded (panic locations), making the bytes depend on who built them.
-export RUSTFLAGS="--remap-path-prefix=$PWD=/verbgate --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo"
-staging="$target_dir/dist.partial"
-rm -rf "$staging"
-mkdir -p "$staging"
+# Paths of this checkout, the registry sources and the target directory
+# (code generated into OUT_DIR) would otherwise be embedded (panic
+# locations), making the bytes depend on who built them and where. The
+# last matching prefix wins, so the target directory, often inside the
+# checkout, comes last. The encoded form keeps paths with spaces whole and
+# outranks RUSTFLAGS (a RUSTFLAGS of the caller's is not used here).
+sep=$'\x1f'
+export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$PWD=/verbgate$sep--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo$sep--remap-path-prefix=$target_dir=/target"
+mkdir -p "$target_dir"
+staging=$(mktemp -d "$target_dir/dist.partial.XXXXXX")
+trap 'rm -rf "$staging"' EXIT
 for t in "${targets[@]}"; do
     echo "== $t" >&2
     built="$target_dir/$t/release/verbgate"
@@ -45,6 +50,14 @@ fi
     ls -l verbgate-"$version"-* >&2
     cat SHA256SUMS
 )
-rm -rf "$target_dir/dist"
+# Swap in the new directory: the old one is renamed aside first, so there
+# is always a complete target/dist (old or new) except for one rename.
+chmod 755 "$staging"
+old=""
+if [ -e "$target_dir/dist" ]; then
+    old=$(mktemp -d "$target_dir/dist.old.XXXXXX")
+    mv "$target_dir/dist" "$old/dist"
+fi
 mv "$staging" "$target_dir/dist"
+[ -z "$old" ] || rm -rf "$old"
 echo "release binaries and SHA256SUMS in $target_dir/dist" >&2

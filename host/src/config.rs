@@ -10,6 +10,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// The most `limits.plugin_concurrent_calls` may be: each call reserves
+/// about 8 GiB of address space, so 4096 calls already need 32 TiB.
+pub const MAX_CONCURRENT_CALLS: u32 = 4096;
+
 /// Limits applied to plugins and programs.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -36,7 +40,8 @@ pub struct Limits {
     pub plugin_timeout_cap_ms: u64,
     /// Plugin calls that may hold an instance at once (the instance pool);
     /// past it a call fails with `plugin_limit` (`concurrent_calls`).
-    /// Default 256.
+    /// Default 256, at most [`MAX_CONCURRENT_CALLS`]; fewer are served
+    /// where the address space cannot hold the pool.
     pub plugin_concurrent_calls: u32,
     /// Most verbs one component may declare; past it the component is
     /// refused before any per-verb work. Default 1000 (cap 10000).
@@ -127,8 +132,11 @@ fn check_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>)
     if limits.batch_cap == 0 {
         bail!("limits.batch_cap must be at least 1");
     }
-    if limits.plugin_concurrent_calls == 0 {
-        bail!("limits.plugin_concurrent_calls must be at least 1");
+    if !(1..=MAX_CONCURRENT_CALLS).contains(&limits.plugin_concurrent_calls) {
+        bail!(
+            "limits.plugin_concurrent_calls is {}: it must be 1 to {MAX_CONCURRENT_CALLS} (each call reserves about 8 GiB of address space)",
+            limits.plugin_concurrent_calls
+        );
     }
     if limits.plugin_memory_mib > limits.plugin_memory_cap_mib {
         bail!(

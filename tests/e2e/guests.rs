@@ -142,3 +142,15 @@ fn a_python_guest_compiles_once_in_the_background_then_loads_from_the_cache() {
     let py = verbs["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "py-echo").unwrap();
     assert_eq!(py["cache"], "hit", "{verbs}");
 }
+
+#[test]
+fn a_pool_of_one_call_still_runs_every_guest_language() {
+    // What a small address space shrinks the pool to (or an operator sets):
+    // a Python guest alone instantiates over a dozen core modules, so the
+    // pool's per-call ratios must not starve it.
+    let env = polyglot("[limits]\nplugin_concurrent_calls = 1\n");
+    for ns in ["echo", "pyecho", "jsecho"] {
+        let r = env.op(&format!("{ns}.argv"), json!({"word": "hi"}));
+        assert_eq!(r["ok"], true, "{ns}.argv in a pool of one call: {r}");
+    }
+}

@@ -14,6 +14,7 @@ pub mod cache;
 mod conversions;
 pub mod inspect;
 pub mod model;
+mod pool;
 pub mod sandbox;
 pub mod since_v0_1_0;
 pub mod since_v0_2_0;
@@ -155,6 +156,11 @@ impl LoadedComponent {
     }
 }
 
+/// The smallest instance pool in which [`Runtime::ready`] makes
+/// map-result's instance while the program runs: a full batch (8 ops) and a
+/// few HTTP clients' batches still leave most of such a pool to plans.
+pub const PREPARE_AHEAD_MIN_CALLS: u32 = 64;
+
 /// The engine, linker and compile cache shared by all components.
 pub struct Runtime {
     engine: Engine,
@@ -166,10 +172,10 @@ pub struct Runtime {
 impl Runtime {
     /// A runtime; `cache_dir` `None` disables the compile cache.
     /// The instance pool is shrunk when the address space cannot hold it
-    /// (see [`pooled_engine`]); [`Runtime::limits`] then reports the
-    /// smaller `concurrent_calls`.
+    /// (see [`pool`]); [`Runtime::limits`] then reports the smaller
+    /// `concurrent_calls`.
     pub fn new(mut limits: SandboxLimits, cache_dir: Option<PathBuf>) -> anyhow::Result<Runtime> {
-        let (engine, calls) = pooled_engine(limits.concurrent_calls)?;
+        let (engine, calls) = pool::pooled_engine(limits.concurrent_calls)?;
         limits.concurrent_calls = calls;
         let mut linker = Linker::new(&engine);
         // Every standard WASI p2 interface is linked, but each call's context
@@ -228,8 +234,14 @@ impl Runtime {
     /// A fresh instance made ahead of its call: `map-result`'s, built while
     /// the plan's program runs, so the call after the program ends skips
     /// instantiation. `None` when it cannot be made now (the call then
-    /// instantiates as usual and reports any failure itself).
+    /// instantiates as usual and reports any failure itself), and always
+    /// `None` in a pool smaller than [`PREPARE_AHEAD_MIN_CALLS`]: there an
+    /// instance held for a program's whole run (up to its timeout) would
+    /// leave other ops' plans without a slot.
     pub async fn ready(&self, c: &LoadedComponent) -> Option<Ready> {
+        if self.limits.concurrent_calls < PREPARE_AHEAD_MIN_CALLS {
+            return None;
+        }
         self.instantiate(c).await.ok().map(|(store, inst)| Ready { store, inst })
     }
 
@@ -396,88 +408,6 @@ pub fn release_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
-}
-
-/// An engine whose instance pool serves `calls` concurrent plugin calls,
-/// or, when the address space cannot hold that pool, the most calls (a
-/// power-of-two share of `calls`) whose pool it can hold, with a warning.
-///
-/// The pool reserves its virtual address space up front: two memory slots
-/// of 4 GiB plus guard per call, so the default 256 calls need about
-/// 2 TiB. That is nothing on x86_64 (128 TiB of user space) but more than
-/// an aarch64 kernel built with 39-bit virtual addresses has (512 GiB, as
-/// on some Raspberry Pi and Jetson kernels) or than `ulimit -v` allows. A
-/// smaller pool only lowers how many calls run at once (past it a call
-/// fails with `plugin_limit`); no pool would mean no verbgate at all.
-fn pooled_engine(calls: u32) -> anyhow::Result<(Engine, u32)> {
-    let wanted = calls.max(1);
-    let mut calls = wanted;
-    loop {
-        let mut config = wasmtime::Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(instance_pool(calls)));
-        match Engine::new(&config) {
-            Ok(engine) => {
-                if calls < wanted {
-                    tracing::warn!(
-                        wanted,
-                        serving = calls,
-                        "the instance pool for {wanted} concurrent plugin calls does not fit this process's address space \
-                         (a 39-bit aarch64 kernel, or ulimit -v); serving {calls} at once, more fail with plugin_limit \
-                         (set limits.plugin_concurrent_calls = {calls} to silence this)"
-                    );
-                }
-                return Ok((engine, calls));
-            }
-            // Every pool error at engine creation is a reservation that did
-            // not fit (the layout itself is fixed and tested): try half.
-            Err(_) if calls > 1 => calls /= 2,
-            Err(e) => {
-                return Err(anyhow::anyhow!(
-                    "cannot reserve address space for even one plugin call's instance (two 4 GiB memory slots \
-                     plus guards, about 8.1 GiB of virtual memory): {e:#}; raise this process's address-space limit \
-                     (ulimit -v / RLIMIT_AS)"
-                ))
-            }
-        }
-    }
-}
-
-/// The instance pool. Every call gets a fresh instance (nothing leaks
-/// between calls), but its memory, tables and fiber stack come from slots
-/// reserved once, instead of an mmap/munmap per instantiation: on two cores
-/// those unmaps (TLB shootdowns, mmap lock contention) were most of the
-/// cost of a small op. A slot is reset to the module's initial image before
-/// reuse. `calls` is how many calls may hold an instance at once: a call
-/// holds one only while its guest runs or waits (at most its deadline), so
-/// live instances stay near the number of worker threads unless guests
-/// wait; past the pool, a call fails with `plugin_limit`
-/// (`concurrent_calls`) rather than queueing.
-fn instance_pool(calls: u32) -> wasmtime::PoolingAllocationConfig {
-    let calls = calls.max(1);
-    let mut pool = wasmtime::PoolingAllocationConfig::new();
-    pool.total_component_instances(calls)
-        .total_stacks(calls)
-        // A Rust guest holds a few core instances, tables and a memory;
-        // Python and JS guests hold more.
-        .total_core_instances(calls * 8)
-        .total_memories(calls * 2)
-        .total_tables(calls * 4)
-        .table_elements(sandbox::MAX_TABLE_ELEMENTS)
-        // The per-call memory cap is the limiter's job (it says which limit
-        // was hit); a slot can hold any 32-bit memory.
-        .max_memory_size(4 << 30)
-        // Reset the first MiBs of a memory (a Rust guest's stack and data)
-        // by rewriting only the pages that were touched (PAGEMAP_SCAN,
-        // Linux ≥ 6.7; else a memset) instead of decommitting them: no page
-        // faults on reuse, no TLB shootdown.
-        .pagemap_scan(wasmtime::Enabled::Auto)
-        .linear_memory_keep_resident(4 << 20)
-        .table_keep_resident(64 << 10)
-        .async_stack_keep_resident(64 << 10)
-        .max_unused_warm_slots(16);
-    pool
 }
 
 /// Advance the engine's epoch every [`EPOCH_TICK`] until the engine is gone.
