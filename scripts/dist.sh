@@ -10,6 +10,9 @@
 # for fewer targets does not leave older binaries beside its sums.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Physical path: cargo reports physical paths, so a remap of a symlinked
+# checkout's logical path would match nothing.
+cd "$(pwd -P)"
 targets=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl aarch64-apple-darwin x86_64-apple-darwin)
 [ $# -gt 0 ] && targets=("$@")
 ./scripts/zig-tools.sh "${targets[@]}"
@@ -28,8 +31,22 @@ target_dir=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["target_dir
 sep=$'\x1f'
 export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$PWD=/verbgate$sep--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo$sep--remap-path-prefix=$target_dir=/target"
 mkdir -p "$target_dir"
+# Runs killed outright (no EXIT trap) leave these behind; a stranded old
+# copy goes back in place when no target/dist survived.
+for stale in "$target_dir"/dist.old.*/dist; do
+    [ -d "$stale" ] && [ ! -e "$target_dir/dist" ] && mv "$stale" "$target_dir/dist"
+done
+rm -rf "$target_dir"/dist.partial.* "$target_dir"/dist.old.*
 staging=$(mktemp -d "$target_dir/dist.partial.XXXXXX")
-trap 'rm -rf "$staging"' EXIT
+old=""
+# On any exit: drop the staging copy, and if the swap below was cut short,
+# put the previous target/dist back.
+cleanup() {
+    rm -rf "$staging"
+    if [ -n "$old" ] && [ -d "$old/dist" ] && [ ! -e "$target_dir/dist" ]; then mv "$old/dist" "$target_dir/dist"; fi
+    [ -z "$old" ] || rm -rf "$old"
+}
+trap cleanup EXIT
 for t in "${targets[@]}"; do
     echo "== $t" >&2
     built="$target_dir/$t/release/verbgate"
@@ -53,11 +70,9 @@ fi
 # Swap in the new directory: the old one is renamed aside first, so there
 # is always a complete target/dist (old or new) except for one rename.
 chmod 755 "$staging"
-old=""
 if [ -e "$target_dir/dist" ]; then
     old=$(mktemp -d "$target_dir/dist.old.XXXXXX")
     mv "$target_dir/dist" "$old/dist"
 fi
 mv "$staging" "$target_dir/dist"
-[ -z "$old" ] || rm -rf "$old"
 echo "release binaries and SHA256SUMS in $target_dir/dist" >&2

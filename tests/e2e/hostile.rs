@@ -61,6 +61,34 @@ fn calls_past_the_instance_pool_get_concurrent_calls_and_the_pool_recovers() {
     assert_eq!(r[0]["ok"], true, "{}", r[0]);
 }
 
+/// A program that ran must not lose its result to a pool that is full at
+/// that moment: "retry" would run a write twice. map-result waits for the
+/// slot the sleepers give back at their deadline.
+#[test]
+fn a_program_that_ran_waits_for_a_pool_slot_to_map_its_result() {
+    verbgate_tests::runtime().block_on(async {
+        let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 2500\nplugin_concurrent_calls = 2");
+        env.install("fixture-echo");
+        env.install("fixture-hostile");
+        let s = std::sync::Arc::new(verbgate_tests::mcp::Session::start(env.serve_command()).await.unwrap());
+        // The program's plan takes a slot only briefly; it then runs 1 s.
+        let program = {
+            let s = s.clone();
+            tokio::spawn(async move { s.request(json!({"ops": [{"op": "echo.sleep", "args": {"ms": 1000}}]})).await.unwrap().structured })
+        };
+        // Meanwhile two guests that wait out their deadline take both slots,
+        // so when the program ends at 1 s the pool is full until 2.5 s.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let sleepers = s.request(json!({"ops": [{"op": "hostile.sleep"}, {"op": "hostile.sleep"}]})).await.unwrap().structured;
+        let program = program.await.unwrap();
+        for r in sleepers["results"].as_array().unwrap() {
+            assert_eq!(r["error"]["code"], "plugin_timeout", "both sleepers held a slot to their deadline: {sleepers}");
+        }
+        let r = &program["results"][0];
+        assert_eq!(r["ok"], true, "the program ran; its result must be mapped, not refused: {r}");
+    });
+}
+
 #[test]
 fn a_memory_bomb_is_a_plugin_limit() {
     assert_error_then_ok("hostile.oom", "plugin_limit");

@@ -156,6 +156,11 @@ impl LoadedComponent {
     }
 }
 
+/// How long map-result waits for a pool slot after its program ran (see
+/// [`Runtime::map_result`]): the default `plugin_timeout_cap_ms`, the
+/// longest any call holds one.
+pub const SLOT_WAIT_AFTER_RUN: Duration = Duration::from_secs(30);
+
 /// The smallest instance pool in which [`Runtime::ready`] makes
 /// map-result's instance while the program runs: a full batch (8 ops) and a
 /// few HTTP clients' batches still leave most of such a pool to plans.
@@ -243,6 +248,34 @@ impl Runtime {
             return None;
         }
         self.instantiate(c).await.ok().map(|(store, inst)| Ready { store, inst })
+    }
+
+    /// Instantiate for map-result, whose program has already run: a full
+    /// pool is waited out (polling, up to [`SLOT_WAIT_AFTER_RUN`]) rather
+    /// than refused, because "retry when fewer calls run" would have the
+    /// caller run a write a second time. Every holder of a slot gives it
+    /// back within its own call deadline (at most `plugin_timeout_cap_ms`).
+    async fn instantiate_after_run(&self, c: &LoadedComponent) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
+        let waited = std::time::Instant::now();
+        loop {
+            match self.instantiate(c).await {
+                Err(SandboxError::Limit { limit: "concurrent_calls", detail }) => {
+                    if waited.elapsed() >= SLOT_WAIT_AFTER_RUN {
+                        let detail = detail.replace("; retry when fewer plugin calls are running", "");
+                        return Err(SandboxError::Limit {
+                            limit: "concurrent_calls",
+                            detail: format!(
+                                "{detail} for {} s after the program ran; the program's effects happened but its result \
+                                 is lost: check them before running the op again",
+                                SLOT_WAIT_AFTER_RUN.as_secs()
+                            ),
+                        });
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                other => return other,
+            }
+        }
     }
 
     async fn instantiate(&self, c: &LoadedComponent) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
@@ -338,7 +371,7 @@ impl Runtime {
                 arm_deadline(&mut store, c.limits);
                 (store, inst)
             }
-            None => self.instantiate(c).await?,
+            None => self.instantiate_after_run(c).await?,
         };
         let r = self.within(c, inst.map_result(&mut store, verb, args, outcome)).await?;
         match self.finish(store, r)? {

@@ -111,9 +111,10 @@ fn instance_pool(calls: u32) -> wasmtime::PoolingAllocationConfig {
     let mut pool = wasmtime::PoolingAllocationConfig::new();
     pool.total_component_instances(calls)
         .total_stacks(calls)
-        // A Rust guest holds a few core instances, tables and a memory;
-        // Python and JS guests hold more.
-        .total_core_instances(calls.saturating_mul(8).max(MIN_CORE_INSTANCES))
+        // A Rust guest holds a few core instances, tables and a memory; a
+        // Python guest 14 core instances (a count, no reservation), 2
+        // tables and 1 memory.
+        .total_core_instances(calls.saturating_mul(16).max(MIN_CORE_INSTANCES))
         .total_memories(calls.saturating_mul(2))
         .total_tables(calls.saturating_mul(4).max(MIN_TABLES))
         .table_elements(sandbox::MAX_TABLE_ELEMENTS)
