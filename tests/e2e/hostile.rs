@@ -67,18 +67,22 @@ fn calls_past_the_instance_pool_get_concurrent_calls_and_the_pool_recovers() {
 #[test]
 fn a_program_that_ran_waits_for_a_pool_slot_to_map_its_result() {
     verbgate_tests::runtime().block_on(async {
-        let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 2500\nplugin_concurrent_calls = 2");
+        let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 3000\nplugin_concurrent_calls = 2");
         env.install("fixture-echo");
         env.install("fixture-hostile");
         let s = std::sync::Arc::new(verbgate_tests::mcp::Session::start(env.serve_command()).await.unwrap());
-        // The program's plan takes a slot only briefly; it then runs 1 s.
+        // Both components loaded (the server compiles and describes them in
+        // the background, which takes slots too) before the race is set up.
+        let warm = s.request(json!({"ops": [{"op": "echo.argv"}, {"op": "hostile.ok"}]})).await.unwrap().structured;
+        assert_eq!(warm["results"][1]["ok"], true, "{warm}");
+        // The program's plan takes a slot only briefly; it then runs 1.5 s.
         let program = {
             let s = s.clone();
-            tokio::spawn(async move { s.request(json!({"ops": [{"op": "echo.sleep", "args": {"ms": 1000}}]})).await.unwrap().structured })
+            tokio::spawn(async move { s.request(json!({"ops": [{"op": "echo.sleep", "args": {"ms": 1500}}]})).await.unwrap().structured })
         };
         // Meanwhile two guests that wait out their deadline take both slots,
-        // so when the program ends at 1 s the pool is full until 2.5 s.
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // so when the program ends at 1.5 s the pool is full until 3.5 s.
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
         let sleepers = s.request(json!({"ops": [{"op": "hostile.sleep"}, {"op": "hostile.sleep"}]})).await.unwrap().structured;
         let program = program.await.unwrap();
         for r in sleepers["results"].as_array().unwrap() {
