@@ -69,6 +69,10 @@ pub enum ErrorCode {
     /// The repository git would use (its git directory or work tree) is
     /// outside the root; nothing ran.
     RepoOutsideRoot,
+    /// A git verb's directory is in no repository (git would fall back to
+    /// comparing plain files, `--no-index`, with any path it is given);
+    /// nothing ran.
+    NotARepository,
     /// Configuration a program would read from outside the root belongs to
     /// another user or is writable by others; nothing ran.
     UntrustedConfig,
@@ -89,6 +93,10 @@ pub enum ErrorCode {
     ConsentRequired,
     /// The person asked said no (or did not answer in time); nothing ran.
     ConsentDeclined,
+    /// The op's audit row could not be made durable before it would act
+    /// (the database locked past its busy timeout, a full disk), so it did
+    /// not run: no op runs unrecorded.
+    AuditUnavailable,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -121,6 +129,7 @@ impl ErrorCode {
         ErrorCode::KillFailed,
         ErrorCode::RepoConfigRunsPrograms,
         ErrorCode::RepoOutsideRoot,
+        ErrorCode::NotARepository,
         ErrorCode::UntrustedConfig,
         ErrorCode::InsecureFile,
         ErrorCode::JobLimit,
@@ -128,6 +137,7 @@ impl ErrorCode {
         ErrorCode::PolicyDenied,
         ErrorCode::ConsentRequired,
         ErrorCode::ConsentDeclined,
+        ErrorCode::AuditUnavailable,
         ErrorCode::Internal,
     ];
 
@@ -159,6 +169,7 @@ impl ErrorCode {
             ErrorCode::KillFailed => "kill_failed",
             ErrorCode::RepoConfigRunsPrograms => "repo_config_runs_programs",
             ErrorCode::RepoOutsideRoot => "repo_outside_root",
+            ErrorCode::NotARepository => "not_a_repository",
             ErrorCode::UntrustedConfig => "untrusted_config",
             ErrorCode::InsecureFile => "insecure_file",
             ErrorCode::JobLimit => "job_limit",
@@ -166,6 +177,7 @@ impl ErrorCode {
             ErrorCode::PolicyDenied => "policy_denied",
             ErrorCode::ConsentRequired => "consent_required",
             ErrorCode::ConsentDeclined => "consent_declined",
+            ErrorCode::AuditUnavailable => "audit_unavailable",
             ErrorCode::Internal => "internal",
         }
     }

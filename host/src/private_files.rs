@@ -5,9 +5,9 @@
 //! programs, `plugins/` holds components. A home another local user can
 //! write to is that user's code running as us. So:
 //!
-//! - [`check_home`] refuses (never repairs) a home, one of its directories
-//!   or the config file when it is owned by someone else or writable by
-//!   group or others, naming the path, the problem and the fix;
+//! - [`check_home`] refuses (never repairs) a home, one of its directories,
+//!   the config file or `tokens.json` when it is owned by someone else or
+//!   writable by group or others, naming the path, the problem and the fix;
 //! - directories verbgate creates are created 0700 ([`ensure_private_dir`]);
 //! - files are written through an exclusive temporary name with a random
 //!   suffix (`O_CREAT|O_EXCL`, never through a planted file or symlink),
@@ -84,8 +84,8 @@ pub fn check_private(path: &Path, meta: &Metadata) -> Result<(), InsecureFile> {
 /// exist; verbgate creates them 0700 when it needs them).
 pub const HOME_DIRS: &[&str] = &["cache", "trust", "state", "plugins", "keys"];
 
-/// Check the home, its directories and the config file before anything in
-/// them is trusted. A missing path is fine (nothing to trust yet).
+/// Check the home, its directories, the config file and `tokens.json`
+/// before anything in them is trusted. A missing path is fine (nothing to trust yet).
 pub fn check_home(home: &Path, config_file: Option<&Path>) -> Result<()> {
     let mut paths = vec![home.to_path_buf()];
     paths.extend(HOME_DIRS.iter().map(|d| home.join(d)));
@@ -100,7 +100,9 @@ pub fn check_home(home: &Path, config_file: Option<&Path>) -> Result<()> {
         };
         check_private(&path, &meta)?;
     }
-    Ok(())
+    // The bearer-token file decides who a server lets in: the same rule,
+    // with a fix that also says to look for planted tokens.
+    crate::tokens::TokenStore::at_home(home).check()
 }
 
 /// Create a private directory (0700, parents too) or check an existing

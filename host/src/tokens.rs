@@ -7,6 +7,15 @@
 //! much of a guess was right. The file is re-read on every check, so a
 //! revoked token stops working on its very next request (a file of a few
 //! tokens is cheaper to read than to watch).
+//!
+//! The file decides who a server lets in, so it is trusted only as every
+//! file in the home is ([`crate::private_files`]): owned by the user
+//! running verbgate and not writable by group or others. Otherwise another
+//! local user could add a record with their own token's hash and no allow
+//! list. The check runs on the open descriptor at every read — the server's
+//! per-request read included — and a refusal lets nobody in (fail closed):
+//! the server answers every request with the problem and the fix, and the
+//! `verbgate token` commands refuse with `insecure_file`.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -17,6 +26,10 @@ use crate::json::sha256_hex;
 
 /// The token file's name under verbgate's home.
 pub const TOKENS_FILE: &str = "tokens.json";
+
+/// Largest token file read, bytes (thousands of tokens; a bigger file is
+/// not one verbgate wrote).
+const TOKENS_FILE_BYTES: u64 = 1 << 20;
 
 /// What every token's text starts with (so a leaked one is recognisable
 /// by secret scanners and people).
@@ -59,13 +72,62 @@ impl TokenStore {
         &self.path
     }
 
-    /// Every stored token (an absent file is no tokens).
-    pub fn list(&self) -> Result<Vec<TokenRecord>> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+    /// Refuse the file unless it is the user's and not writable by group
+    /// or others (an absent file is fine: no tokens). Follows a symlink,
+    /// as the home check does for the config: what matters is who can
+    /// write what it leads to.
+    pub fn check(&self) -> Result<()> {
+        match std::fs::metadata(&self.path) {
+            Ok(meta) => self.check_meta(&meta),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("cannot check {}", self.path.display())),
+        }
+    }
+
+    fn check_meta(&self, meta: &std::fs::Metadata) -> Result<()> {
+        if let Err(mut insecure) = crate::private_files::check_private(&self.path, meta) {
+            // Whoever could write it may have added a token of their own:
+            // fixing the mode is not enough.
+            let tighten = if insecure.problem.contains("owned by") { insecure.fix.clone() } else { format!("`chmod 600 {}`", self.path.display()) };
+            insecure.fix = format!("{tighten}, then look for tokens you did not make with `verbgate token list` and revoke them");
+            return Err(insecure.into());
+        }
+        Ok(())
+    }
+
+    /// The file's bytes, `None` when it does not exist: opened without
+    /// blocking (a FIFO cannot hang a request), then checked on the open
+    /// descriptor (regular, the user's, not writable by others, at most
+    /// [`TOKENS_FILE_BYTES`]) so the file checked is the file read.
+    fn read(&self) -> Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY).open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", self.path.display())),
         };
+        let meta = file.metadata().with_context(|| format!("cannot check {}", self.path.display()))?;
+        if !meta.is_file() {
+            bail!("{} is not a regular file; remove it and make tokens again with `verbgate token add`", self.path.display());
+        }
+        self.check_meta(&meta)?;
+        if meta.len() > TOKENS_FILE_BYTES {
+            bail!("{} is {} bytes, more than the {TOKENS_FILE_BYTES}-byte cap for a token file; verbgate did not write it", self.path.display(), meta.len());
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(TOKENS_FILE_BYTES + 1).read_to_end(&mut bytes).with_context(|| format!("cannot read {}", self.path.display()))?;
+        if bytes.len() as u64 > TOKENS_FILE_BYTES {
+            bail!("{} grew past the {TOKENS_FILE_BYTES}-byte cap for a token file while being read", self.path.display());
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Every stored token (an absent file is no tokens). Refused, with
+    /// [`crate::private_files::InsecureFile`], when the file is not the
+    /// user's or others could write it.
+    pub fn list(&self) -> Result<Vec<TokenRecord>> {
+        let Some(bytes) = self.read()? else { return Ok(vec![]) };
         let file: TokenFile = serde_json::from_slice(&bytes).with_context(|| format!("{} is not a valid token file", self.path.display()))?;
         Ok(file.tokens)
     }
@@ -181,6 +243,38 @@ mod tests {
         assert!(store.revoke("ci").unwrap());
         assert!(store.authenticate(&text).unwrap().is_none());
         assert!(!store.revoke("ci").unwrap());
+    }
+
+    #[test]
+    fn a_file_others_could_write_authenticates_nobody() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let store = TokenStore::at_home(home.path());
+        let text = store.add("ci", None).unwrap();
+        for mode in [0o666, 0o620, 0o602] {
+            std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+            for err in [store.authenticate(&text).unwrap_err(), store.list().unwrap_err(), store.add("x", None).unwrap_err(), store.check().unwrap_err()] {
+                let insecure = err.downcast_ref::<crate::private_files::InsecureFile>().unwrap_or_else(|| panic!("{mode:o}: {err:#}"));
+                assert!(insecure.problem.contains(&format!("mode {mode:o}")), "{insecure}");
+                assert!(insecure.fix.contains("chmod 600") && insecure.fix.contains("verbgate token list"), "{insecure}");
+            }
+        }
+        // Readable by others is not a danger (only hashes are stored).
+        std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(store.authenticate(&text).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_fifo_or_a_huge_token_file_is_refused_without_hanging() {
+        let home = tempfile::tempdir().unwrap();
+        let store = TokenStore::at_home(home.path());
+        let c = std::ffi::CString::new(store.path().to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(store.list().unwrap_err().to_string().contains("not a regular file"));
+        std::fs::remove_file(store.path()).unwrap();
+        crate::config::write_private_file(store.path(), &vec![b' '; (TOKENS_FILE_BYTES + 1) as usize]).unwrap();
+        assert!(store.list().unwrap_err().to_string().contains("cap"));
     }
 
     #[test]

@@ -115,10 +115,12 @@ fn log_refuses_option_injection_through_rev_and_handles_empty_repos() {
 }
 
 #[test]
-fn outside_a_repository_is_not_found() {
+fn outside_a_repository_the_host_refuses_before_git_runs() {
+    // (git would fall back to `--no-index`: see
+    // hostile_repo::git_verbs_refuse_a_root_that_is_no_repository.)
     let env = Env::new();
     let r = env.op("git.status", json!({}));
-    assert_eq!(r["error"]["code"], "not_found", "{r}");
+    assert_eq!(r["error"]["code"], "not_a_repository", "{r}");
 }
 
 fn commit_all(root: &std::path::Path, msg: &str) {

@@ -473,3 +473,22 @@ fn write_verbs_run_no_repository_hooks_and_never_sign() {
     assert!(!commit.contains("gpgsig"), "the commit was signed: {commit}");
     assert_eq!(git(&h.env.root, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "topic");
 }
+
+#[test]
+fn git_verbs_refuse_a_root_that_is_no_repository() {
+    // Seen before: in a root that is not a repository git falls back to
+    // `--no-index`, so git.diff with an absolute `rev` compared a file
+    // outside the root with one inside and answered with its lines.
+    let env = Env::new();
+    let outside = env.tmp.path().join("outside.txt");
+    std::fs::write(&outside, "OUTSIDE-LINE\n").unwrap();
+    std::fs::write(env.root.join("a.txt"), "inside\n").unwrap();
+    let r = env.op("git.diff", json!({"rev": outside.to_str().unwrap(), "path": "a.txt"}));
+    assert!(!r.to_string().contains("OUTSIDE-LINE"), "{r}");
+    assert_eq!(r["error"]["code"], "not_a_repository", "{r}");
+    for verb in ["git.status", "git.log", "git.branches"] {
+        let r = env.op(verb, json!({}));
+        assert_eq!(r["error"]["code"], "not_a_repository", "{verb}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("not inside a git repository"), "{r}");
+    }
+}

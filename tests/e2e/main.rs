@@ -3,17 +3,20 @@
 //! one module per area.
 
 mod argv;
+mod audit_fails_closed;
 mod authoring;
 mod bounds;
 mod cache;
 mod cargo;
 mod check;
+mod display;
 mod envelope;
 mod exec_read;
 mod git;
 mod git_write;
 mod golden;
 mod guests;
+mod help_gate;
 mod home;
 mod hostile;
 mod hostile_repo;
@@ -30,3 +33,4 @@ mod pytest;
 mod python_sdk;
 mod rg;
 mod trust;
+mod turns;

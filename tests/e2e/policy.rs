@@ -203,3 +203,30 @@ fn check_says_a_0_1_0_component_cannot_declare_effects() {
     assert_eq!(current["wit_version"], "0.2.0", "{current}");
     assert!(!current["warnings"].as_array().unwrap().iter().any(|w| w["code"] == "effects_undeclared"), "{current}");
 }
+
+#[test]
+fn a_rule_naming_an_alias_decides_for_the_verb_under_every_name() {
+    // Attack (issue 25): `deny` on an alias loaded without a word and the
+    // alias ran, because rules matched canonical names only.
+    let env = Env::with_plugin("fixture-echo").with_config("[[policy]]\nverbs = [\"echo.args\"]\ndecision = \"deny\"\nreason = \"no echo here\"\n");
+    for name in ["echo.args", "echo.argv"] {
+        let r = env.op(name, json!({"word": "x"}));
+        assert_eq!(r["error"]["code"], "policy_denied", "{name}: {r}");
+        assert_eq!(r["error"]["rule"], "policy[1]", "{name}: {r}");
+    }
+    let help = env.request(&json!({"help": "echo.args"}))["help"].clone();
+    assert_eq!(help["policy"]["decision"], "deny", "help reports the rule for the alias: {help}");
+    let catalog = env.request(&json!({"help": true}))["help"].clone();
+    assert!(catalog["policy"]["deny"].as_array().unwrap().contains(&json!("echo.argv")), "{catalog}");
+    let denied = audit(&env, &["--outcome", "policy_denied"]);
+    assert_eq!(denied.len(), 2, "{denied:?}");
+    assert!(denied.iter().all(|r| r["verb"] == "echo.argv" && r["decided_by"] == "policy[1]"), "{denied:?}");
+    // An allow rule naming the alias allows the verb (before: the alias in
+    // an allow rule matched nothing, so the verb kept asking).
+    let env = Env::new().with_config("[[policy]]\nverbs = [\"echo.args\"]\ndecision = \"allow\"\n");
+    env.install_from("fixture-echo", &echo_v0_1_0());
+    for name in ["echo.args", "echo.argv"] {
+        let r = env.op(name, json!({"word": "x"}));
+        assert_eq!(r["ok"], true, "{name}: {r}");
+    }
+}

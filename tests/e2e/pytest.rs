@@ -188,3 +188,63 @@ fn without_pytest_the_verb_is_unavailable_and_says_why() {
     assert_eq!(r["error"]["code"], "unavailable", "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("programs.pytest"), "{r}");
 }
+
+/// Spawn, and if a job started (the old behaviour), wait for it to end so
+/// whatever it writes is written before the test looks.
+fn spawn_and_settle(env: &Env, args: Value) -> Value {
+    let r = spawn(env, args);
+    if let Some(id) = r["result"]["job"]["id"].as_str() {
+        env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 120}));
+    }
+    r
+}
+
+#[test]
+fn an_at_file_is_never_expanded_from_a_keyword_or_a_node_id() {
+    // pytest's argparse expands `@file` into the file's lines, as further
+    // arguments, wherever it appears (`fromfile_prefix_chars`): an option
+    // value, a node id, even after `--`. The file can be anywhere, and its
+    // lines can be any option.
+    let env = suite_env();
+    let written = env.tmp.path().join("outside-report.xml");
+    let outside = env.tmp.path().join("outside-opts.txt");
+    std::fs::write(&outside, format!("passes\n--junitxml={}\n", written.display())).unwrap();
+    let r = spawn_and_settle(&env, json!({"keyword": format!("@{}", outside.display())}));
+    assert_eq!(r["error"]["code"], "unsafe_argv", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains('@'), "the message says why: {r}");
+    assert!(!written.exists(), "pytest read options from a file outside the root and wrote outside it");
+
+    // A file the repository itself carries, named as a node id.
+    std::fs::write(env.root.join("opts.txt"), format!("--junitxml={}\n", written.display())).unwrap();
+    for id in ["@opts.txt", "@tests/test_outcomes.py"] {
+        let r = spawn_and_settle(&env, json!({"node_ids": ["tests", id]}));
+        assert_eq!(r["error"]["code"], "unsafe_argv", "{id}: {r}");
+        assert!(!written.exists(), "{id}: pytest read its options from the repository's opts.txt and wrote outside the root");
+    }
+    // `markers` too.
+    let r = spawn_and_settle(&env, json!({"markers": "@opts.txt"}));
+    assert_eq!(r["error"]["code"], "unsafe_argv", "{r}");
+    assert!(!written.exists());
+}
+
+#[test]
+fn a_node_id_through_a_link_out_of_the_root_is_refused() {
+    // `link.py` alone is refused (a symlink leading outside); the node id
+    // `link.py::test_x` used to be checked as one path component that does
+    // not exist, so pytest ran the test file outside the root.
+    let env = suite_env();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let marker = elsewhere.path().join("outside-test-ran");
+    let outside = elsewhere.path().join("test_outside.py");
+    std::fs::write(&outside, format!("def test_x():\n    open({:?}, 'w').close()\n", marker.display().to_string())).unwrap();
+    std::os::unix::fs::symlink(&outside, env.root.join("link.py")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), env.root.join("linkdir")).unwrap();
+    for id in ["link.py", "link.py::test_x", "link.py::test_x[a]", "linkdir/test_outside.py::test_x"] {
+        let r = spawn_and_settle(&env, json!({"node_ids": [id]}));
+        assert_eq!(r["error"]["code"], "plan_refused", "{id}: {r}");
+        assert!(!marker.exists(), "{id}: a test file outside the root ran");
+    }
+    // A node id inside the root still runs.
+    let r = run_job(&env, json!({"node_ids": ["tests/test_outcomes.py::test_passes"]}));
+    assert_eq!(r["result"]["counts"]["passed"], 1, "{r}");
+}

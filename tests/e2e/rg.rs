@@ -315,3 +315,134 @@ fn without_ripgrep_the_verbs_are_unavailable_and_say_why() {
     // The other verbs are unaffected.
     assert_eq!(env.op("job.list", json!({}))["ok"], true);
 }
+
+/// Lines that are not valid globs: rg echoes each one in its errors.
+const NOT_GLOBS: &str = "SECRET-ONE-{\nSECRET-TWO-[z-a]\n";
+
+/// A test whose rg could run away with memory: rg runs under a shell that
+/// caps its address space at 1 GiB, so a regression costs one failed
+/// allocation, not the machine's memory.
+fn capped_rg_env(env_config: &str) -> Env {
+    let rg = require_test_tool("rg");
+    let env = Env::new().with_config(env_config);
+    let wrapper = env.tmp.path().join("rg-capped");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nulimit -v 1048576\nexec {:?} \"$@\"\n", rg.display().to_string())).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.with_program("rg", wrapper.to_str().unwrap())
+}
+
+#[test]
+fn ignore_files_linked_out_of_the_root_are_refused_and_never_echoed() {
+    let env = capped_rg_env("");
+    let secret = env.tmp.path().join("secret.txt");
+    std::fs::write(&secret, NOT_GLOBS).unwrap();
+    std::fs::write(env.root.join("a.txt"), "needle\n").unwrap();
+    for dir in ["sub", ".hidden", ".git/info"] {
+        std::fs::create_dir_all(env.root.join(dir)).unwrap();
+    }
+    // Each link, and the args that make rg read it (a hidden directory's
+    // ignore file is read when the directory is searched: with `hidden`,
+    // or named in `paths`).
+    let cases: [(&str, Value); 6] = [
+        (".gitignore", json!({})),
+        (".ignore", json!({})),
+        ("sub/.rgignore", json!({})),
+        (".git/info/exclude", json!({})),
+        (".hidden/.gitignore", json!({"hidden": true})),
+        (".hidden/.gitignore", json!({"paths": [".hidden"]})),
+    ];
+    for (link, select) in cases {
+        std::os::unix::fs::symlink(&secret, env.root.join(link)).unwrap();
+        for verb in ["rg.search", "rg.files"] {
+            let mut args = select.clone();
+            if verb == "rg.search" {
+                args["pattern"] = json!("needle");
+            }
+            let r = env.op(verb, args.clone());
+            assert!(!r.to_string().contains("SECRET-"), "{verb} {link} {args}: the linked file's lines reached the answer: {r}");
+            assert_eq!(r["error"]["code"], "plan_refused", "{verb} {link} {args}: {r}");
+            assert_eq!(r["error"]["path"], link, "{verb} {link}: {r}");
+            let message = r["error"]["message"].as_str().unwrap();
+            assert!(message.contains("symbolic link") && message.contains("ignored"), "the message says why and what to do: {r}");
+        }
+        // rg reads no ignore file at all with `ignored`: nothing to refuse.
+        let r = env.op("rg.search", json!({"pattern": "needle", "ignored": true}));
+        assert_eq!(ok(&r)["matches"][0]["path"], "a.txt", "{r}");
+        assert!(!r.to_string().contains("SECRET-"), "{r}");
+        std::fs::remove_file(env.root.join(link)).unwrap();
+    }
+    // A plain ignore file in the root works as it always did.
+    std::fs::write(env.root.join(".gitignore"), "skipped.txt\n").unwrap();
+    std::fs::write(env.root.join("skipped.txt"), "needle\n").unwrap();
+    let r = env.op("rg.files", json!({}));
+    assert_eq!(ok(&r)["files"], json!(["a.txt"]), "{r}");
+}
+
+#[test]
+fn an_ignore_file_that_never_ends_is_refused_before_rg_reads_it() {
+    // `/dev/zero` as `.gitignore`: rg reads it as one line that never ends,
+    // allocating without bound; a FIFO would block rg until its timeout.
+    let env = capped_rg_env("");
+    std::fs::write(env.root.join("a.txt"), "needle\n").unwrap();
+    std::os::unix::fs::symlink("/dev/zero", env.root.join(".gitignore")).unwrap();
+    let started = std::time::Instant::now();
+    let r = env.op("rg.search", json!({"pattern": "needle"}));
+    let took = started.elapsed();
+    assert_eq!(r["error"]["code"], "plan_refused", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains(".gitignore"), "{r}");
+    assert!(took < std::time::Duration::from_secs(10), "refused promptly, not after rg ran: {took:?}");
+    std::fs::remove_file(env.root.join(".gitignore")).unwrap();
+
+    let fifo = env.root.join("sub/.ignore");
+    std::fs::create_dir(env.root.join("sub")).unwrap();
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let r = env.op("rg.files", json!({}));
+    assert_eq!(r["error"]["code"], "plan_refused", "{r}");
+    assert_eq!(r["error"]["path"], "sub/.ignore", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("not a regular file"), "{r}");
+    std::fs::remove_file(&fifo).unwrap();
+
+    // Too large to be an ignore file anyone wrote by hand.
+    std::fs::write(env.root.join(".ignore"), "x\n".repeat(600 * 1024)).unwrap();
+    let r = env.op("rg.files", json!({}));
+    assert_eq!(r["error"]["code"], "plan_refused", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("1 MiB"), "{r}");
+}
+
+#[test]
+fn ignore_files_above_the_root_and_the_global_one_are_bounded_and_never_echoed() {
+    // rg reads the ignore files of every directory above the one it
+    // searches, even with --no-ignore-parent (which only stops it applying
+    // them), and the global gitignore under $HOME (`core.excludesFile`,
+    // `~/.config/git/ignore`).
+    let env = capped_rg_env("");
+    std::fs::write(env.root.join("a.txt"), "needle\n").unwrap();
+    // A repository: rg applies the global gitignore only in one.
+    std::fs::create_dir(env.root.join(".git")).unwrap();
+    let above = env.tmp.path().join(".ignore");
+    std::fs::write(&above, NOT_GLOBS).unwrap();
+    let home = env.tmp.path().join("fake-home");
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    std::fs::write(home.join(".config/git/ignore"), "SECRET-THREE-{\na.txt\n").unwrap();
+    let request = |args: Value| -> Value {
+        let req = json!({"ops": [{"op": "rg.search", "args": args}]});
+        let out = env.cmd(&["request", &req.to_string()]).env("HOME", &home).env_remove("XDG_CONFIG_HOME").output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["results"][0].clone()
+    };
+    let r = request(json!({"pattern": "needle"}));
+    assert!(!r.to_string().contains("SECRET-"), "an ignore file's lines reached the answer: {r}");
+    // The global gitignore's `a.txt` does not hide the file; neither does
+    // a rule from above the root.
+    assert_eq!(ok(&r)["matches"][0]["path"], "a.txt", "{r}");
+    std::fs::write(&above, "a.txt\n").unwrap();
+    let r = request(json!({"pattern": "needle"}));
+    assert_eq!(ok(&r)["matches"][0]["path"], "a.txt", "a rule above the root hid a file in it: {r}");
+    // Above the root, a link is followed (a `~/.gitignore` kept in a
+    // dotfiles repository is common), but what it leads to must be a
+    // regular file of bounded size.
+    std::fs::remove_file(&above).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &above).unwrap();
+    let r = request(json!({"pattern": "needle"}));
+    assert_eq!(r["error"]["code"], "plan_refused", "{r}");
+    assert_eq!(r["error"]["path"], above.display().to_string(), "{r}");
+}

@@ -28,9 +28,11 @@ pub fn bin_dir() -> PathBuf {
     }
 }
 
-/// The `verbgate` binary under test.
+/// The `verbgate` binary under test: the build beside the tests, or the
+/// one `VERBGATE_TEST_BIN` names (an older build, to watch an attack test
+/// succeed against the code it was written for).
 pub fn verbgate_bin() -> PathBuf {
-    let p = bin_dir().join("verbgate");
+    let p = std::env::var_os("VERBGATE_TEST_BIN").map_or_else(|| bin_dir().join("verbgate"), PathBuf::from);
     assert!(p.exists(), "{} is missing: run `just build` (or `cargo build --workspace --bins`) first", p.display());
     p
 }

@@ -117,6 +117,27 @@ impl AuditStore {
         tx.commit()
     }
 
+    /// Replace everything an op's end changes in row `id` (written before
+    /// the op acted) with `r`'s values.
+    pub fn update(&self, id: i64, r: &Record) -> rusqlite::Result<()> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        update(&conn, id, r)
+    }
+
+    /// Inserts and updates in one transaction (all or none), in order.
+    pub fn write_all(&self, writes: &[super::writer::Write]) -> rusqlite::Result<()> {
+        use super::writer::Write;
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = conn.transaction()?;
+        for w in writes {
+            match w {
+                Write::Insert(r) => insert(&tx, r)?,
+                Write::Update(id, r) => update(&tx, *id, r)?,
+            }
+        }
+        tx.commit()
+    }
+
     /// Rows matching `filter`, oldest first (the newest `limit` of them).
     pub fn query(&self, filter: &Filter) -> rusqlite::Result<Vec<Record>> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
@@ -213,6 +234,17 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
 }
 
 /// One `INSERT` of `r` (the statement is cached per connection).
+/// What an op's end may change in its row: who decided, the answer, what
+/// ran, how it ended, how long it took, the job.
+fn update(conn: &Connection, id: i64, r: &Record) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE audit SET decision = ?2, decided_by = ?3, answer = ?4, program = ?5, argv = ?6, outcome = ?7, duration_ms = ?8, job_id = ?9, dry_run = ?10, read_back = ?11
+         WHERE id = ?1",
+    )?;
+    stmt.execute(params![id, r.decision, r.decided_by, r.answer, r.program, r.argv, r.outcome, r.duration_ms, r.job_id, r.dry_run, r.read_back])?;
+    Ok(())
+}
+
 fn insert(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO audit (time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run, read_back)

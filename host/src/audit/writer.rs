@@ -21,9 +21,18 @@ const BATCH: usize = 512;
 /// one per op competing with the ops for the CPU.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 
+/// What the writer is asked to do.
+pub enum Write {
+    /// Append a row.
+    Insert(Record),
+    /// Replace the row with this id (written before its op ran) with the
+    /// op's end.
+    Update(i64, Record),
+}
+
 /// The trail's writer thread and its queue.
 pub struct AuditWriter {
-    tx: Mutex<Option<Sender<Record>>>,
+    tx: Mutex<Option<Sender<Write>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     store: Arc<AuditStore>,
 }
@@ -46,13 +55,28 @@ impl AuditWriter {
     /// Queue a row. When the writer is gone (it never is while the
     /// dispatcher lives), the row is written here instead of dropped.
     pub fn record(&self, record: Record) {
+        self.send(Write::Insert(record));
+    }
+
+    /// Queue the update of row `id` to `record`.
+    pub fn update(&self, id: i64, record: Record) {
+        self.send(Write::Update(id, record));
+    }
+
+    /// The store the writer writes to (for the rows an op writes itself,
+    /// durably, before it acts).
+    pub fn store(&self) -> Arc<AuditStore> {
+        Arc::clone(&self.store)
+    }
+
+    fn send(&self, write: Write) {
         let sent = match self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            Some(tx) => tx.send(record).map_err(|e| e.0),
-            None => Err(record),
+            Some(tx) => tx.send(write).map_err(|e| e.0),
+            None => Err(write),
         };
-        if let Err(record) = sent {
-            if let Err(e) = self.store.append(&record) {
-                tracing::error!(error = %e, verb = %record.verb, "cannot write the audit trail");
+        if let Err(write) = sent {
+            if let Err(e) = self.store.write_all(std::slice::from_ref(&write)) {
+                tracing::error!(error = %e, "cannot write the audit trail");
             }
         }
     }
@@ -74,7 +98,7 @@ impl Drop for AuditWriter {
     }
 }
 
-fn write_loop(store: &AuditStore, rx: &Receiver<Record>) {
+fn write_loop(store: &AuditStore, rx: &Receiver<Write>) {
     while let Ok(first) = rx.recv() {
         let mut rows = vec![first];
         let until = std::time::Instant::now() + GATHER;
@@ -87,7 +111,7 @@ fn write_loop(store: &AuditStore, rx: &Receiver<Record>) {
                 Err(_) => break,
             }
         }
-        if let Err(e) = store.append_all(&rows) {
+        if let Err(e) = store.write_all(&rows) {
             tracing::error!(error = %e, rows = rows.len(), "cannot write the audit trail");
         }
     }

@@ -85,11 +85,35 @@ pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
     }
 }
 
+/// Longest cell of the table (bytes shown); the `run` column gets
+/// [`RUN_CELL_BYTES`]. A longer text is cut, saying how much is missing.
+const CELL_BYTES: usize = 64;
+
+/// Longest `run` cell: the program and argv (and any read-back).
+const RUN_CELL_BYTES: usize = 1024;
+
+/// One table cell: the text with every control, bidi and invisible
+/// character visibly escaped and cut at `max` (see [`crate::text`]). Every
+/// text the table shows goes through here: an op name, a token name, a
+/// program path or argv word may have been chosen by a caller, a plugin or
+/// a repository, and printed raw, an `ESC [` sequence in one rewrites the
+/// rows above it on the operator's screen.
+fn cell(text: &str, max: usize) -> String {
+    crate::text::escape(text, max)
+}
+
 fn print_row(r: &Record, json: bool) {
     if json {
+        // Exact: JSON escapes every control character, and a reader that
+        // shows the values is the reader's to escape.
         println!("{}", serde_json::to_string(r).unwrap_or_default());
         return;
     }
+    println!("{}", table_row(r));
+}
+
+/// One line of the table.
+fn table_row(r: &Record) -> String {
     let run = match (&r.program, &r.argv) {
         (Some(p), Some(argv)) => match &r.read_back {
             Some(then) => format!("{p} {argv} then {then}"),
@@ -97,23 +121,24 @@ fn print_row(r: &Record, json: bool) {
         },
         _ => r.job_id.clone().map(|j| format!("job {j}")).unwrap_or_default(),
     };
-    println!(
+    let decided = match (&r.decided_by, &r.answer) {
+        (Some(by), Some(answer)) => format!("{by}:{answer}"),
+        (Some(by), None) => by.clone(),
+        _ => "-".into(),
+    };
+    format!(
         "{:<24} {:<6} {:<14} {:<18} {:<6} {:<22} {:<20} {:>7}  {}{}",
         utc(r.time_ms),
-        r.transport,
-        r.caller,
-        r.verb,
-        r.decision.as_deref().unwrap_or("-"),
-        match (&r.decided_by, &r.answer) {
-            (Some(by), Some(answer)) => format!("{by}:{answer}"),
-            (Some(by), None) => by.clone(),
-            _ => "-".into(),
-        },
-        r.outcome,
+        cell(&r.transport, CELL_BYTES),
+        cell(&r.caller, CELL_BYTES),
+        cell(&r.verb, CELL_BYTES),
+        cell(r.decision.as_deref().unwrap_or("-"), CELL_BYTES),
+        cell(&decided, CELL_BYTES),
+        cell(&r.outcome, CELL_BYTES),
         r.duration_ms,
         if r.dry_run { "(dry run) " } else { "" },
-        run
-    );
+        cell(&run, RUN_CELL_BYTES)
+    )
 }
 
 /// `2026-12-03T10:00:00.123Z` from Unix ms.
@@ -165,5 +190,30 @@ mod tests {
         for bad in ["yesterday", "10x", "2026-13-01", ""] {
             assert!(parse_since(bad, 0).unwrap_err().to_string().contains("--since"), "{bad}");
         }
+    }
+
+    #[test]
+    fn every_text_in_a_row_is_escaped_and_bounded() {
+        let hostile = "\u{1b}[1A\u{1b}[2K\rfake\u{202e}\u{200b}\u{9b}";
+        let r = Record {
+            transport: hostile.into(),
+            caller: hostile.into(),
+            verb: hostile.into(),
+            decision: Some(hostile.into()),
+            decided_by: Some(hostile.into()),
+            answer: Some(hostile.into()),
+            outcome: hostile.into(),
+            program: Some(format!("/bin/{hostile}")),
+            argv: Some(format!("[\"{}\"]", "a".repeat(5000))),
+            read_back: Some(hostile.into()),
+            ..Record::default()
+        };
+        let line = table_row(&r);
+        assert!(!line.chars().any(crate::text::hidden), "{line:?}");
+        assert_eq!(line.matches(r"\u{1b}[1A\u{1b}[2K\rfake\u{202e}\u{200b}\u{9b}").count(), 7, "{line}");
+        assert!(line.len() < 8 * CELL_BYTES + RUN_CELL_BYTES + 200, "{} bytes", line.len());
+        assert!(line.ends_with("bytes not shown)"), "the run cell is cut and says so: {line}");
+        let long = Record { verb: "v".repeat(200), ..Record::default() };
+        assert!(table_row(&long).contains(&format!("{}…(+136 bytes not shown)", "v".repeat(64))));
     }
 }

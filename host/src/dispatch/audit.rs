@@ -1,7 +1,9 @@
 //! What dispatch tells the audit trail about one op: collected in a
 //! [`Trail`] while the op runs (the policy's decision, the person's answer,
-//! the program and argv, the job), then written as one [`Record`] when the
-//! op's outcome is known, before the answer goes back.
+//! the program and argv, the job). The trail fails closed: before an op
+//! acts, its row is committed ([`Dispatcher::begin`]) and the op does not
+//! run if it cannot be; when the op's outcome is known the row is updated
+//! (or, for an op refused before it acted, written) by the writer thread.
 
 use serde_json::Value;
 use std::time::Instant;
@@ -12,11 +14,22 @@ use super::op::OpOutcome;
 use super::Dispatcher;
 use crate::audit::{redact, Record};
 use crate::config::Decision;
+use crate::error::{ErrorCode, OpError};
 use crate::exec::Prepared;
+use crate::registry::Verb;
 
 /// What happened to one op on its way through dispatch.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Trail {
+    /// When the op arrived (for its duration).
+    started: Instant,
+    /// When the op arrived, ms since the epoch.
+    time_ms: i64,
+    /// Its args (kept only while the trail is on).
+    args: Option<Value>,
+    /// The row written before anything ran ([`Dispatcher::begin`]); the
+    /// op's end updates it.
+    row: Option<i64>,
     /// The policy's decision.
     pub decision: Option<Decision>,
     /// The rule, or who answered an `ask`.
@@ -45,6 +58,11 @@ impl Trail {
     }
 }
 
+/// The outcome a row carries while its op is running (written before the
+/// program starts; replaced by `ok` or the error code at the end). A row
+/// left saying `started` is an op whose end could not be recorded.
+pub const STARTED: &str = "started";
+
 /// The argv with every sensitive param's string value cut out: a plugin may
 /// well pass a secret to its program (`--token=…`), and the trail records
 /// argv as well as args.
@@ -56,53 +74,123 @@ fn redact_argv(argv: Vec<String>, args: Option<&Value>, sensitive: &[String]) ->
     argv.into_iter().map(|a| secrets.iter().fold(a, |a, s| a.replace(s, crate::audit::REDACTED))).collect()
 }
 
-/// When an op arrived and with what args (kept only while the trail is on).
-pub struct Arrival {
-    started: Instant,
-    time_ms: i64,
-    args: Option<Value>,
-}
-
 impl Dispatcher {
-    /// Start timing an op; its args are kept only when they will be recorded.
-    pub(crate) fn arrival(&self, args: &Value) -> Arrival {
-        Arrival { started: Instant::now(), time_ms: crate::jobs::process::now_ms(), args: self.audit.is_some().then(|| args.clone()) }
+    /// Start the trail of an op arriving with `args` (kept only when they
+    /// will be recorded).
+    pub(crate) fn trail(&self, args: &Value) -> Trail {
+        Trail {
+            started: Instant::now(),
+            time_ms: crate::jobs::process::now_ms(),
+            args: self.audit.is_some().then(|| args.clone()),
+            row: None,
+            decision: None,
+            decided_by: None,
+            answer: None,
+            program: None,
+            read_back: None,
+            job_id: None,
+            dry_run: false,
+        }
     }
 
-    /// Queue the op's row for the writer. A failing write is logged, never
-    /// turned into the op's failure: the op has already happened.
-    pub(crate) fn record(&self, caller: &Caller, arrival: Arrival, outcome: &OpOutcome, trail: Trail) {
-        let Some(store) = &self.audit else { return };
-        let verb = outcome.verb.as_deref();
+    /// The row for an op named `op` (resolved to `verb`, if it was) as its
+    /// trail stands, ending in `outcome`.
+    fn row(&self, caller: &Caller, op: &str, verb: Option<&Verb>, outcome: String, trail: &Trail) -> Record {
         let sensitive = verb.map_or(&[][..], |v| v.sensitive.as_slice());
-        let args = arrival.args.as_ref().map_or_else(String::new, |a| redact(a, sensitive, self.config.audit.args_bytes));
-        let (program, argv) = match trail.program {
-            Some((p, argv)) => (Some(p), Some(Value::from(redact_argv(argv, arrival.args.as_ref(), sensitive)).to_string())),
+        let args = trail.args.as_ref().map_or_else(String::new, |a| redact(a, sensitive, self.config.audit.args_bytes));
+        let (program, argv) = match &trail.program {
+            Some((p, argv)) => (Some(p.clone()), Some(Value::from(redact_argv(argv.clone(), trail.args.as_ref(), sensitive)).to_string())),
             None => (None, None),
         };
-        let record = Record {
+        Record {
             id: 0,
-            time_ms: arrival.time_ms,
+            time_ms: trail.time_ms,
             transport: caller.transport.as_str().to_string(),
             client: caller.client.clone(),
             caller: caller.name.clone(),
-            verb: verb.map_or_else(|| outcome.op.clone(), |v| v.name.clone()),
+            verb: verb.map_or_else(|| op.to_string(), |v| v.name.clone()),
             args,
             fingerprint: verb.map(|v| v.fingerprint.clone()),
             decision: trail.decision.map(|d| d.as_str().to_string()),
-            decided_by: trail.decided_by,
+            decided_by: trail.decided_by.clone(),
             answer: trail.answer.map(|a| a.as_str().to_string()),
             program,
             argv,
-            outcome: match &outcome.result {
-                Ok(_) => "ok".to_string(),
-                Err(e) => e.code.as_str().to_string(),
-            },
-            duration_ms: i64::try_from(arrival.started.elapsed().as_millis()).unwrap_or(i64::MAX),
-            job_id: trail.job_id,
+            outcome,
+            duration_ms: i64::try_from(trail.started.elapsed().as_millis()).unwrap_or(i64::MAX),
+            job_id: trail.job_id.clone(),
             dry_run: trail.dry_run,
-            read_back: trail.read_back.map(|words| Value::from(redact_argv(words, arrival.args.as_ref(), sensitive)).to_string()),
-        };
-        store.record(record);
+            read_back: trail.read_back.clone().map(|words| Value::from(redact_argv(words, trail.args.as_ref(), sensitive)).to_string()),
+        }
     }
+
+    /// Make the op's row durable *before* it acts: called right before a
+    /// program starts (or a job is spawned, or a job operation runs), with
+    /// what is about to run in `trail`. The row says `started` until the
+    /// op's end replaces it. If the row cannot be committed (the database
+    /// is locked past its busy timeout, the disk is full), the op does not
+    /// run: `audit_unavailable`. Called again (a kill program found while a
+    /// `job.kill` runs), it updates the same row, durably again.
+    pub(crate) async fn begin(&self, caller: &Caller, verb: &Verb, trail: &mut Trail) -> Result<(), OpError> {
+        let Some(writer) = &self.audit else { return Ok(()) };
+        let record = self.row(caller, &verb.name, Some(verb), STARTED.to_string(), trail);
+        let store = writer.store();
+        let row = trail.row;
+        let written = tokio::task::spawn_blocking(move || match row {
+            Some(id) => store.update(id, &record).map(|()| id),
+            None => store.append(&record),
+        })
+        .await;
+        match written {
+            Ok(Ok(id)) => {
+                trail.row = Some(id);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(unrecorded(&verb.name, &e.to_string(), writer.store().path())),
+            Err(e) => Err(unrecorded(&verb.name, &e.to_string(), writer.store().path())),
+        }
+    }
+
+    /// Queue the op's final row for the writer (or the update of the row
+    /// [`begin`](Self::begin) wrote). Nothing ran without a durable row,
+    /// so a failing write here loses only the end of a recorded op (its
+    /// row keeps saying `started`), or a refusal.
+    pub(crate) fn record(&self, caller: &Caller, outcome: &OpOutcome, trail: Trail) {
+        let Some(writer) = &self.audit else { return };
+        let code = match &outcome.result {
+            Ok(_) => "ok".to_string(),
+            Err(e) => e.code.as_str().to_string(),
+        };
+        let record = self.row(caller, &outcome.op, outcome.verb.as_deref(), code, &trail);
+        match trail.row {
+            Some(id) => writer.update(id, record),
+            None => writer.record(record),
+        }
+    }
+
+    /// Record a request refused as a whole (too many ops, a malformed op):
+    /// nothing ran, but the attempt is in the trail. The verb column holds
+    /// `request`; the args column the start of what was sent.
+    pub(crate) fn record_refused_request(&self, caller: &Caller, request: &Value, error: &OpError) {
+        if self.audit.is_none() {
+            return;
+        }
+        let mut trail = self.trail(request);
+        trail.args = Some(request.clone());
+        let outcome = OpOutcome { op: "request".to_string(), verb: None, result: Err(error.clone()) };
+        self.record(caller, &outcome, trail);
+    }
+}
+
+/// `audit_unavailable`: the row could not be made durable, so nothing ran.
+fn unrecorded(verb: &str, why: &str, path: &std::path::Path) -> OpError {
+    OpError::new(
+        ErrorCode::AuditUnavailable,
+        format!(
+            "`{verb}` did not run: its audit row could not be written to {} ({why}), and no op runs unrecorded. Free disk space or end what holds the database locked, then send the op again",
+            path.display()
+        ),
+    )
+    .with("verb", verb)
+    .with("path", path.display().to_string())
 }

@@ -139,7 +139,7 @@ impl Dispatcher {
                 None => return Err(self.unknown_for(verb_name, caller)),
             }
         }
-        self.help_with_target(name).await
+        self.help_with_target(name, caller).await
     }
 
     fn unknown_for(&self, name: &str, caller: &Caller) -> OpError {

@@ -9,6 +9,7 @@ use super::caller::Caller;
 use super::consent::{Answer, Question};
 use super::policy::{allow_line, Rule};
 use super::request::OpRequest;
+use super::turns::Slot;
 use super::Dispatcher;
 use crate::config::Decision;
 use crate::error::{ErrorCode, OpError};
@@ -33,7 +34,9 @@ impl Dispatcher {
     /// allows pass at once. `runs` is every command the op will run (none
     /// for a host call; an `exec-read` plan's read-back second): the person
     /// is shown them all. `rule` is the one the op was decided by (once,
-    /// before its plan was made).
+    /// before its plan was made). The op's turn on the root (`slot`) is
+    /// given back while the person is asked.
+    #[allow(clippy::too_many_arguments)] // the op's parts as the pipeline has them; issue 26 gathers them
     pub(crate) async fn consent(
         &self,
         verb: &Verb,
@@ -42,6 +45,7 @@ impl Dispatcher {
         runs: &[&Prepared],
         caller: &Caller,
         trail: &mut Trail,
+        slot: &mut Slot<'_>,
     ) -> Result<(), OpError> {
         if rule.rule.decision != Decision::Ask {
             return Ok(());
@@ -68,6 +72,9 @@ impl Dispatcher {
             read_back_cwd: read_back.filter(|r| prepared.is_none_or(|p| p.cwd != r.cwd)).map(|r| r.cwd.display().to_string()),
             timeout: Duration::from_millis(self.config.consent.timeout_ms),
         };
+        // Nobody waits on a person: other ops take their turns meanwhile,
+        // and the op checks its plan again when its turn comes back.
+        slot.give_back();
         let answer = asker.ask(&question).await;
         trail.answer = Some(answer);
         trail.decided_by = Some(asker.who().to_string());

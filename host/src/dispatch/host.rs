@@ -5,6 +5,8 @@
 
 use serde_json::{json, Value};
 
+use super::audit::Trail;
+use super::caller::Caller;
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::run_command;
@@ -30,7 +32,9 @@ impl Dispatcher {
     }
 
     /// Run a host call planned by `verb`.
-    pub(crate) async fn host_call(&self, verb: &Verb, call: &HostCall) -> Result<Value, OpError> {
+    /// A program it starts (an entity-aware kill) goes into `trail`, and
+    /// the op's row is made durable again before that program runs.
+    pub(crate) async fn host_call(&self, verb: &Verb, call: &HostCall, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
         let trusted = verb.plugin.source == Source::Bundled && verb.plugin.name == "core";
         if !trusted {
             return Err(OpError::new(
@@ -42,7 +46,7 @@ impl Dispatcher {
         let op = JobOp::parse(&call.name, &call.args)?;
         match &op {
             JobOp::Result(a) => self.job_result(&a.id).await,
-            JobOp::Kill(a) => self.job_kill(a).await,
+            JobOp::Kill(a) => self.job_kill(a, verb, caller, trail).await,
             _ => self.jobs()?.run(&op).await,
         }
     }
@@ -57,7 +61,7 @@ impl Dispatcher {
     /// Without an entity, the process group is stopped by signals
     /// ([`crate::jobs::ops::kill`]). A job whose plugin is gone and that has
     /// no recorded entity cannot be asked for one; it is signalled.
-    async fn job_kill(&self, args: &KillArgs) -> Result<Value, OpError> {
+    async fn job_kill(&self, args: &KillArgs, op_verb: &Verb, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
         let jobs = self.jobs()?;
         let job = jobs.store().resolve(&args.id)?;
         let verb = self.registry().resolve(&job.verb).cloned();
@@ -82,6 +86,8 @@ impl Dispatcher {
             return Err(kill::entity_refusal(&job, &entity, &format!("plugin `{}`'s kill-plan names no command for it", verb.plugin.name)));
         };
         let prepared = self.prepare(&verb, &cmd).await?;
+        trail.ran(&prepared);
+        self.begin(caller, op_verb, trail).await?;
         let store = jobs.store();
         // Both marks go on before the CLI's kill runs: an end observed after
         // `kill_sent_ms` is the kill's; one before it is the job's own.

@@ -5,7 +5,9 @@
 //! Envelope:
 //! - ops → `{"status": "success"|"partial", "results": [...]}`, one entry
 //!   per op **in input order** (`{"ok": true, "op", "result"}` or
-//!   `{"ok": false, "op", "error"}`); ops run concurrently;
+//!   `{"ok": false, "op", "error"}`); ops run concurrently, except that
+//!   an op that may change the root runs alone, in batch order (see
+//!   [`turns`]);
 //! - help → `{"status": "success", "help": {...}}`;
 //! - a request that cannot be run at all → `{"status": "error", "error"}`.
 //!
@@ -25,6 +27,7 @@ pub mod op;
 pub mod policy;
 pub mod request;
 pub mod target;
+pub mod turns;
 
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -80,6 +83,8 @@ pub struct Dispatcher {
     /// Where every op is recorded (`None` with `audit.enabled = false`);
     /// dropping the dispatcher writes every queued row.
     audit: Option<crate::audit::AuditWriter>,
+    /// Ops take turns on the root: a writer alone, readers together.
+    turns: turns::Turns,
 }
 
 impl Dispatcher {
@@ -103,7 +108,8 @@ impl Dispatcher {
         let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone()));
         let policy = policy::Policy::new(&config.policy);
         let audit = audit.map(crate::audit::AuditWriter::start);
-        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards, policy, audit })
+        let turns = turns::Turns::new(&config.home, &config.root);
+        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards, policy, audit, turns })
     }
 
     /// The registry as it is now (take it once per op: it may grow).
@@ -142,7 +148,10 @@ impl Dispatcher {
     pub async fn handle_as(self: &Arc<Self>, request: &Value, observer: Arc<Observer>, caller: Arc<Caller>) -> Response {
         let decoded = match request::decode(request, self.batch_cap()) {
             Ok(r) => r,
-            Err(e) => return request_error(e),
+            Err(e) => {
+                self.record_refused_request(&caller, request, &e);
+                return request_error(e);
+            }
         };
         match decoded {
             Request::Catalog => success_help(help::catalog_for(&self.registry(), self.batch_cap(), &self.registry.loading(), &caller, &self.policy)),
@@ -153,35 +162,46 @@ impl Dispatcher {
             Request::Ops(ops) => {
                 let count = ops.len();
                 observer.total.store(count, Ordering::Relaxed);
-                // Each op runs in its own detached task: if the caller
-                // cancels or disconnects, dropping these handles stops the
-                // *observation* only — the work an op started runs on.
-                let handles: Vec<_> = ops
-                    .into_iter()
-                    .map(|op| {
-                        let me = Arc::clone(self);
-                        let observer = Arc::clone(&observer);
-                        let caller = Arc::clone(&caller);
-                        tokio::spawn(async move {
-                            let arrival = me.arrival(&op.args);
-                            let mut trail = audit::Trail::default();
-                            let outcome = me.run_op_as(op, &caller, &mut trail).await;
-                            me.record(&caller, arrival, &outcome, trail);
-                            observer.done.fetch_add(1, Ordering::Relaxed);
-                            outcome
-                        })
-                    })
-                    .collect();
+                // Batch order: an op that may change the root starts after
+                // every op before it has finished, and the ops after it wait
+                // for it; the readers in between run side by side.
+                let mut accesses = Vec::with_capacity(count);
+                for op in &ops {
+                    let access = self.registry_for(&op.op).await.resolve(&op.op).and_then(|v| turns::Access::of(v));
+                    accesses.push(access.unwrap_or(turns::Access::Shared));
+                }
+                let mut ops: Vec<Option<request::OpRequest>> = ops.into_iter().map(Some).collect();
                 let mut outcomes = Vec::with_capacity(count);
-                for handle in handles {
-                    outcomes.push(handle.await.unwrap_or_else(|e| {
-                        tracing::error!(error = %e, "an op task failed");
-                        OpOutcome {
-                            op: String::new(),
-                            verb: None,
-                            result: Err(OpError::new(ErrorCode::Internal, "the op crashed inside verbgate; please report it")),
-                        }
-                    }));
+                for phase in turns::phases(&accesses) {
+                    // Each op runs in its own detached task: if the caller
+                    // cancels or disconnects, dropping these handles stops
+                    // the *observation* only — the work an op started runs
+                    // on (the phases after it do not start).
+                    let handles: Vec<_> = phase
+                        .map(|i| {
+                            let op = ops[i].take().expect("each op runs in one phase");
+                            let me = Arc::clone(self);
+                            let observer = Arc::clone(&observer);
+                            let caller = Arc::clone(&caller);
+                            tokio::spawn(async move {
+                                let mut trail = me.trail(&op.args);
+                                let outcome = me.run_op_as(op, &caller, &mut trail).await;
+                                me.record(&caller, &outcome, trail);
+                                observer.done.fetch_add(1, Ordering::Relaxed);
+                                outcome
+                            })
+                        })
+                        .collect();
+                    for handle in handles {
+                        outcomes.push(handle.await.unwrap_or_else(|e| {
+                            tracing::error!(error = %e, "an op task failed");
+                            OpOutcome {
+                                op: String::new(),
+                                verb: None,
+                                result: Err(OpError::new(ErrorCode::Internal, "the op crashed inside verbgate; please report it")),
+                            }
+                        }));
+                    }
                 }
                 Response { body: envelope(outcomes), is_error: false }
             }

@@ -10,6 +10,7 @@ use super::audit::Trail;
 use super::caller::Caller;
 use super::policy::Rule;
 use super::request::{OpRequest, TARGET_BYTES};
+use super::turns::{Access, Slot};
 use super::Dispatcher;
 use crate::config::Decision;
 use crate::error::{ErrorCode, OpError};
@@ -91,9 +92,12 @@ impl Dispatcher {
         if rule.rule.decision == Decision::Deny {
             return Err(super::gate::denied(verb, rule));
         }
+        // From here the op's checks look at the root: it holds its turn
+        // (alone if it may change the root) until its program is done.
+        let mut slot = Slot::take(&self.turns, Access::of(verb)).await?;
         let reordered;
         let (target, req) = if verb.two_stage {
-            let (target, args) = self.check_target(verb, req).await?;
+            let (target, args) = self.check_target(verb, req, caller).await?;
             reordered = OpRequest { args, ..req.clone() };
             (Some(target), &reordered)
         } else {
@@ -103,7 +107,7 @@ impl Dispatcher {
             }
             (None, req)
         };
-        let mut result = self.execute(verb, req, rule, caller, trail).await?;
+        let mut result = self.execute(verb, req, rule, caller, trail, &mut slot).await?;
         if let (Some(t), Value::Object(map)) = (target, &mut result) {
             map.insert("target".into(), t);
         }
@@ -114,7 +118,7 @@ impl Dispatcher {
     /// against the resolved schema, and say whether the target changed since
     /// the caller read its fingerprint (the change is reported, not refused:
     /// the args still had to validate against the target as it is now).
-    async fn check_target(&self, verb: &Arc<Verb>, req: &OpRequest) -> Result<(Value, Value), OpError> {
+    async fn check_target(&self, verb: &Arc<Verb>, req: &OpRequest, caller: &Caller) -> Result<(Value, Value), OpError> {
         let name = req.args.get("target").and_then(Value::as_str).ok_or_else(|| {
             OpError::new(ErrorCode::InvalidArgs, format!("`{}` needs `target`; list them with {{\"help\": \"{}\"}}", verb.name, verb.name))
                 .with("param", "target")
@@ -127,7 +131,7 @@ impl Dispatcher {
                 .with("limit", TARGET_BYTES)
                 .with("actual", name.len()));
         }
-        let resolved = self.resolve_target(verb, name).await?;
+        let resolved = self.resolve_target(verb, name, caller).await?;
         let help_call = json!({ "help": format!("{}:{name}", verb.name) });
         schema::validate_args(&resolved.validator, &resolved.schema, &verb.name, &req.args).map_err(|e| {
             e.with("target_schema", resolved.schema.clone()).with("target_fingerprint", resolved.fingerprint.as_str()).with("target_help", help_call.clone())
@@ -147,7 +151,7 @@ impl Dispatcher {
         Ok((info, in_schema_order(&resolved.schema, &req.args, &verb.name)?))
     }
 
-    async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest, rule: &Rule, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
+    async fn execute(&self, verb: &Arc<Verb>, req: &OpRequest, rule: &Rule, caller: &Caller, trail: &mut Trail, slot: &mut Slot<'_>) -> Result<Value, OpError> {
         let args_text = req.args.to_string();
         let runtime = &self.runtime;
         let component = &verb.plugin.component;
@@ -165,7 +169,9 @@ impl Dispatcher {
                     trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
-                self.consent(verb, req, rule, &[&prepared], caller, trail).await?;
+                self.consent(verb, req, rule, &[&prepared], caller, trail, slot).await?;
+                self.recheck(verb, slot, &[(&cmd, &prepared)]).await?;
+                self.begin(caller, verb, trail).await?;
                 // map-result's instance is made while the program runs.
                 let (outcome, ready) = tokio::join!(run_command(&prepared, self.run_limits.capture_bytes), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
@@ -184,7 +190,9 @@ impl Dispatcher {
                         json!({ "dry_run": true, "plan": { "kind": "exec_read", "command": prepared.to_json(), "read_back": then.to_json() } }),
                     );
                 }
-                self.consent(verb, req, rule, &[&prepared, &then], caller, trail).await?;
+                self.consent(verb, req, rule, &[&prepared, &then], caller, trail, slot).await?;
+                self.recheck(verb, slot, &[(&run, &prepared), (&read_back, &then)]).await?;
+                self.begin(caller, verb, trail).await?;
                 let (outcome, ready) = tokio::join!(self.run_then_read(verb, &prepared, &read_back, &then), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
             }
@@ -195,7 +203,9 @@ impl Dispatcher {
                     trail.dry_run = true;
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
-                self.consent(verb, req, rule, &[&prepared], caller, trail).await?;
+                self.consent(verb, req, rule, &[&prepared], caller, trail, slot).await?;
+                self.recheck(verb, slot, &[(&cmd, &prepared)]).await?;
+                self.begin(caller, verb, trail).await?;
                 let job = self.jobs()?.spawn(SpawnRequest {
                     verb: &verb.name,
                     plugin: &verb.plugin.name,
@@ -216,8 +226,10 @@ impl Dispatcher {
                     let args = serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null);
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "host", "call": call.name, "args": args } }));
                 }
-                self.consent(verb, req, rule, &[], caller, trail).await?;
-                let result = self.host_call(verb, &call).await?;
+                self.consent(verb, req, rule, &[], caller, trail, slot).await?;
+                slot.take_again().await?;
+                self.begin(caller, verb, trail).await?;
+                let result = self.host_call(verb, &call, caller, trail).await?;
                 Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
             }
         };
@@ -244,6 +256,27 @@ impl Dispatcher {
             outcome.read_back = Some(Box::new(run_command(&again, capture).await.map_err(read_back_failed)?));
         }
         Ok(outcome)
+    }
+
+    /// After a person was asked (the op's turn given back meanwhile), take
+    /// the turn again and make the checks again: the root may have changed
+    /// while the question was open, so the op runs only if its commands
+    /// still resolve to exactly what the person was shown.
+    async fn recheck(&self, verb: &Verb, slot: &mut Slot<'_>, shown: &[(&Command, &Prepared)]) -> Result<(), OpError> {
+        if !slot.take_again().await? {
+            return Ok(());
+        }
+        for (cmd, prepared) in shown {
+            let again = self.prepare(verb, cmd).await?;
+            if again != **prepared {
+                return Err(OpError::new(
+                    ErrorCode::PlanRefused,
+                    "what the op would run changed while the person was asked (a path, directory or program now resolves differently); nothing ran. Send the op again to be asked about what it runs now",
+                )
+                .with("plugin", verb.plugin.name.as_str()));
+            }
+        }
+        Ok(())
     }
 
     /// A dry run's answer, bounded like a plugin's result: it is made of

@@ -43,10 +43,36 @@ impl Rule {
         }
     }
 
-    fn matches(&self, verb: &str, effects: &Effects) -> bool {
-        let verb_ok = self.rule.verbs.as_deref().is_none_or(|patterns| fence::allowed(verb, Some(patterns)));
+    fn matches(&self, verb: &str, aliases: &[String], effects: &Effects) -> bool {
+        let verb_ok = self.rule.verbs.as_deref().is_none_or(|patterns| patterns.iter().any(|p| self.names(p, verb, aliases)));
         let effects_ok = self.rule.effects.as_deref().is_none_or(|names| names.iter().any(|n| effect_matches(n, effects)));
         verb_ok && effects_ok
+    }
+
+    /// Whether pattern `p` of this rule names the verb `verb` (canonical)
+    /// with `aliases`.
+    ///
+    /// A request reaches a verb by its canonical name or any alias, and
+    /// dispatch resolves the alias before the policy is asked, so a rule
+    /// matched against canonical names only let `deny` on an alias fail
+    /// open (issue 25). Aliases are resolved, not refused: rules are read
+    /// before any plugin loads (and a server's components join later, as
+    /// they compile), so which names are aliases is known only per verb —
+    /// here, where the verb carries its aliases — and a config must not
+    /// become invalid because a plugin was installed. So:
+    /// - an exact name that is one of the verb's aliases names the verb,
+    ///   whatever the decision (the operator wrote that name);
+    /// - a `deny` or `ask` namespace pattern (`ns.*`) also catches a verb
+    ///   with an alias in `ns`: a restriction holds under every name;
+    /// - an `allow` namespace pattern does not: a plugin chooses its own
+    ///   aliases, and one in an allowed namespace must not carry its verb
+    ///   past a later rule that denies or asks about the verb's own name.
+    fn names(&self, p: &str, verb: &str, aliases: &[String]) -> bool {
+        let owned = [p.to_string()];
+        let pattern = &owned[..];
+        fence::allowed(verb, Some(pattern))
+            || aliases.iter().any(|a| a == p)
+            || (self.rule.decision != Decision::Allow && aliases.iter().any(|a| fence::allowed(a, Some(pattern))))
     }
 
     /// The rule as JSON for `help` and error details.
@@ -100,15 +126,20 @@ impl Policy {
         Policy { rules }
     }
 
-    /// The first rule matching `verb` (there always is one: the last
-    /// default matches everything).
+    /// The first rule matching `verb` under its name or any of its aliases
+    /// (there always is one: the last default matches everything).
     pub fn decide(&self, verb: &Verb) -> &Rule {
-        self.decide_for(&verb.name, &verb.effects)
+        self.decide_named(&verb.name, &verb.aliases, &verb.effects)
     }
 
-    /// [`Policy::decide`] by name and effects.
+    /// [`Policy::decide`] by name and effects, for a verb without aliases.
     pub fn decide_for(&self, verb: &str, effects: &Effects) -> &Rule {
-        self.rules.iter().find(|r| r.matches(verb, effects)).unwrap_or_else(|| self.rules.last().expect("the defaults end with a catch-all"))
+        self.decide_named(verb, &[], effects)
+    }
+
+    /// [`Policy::decide`] by canonical name, aliases and effects.
+    pub fn decide_named(&self, verb: &str, aliases: &[String], effects: &Effects) -> &Rule {
+        self.rules.iter().find(|r| r.matches(verb, aliases, effects)).unwrap_or_else(|| self.rules.last().expect("the defaults end with a catch-all"))
     }
 }
 
@@ -159,6 +190,29 @@ mod tests {
         // writes catches it before anything allows it.
         assert_eq!(p.decide_for("other.x", &Effects::Undeclared).name(), "policy[2]");
         assert_eq!(p.decide_for("git.anything", &Effects::Undeclared).name(), "policy[2]");
+    }
+
+    #[test]
+    fn a_rule_naming_an_alias_decides_for_its_verb() {
+        let read = Effects::declared(vec![Effect::ReadsRepo]);
+        let aliases = vec!["echo.args".to_string(), "say.it".to_string()];
+        // Exact alias names resolve to the verb, for every decision.
+        for decision in [Decision::Deny, Decision::Ask, Decision::Allow] {
+            let p = Policy::new(&[rule(Some(&["echo.args"]), None, decision)]);
+            assert_eq!(p.decide_named("echo.argv", &aliases, &read).name(), "policy[1]", "{decision:?}");
+            assert_eq!(p.decide_named("echo.other", &[], &read).name(), "default:allow");
+        }
+        // A deny or ask pattern over an alias's namespace catches the verb.
+        let p = Policy::new(&[rule(Some(&["say.*"]), None, Decision::Deny)]);
+        assert_eq!(p.decide_named("echo.argv", &aliases, &read).name(), "policy[1]");
+        let p = Policy::new(&[rule(Some(&["say.*"]), None, Decision::Ask)]);
+        assert_eq!(p.decide_named("echo.argv", &aliases, &read).name(), "policy[1]");
+        // An allow pattern does not: an alias a plugin chose cannot carry its
+        // verb past a later rule about the verb's own name.
+        let p = Policy::new(&[rule(Some(&["say.*"]), None, Decision::Allow), rule(Some(&["echo.*"]), None, Decision::Deny)]);
+        assert_eq!(p.decide_named("echo.argv", &aliases, &read).name(), "policy[2]");
+        // Canonical names match as before.
+        assert_eq!(p.decide_named("say.other", &[], &read).name(), "policy[1]");
     }
 
     #[test]

@@ -7,7 +7,12 @@ use jsonschema::Validator;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+use super::audit::Trail;
+use super::caller::Caller;
+use super::op::OpOutcome;
+use super::turns::{Access, Slot};
 use super::Dispatcher;
+use crate::config::Decision;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::run_command;
 use crate::json::fingerprint;
@@ -30,8 +35,25 @@ pub struct ResolvedTarget {
 }
 
 impl Dispatcher {
-    /// Resolve `target` of a two-stage verb (empty: list the targets).
-    pub(crate) async fn resolve_target(&self, verb: &Arc<Verb>, target: &str) -> Result<ResolvedTarget, OpError> {
+    /// Resolve `target` of a two-stage verb (empty: list the targets) for
+    /// `caller`. Resolving starts a program (`just --dump`), so it has an
+    /// audit row of its own, at help time and before an op alike (args
+    /// `{"resolve_target": "<target>"}`). The caller holds a turn on the
+    /// root.
+    pub(crate) async fn resolve_target(&self, verb: &Arc<Verb>, target: &str, caller: &Caller) -> Result<ResolvedTarget, OpError> {
+        let mut trail = self.trail(&json!({ "resolve_target": target }));
+        let rule = self.policy().decide(verb);
+        trail.decision = Some(rule.rule.decision);
+        trail.decided_by = Some(rule.name());
+        let result = self.resolve_target_traced(verb, target, caller, &mut trail).await;
+        if trail.program.is_some() {
+            let result = result.as_ref().map(|_| Value::Null).map_err(Clone::clone);
+            self.record(caller, &OpOutcome { op: verb.name.clone(), verb: Some(Arc::clone(verb)), result }, trail);
+        }
+        result
+    }
+
+    async fn resolve_target_traced(&self, verb: &Arc<Verb>, target: &str, caller: &Caller, trail: &mut Trail) -> Result<ResolvedTarget, OpError> {
         let runtime = &self.runtime;
         let plugin = verb.plugin.name.as_str();
         let cmd = runtime
@@ -40,6 +62,8 @@ impl Dispatcher {
             .map_err(|e| e.to_op_error(plugin))?
             .map_err(|e| self.plugin_error(plugin, e))?;
         let prepared = self.prepare(verb, &cmd).await?;
+        trail.ran(&prepared);
+        self.begin(caller, verb, trail).await?;
         let outcome = run_command(&prepared, self.run_limits.capture_bytes).await?;
         let resolved = runtime
             .resolve(&verb.plugin.component, &verb.name, target, &outcome)
@@ -67,7 +91,11 @@ impl Dispatcher {
 
     /// `help: "<verb>"` for a two-stage verb gets its targets listed;
     /// `help: "<verb>:<target>"` gets the resolved contract.
-    pub(crate) async fn help_with_target(&self, name: &str) -> Result<Value, OpError> {
+    ///
+    /// A verb the policy denies gets its contract but runs nothing, not
+    /// even its target resolution; a resolution takes a shared turn on the
+    /// root like any reading op.
+    pub(crate) async fn help_with_target(&self, name: &str, caller: &Caller) -> Result<Value, OpError> {
         let (verb_name, target) = match name.split_once(':') {
             Some((v, t)) => (v, Some(t)),
             None => (name, None),
@@ -83,11 +111,21 @@ impl Dispatcher {
             }
             return Ok(contract);
         }
+        let rule = self.policy().decide(&verb);
+        let denied = (rule.rule.decision == Decision::Deny).then(|| super::gate::denied(&verb, rule));
+        let _turn = match denied {
+            Some(_) => None,
+            None => Some(Slot::take(&self.turns, Some(Access::Shared)).await?),
+        };
         match target {
             None | Some("") => {
                 // The contract stands even when the targets cannot be listed
                 // (no justfile here, say): the reason is shown beside it.
-                match self.resolve_target(&verb, "").await {
+                let listing = match denied {
+                    Some(e) => Err(e),
+                    None => self.resolve_target(&verb, "", caller).await,
+                };
+                match listing {
                     Ok(listing) => contract["targets"] = listing.identity.get("targets").cloned().unwrap_or(Value::Array(vec![])),
                     Err(e) => {
                         contract["targets"] = Value::Null;
@@ -98,7 +136,10 @@ impl Dispatcher {
                 Ok(contract)
             }
             Some(t) => {
-                let r = self.resolve_target(&verb, t).await?;
+                if let Some(e) = denied {
+                    return Err(e);
+                }
+                let r = self.resolve_target(&verb, t, caller).await?;
                 Ok(json!({
                     "verb": verb.name,
                     "target": t,

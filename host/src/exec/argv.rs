@@ -1,9 +1,18 @@
 //! Rendering typed argv, and the guard that makes option injection
 //! impossible *by construction of the host*, whatever a plugin does:
 //!
-//! - a caller value (`value`) that starts with `-` is refused unless it
-//!   comes after the `--` marker — so `--upload-pack=evil` or `-c` can never
-//!   be read by the program as an option;
+//! - a caller value (`value` or `path`) that starts with `-` is refused
+//!   unless it comes after the `--` marker — so `--upload-pack=evil` or `-c`
+//!   can never be read by the program as an option;
+//! - a caller value that starts with `@` is refused before the marker too:
+//!   Python's argparse with `fromfile_prefix_chars` (pytest, and any tool
+//!   built that way) replaces `@file` with the lines of that file, read as
+//!   further arguments — options included, from any file the program can
+//!   open. After the marker it is allowed: the programs verbgate passes
+//!   caller values to after `--` (git pathspecs, rg paths) read them as
+//!   plain operands, and a plan for a program that expands `@` even after
+//!   `--` (pytest does) must not put caller values there — the bundled
+//!   pytest plugin uses no marker, so the refusal holds for it;
 //! - a caller option (`option`) is rendered as one word, `--name=value`, so
 //!   its value can never become a separate argument; its name must be a
 //!   plain option name;
@@ -33,13 +42,8 @@ pub fn render_argv(args: &[Arg], root: &Path, cwd: &Path) -> Result<Vec<String>,
                 if let Arg::Path(p) = arg {
                     confine_path(root, cwd, p)?;
                 }
-                if !after_marker && value.starts_with('-') {
-                    return Err(OpError::new(
-                        ErrorCode::UnsafeArgv,
-                        format!("the value {value:?} starts with `-`, so the program would read it as an option; values that start with `-` are refused here"),
-                    )
-                    .with("value", value.as_str())
-                    .with("position", index));
+                if !after_marker {
+                    refuse_leading(value, index)?;
                 }
                 out.push(value.clone());
             }
@@ -63,6 +67,25 @@ pub fn render_argv(args: &[Arg], root: &Path, cwd: &Path) -> Result<Vec<String>,
         }
     }
     Ok(out)
+}
+
+/// Refuse a caller value (before `--`) that a program could read as
+/// something other than a value: an option (`-x`) or a file of more
+/// arguments (`@file`).
+fn refuse_leading(value: &str, index: usize) -> Result<(), OpError> {
+    let why = if value.starts_with('-') {
+        format!("the value {value:?} starts with `-`, so the program would read it as an option; values that start with `-` are refused here")
+    } else if value.starts_with('@') {
+        format!(
+            "the value {value:?} starts with `@`, which some programs (pytest, and other tools built on Python's argparse) read as \
+             `@file`: a file whose lines become further arguments and options; values that start with `@` are refused here. For git, \
+             name the branch: `HEAD@{{u}}` instead of `@{{u}}`, `HEAD~1` instead of `@~1`; for a file whose name starts with `@`, \
+             write `./{value}`"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(OpError::new(ErrorCode::UnsafeArgv, why).with("value", value).with("position", index))
 }
 
 fn is_option_name(name: &str) -> bool {
@@ -109,6 +132,31 @@ mod tests {
     fn option_like_values_are_fine_after_the_marker() {
         let words = render_argv_test(&[lit("log"), Arg::EndOfOptions, v("-c"), v("--x=y")]).unwrap();
         assert_eq!(words, ["log", "--", "-c", "--x=y"]);
+    }
+
+    #[test]
+    fn at_file_values_and_paths_are_refused_before_the_marker() {
+        // pytest (argparse `fromfile_prefix_chars="@"`) would read `-k
+        // @/tmp/x` or a node id `@opts.txt` as a file of more arguments.
+        for evil in ["@/tmp/opts", "@opts.txt", "@", "@{u}", "@~1"] {
+            for arg in [v(evil), Arg::Path(evil.into())] {
+                let err = render_argv_test(&[lit("-k"), arg]).unwrap_err();
+                assert_eq!(err.code, ErrorCode::UnsafeArgv, "{evil}");
+                assert_eq!(err.details["value"], evil);
+                assert_eq!(err.details["position"], 1);
+                assert!(err.message.contains("`@`") && err.message.contains("HEAD@{u}"), "why and what to do: {}", err.message);
+            }
+        }
+        // Not at the start, or written another way, it is a plain value.
+        let words = render_argv_test(&[v("HEAD@{u}"), v("a@b"), Arg::Path("./@opts.txt".into())]).unwrap();
+        assert_eq!(words, ["HEAD@{u}", "a@b", "./@opts.txt"]);
+    }
+
+    #[test]
+    fn at_file_values_and_paths_are_fine_after_the_marker() {
+        // git pathspecs and rg paths after `--` are operands, never `@file`.
+        let words = render_argv_test(&[lit("log"), Arg::EndOfOptions, v("@{u}"), Arg::Path("@scoped/pkg".into())]).unwrap();
+        assert_eq!(words, ["log", "--", "@{u}", "@scoped/pkg"]);
     }
 
     #[test]

@@ -3,6 +3,14 @@
 //! the root; `..` escapes, absolute paths and symlinks that lead outside are
 //! refused. `cap-std` does the resolution, so symlinks are followed only
 //! within the root.
+//!
+//! A path argument may be a *compound* id that the program splits itself:
+//! pytest reads `tests/test_a.py::TestB::test_c[x]` as the file
+//! `tests/test_a.py` plus names inside it. As one string that path does
+//! not exist, so nothing in it would be followed — yet pytest opens
+//! `tests/test_a.py`, which may be a link out of the root. So the part
+//! before the first `::` is confined as a path of its own, as well as the
+//! whole string.
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
@@ -43,11 +51,23 @@ pub fn confine_dir(root: &Path, rel: Option<&str>) -> Result<PathBuf, OpError> {
 /// relative to `cwd` (the directory the program runs in, already confined
 /// under `root`), with no `..`, and not leading outside `root` through a
 /// symlink (checked on the deepest part of it that exists; the rest cannot
-/// be a symlink yet).
+/// be a symlink yet). For a compound id (`file.py::test`), the part before
+/// the first `::` is checked too: that is the file the program opens.
 pub fn confine_path(root: &Path, cwd: &Path, rel: &str) -> Result<(), OpError> {
+    confine_one(root, cwd, rel, rel)?;
+    if let Some((file, _)) = rel.split_once("::") {
+        confine_one(root, cwd, file, rel)?;
+    }
+    Ok(())
+}
+
+/// Confine `rel`, which is `arg` or the path part of it; errors name `arg`,
+/// the caller's value.
+fn confine_one(root: &Path, cwd: &Path, rel: &str, arg: &str) -> Result<(), OpError> {
     let refuse = |why: &str| {
-        OpError::new(ErrorCode::PlanRefused, format!("path {rel:?} {why}; paths must stay inside the root {}", root.display()))
-            .with("path", rel)
+        let why = if rel == arg { why.to_string() } else { format!("names the file {rel:?}, which {why}") };
+        OpError::new(ErrorCode::PlanRefused, format!("path {arg:?} {why}; paths must stay inside the root {}", root.display()))
+            .with("path", arg)
             .with("param_kind", "path")
     };
     if rel.is_empty() {
@@ -115,6 +135,30 @@ mod tests {
         for bad in ["../../etc", "/etc/passwd", "src/../../x", "etc-link", "etc-link/passwd", ""] {
             let e = confine_path(&root, &root, bad).unwrap_err();
             assert_eq!(e.code, ErrorCode::PlanRefused, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_file_of_a_compound_id_is_confined_too() {
+        // pytest opens `link.py` for `link.py::test_x`; as one string the id
+        // does not exist, so it used to pass.
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("test_out.py"), "").unwrap();
+        std::fs::create_dir(root.join("tests")).unwrap();
+        std::fs::write(root.join("tests/test_a.py"), "").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("test_out.py"), root.join("link.py")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("linkdir")).unwrap();
+        for bad in ["link.py::test_x", "link.py::C::test_x[a-b]", "linkdir/test_out.py::test_x", "linkdir::x", "::test_x"] {
+            let e = confine_path(&root, &root, bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::PlanRefused, "{bad}");
+            assert_eq!(e.details["path"], bad, "the error names the caller's value");
+        }
+        let e = confine_path(&root, &root, "link.py::test_x").unwrap_err();
+        assert!(e.message.contains("\"link.py\""), "the message names the file: {}", e.message);
+        for ok in ["tests/test_a.py::test_b", "tests/test_a.py::C::test[x::y]", "tests/new.py::t", "plain.py"] {
+            assert!(confine_path(&root, &root, ok).is_ok(), "{ok}");
         }
     }
 

@@ -67,7 +67,7 @@ impl Asker for Elicit {
         if self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
             return None;
         }
-        let client = self.peer.peer_info().map(|i| format!("`{}`", i.client_info.name)).unwrap_or_else(|| "this client".into());
+        let client = self.peer.peer_info().map(|i| format!("`{}`", super::server::client_text(&i.client_info.name))).unwrap_or_else(|| "this client".into());
         Some(format!("the MCP client {client} did not declare the elicitation capability (form mode), so verbgate cannot ask its user"))
     }
 

@@ -152,10 +152,26 @@ impl Gate {
             Ok(Some(caller)) => Ok(caller),
             Ok(None) => Err(Refusal::Invalid),
             Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "cannot read the token file; refusing the request");
-                Err(Refusal::Unreadable)
+                tracing::error!(error = %format!("{e:#}"), "cannot use the token file; refusing every request until it is fixed");
+                Err(Refusal::Unreadable(unusable_token_file(&e)))
             }
         }
+    }
+}
+
+/// What a client is told when the token file cannot be trusted or read:
+/// the problem (its mode or owner) and the fix, naming the file by its
+/// name in the server's home — the full path goes to the server's log
+/// only, since whoever is told may not be anyone the server knows.
+fn unusable_token_file(e: &anyhow::Error) -> String {
+    match e.downcast_ref::<crate::private_files::InsecureFile>() {
+        Some(f) => format!(
+            "the server's token file ({} in its VERBGATE_HOME) {}: verbgate lets no one in while another user could have written it. \
+The server's owner must fix it: `chmod 600 $VERBGATE_HOME/{0}` (and `chown` it to themselves if another user owns it), then look for tokens they did not make with `verbgate token list` and revoke them",
+            crate::tokens::TOKENS_FILE,
+            f.problem
+        ),
+        None => format!("the server cannot read its token file ({} in its VERBGATE_HOME); its log says why", crate::tokens::TOKENS_FILE),
     }
 }
 
@@ -163,7 +179,8 @@ impl Gate {
 enum Refusal {
     Missing,
     Invalid,
-    Unreadable,
+    /// The token file cannot be used; the text says why and what to do.
+    Unreadable(String),
 }
 
 impl Refusal {
@@ -171,7 +188,7 @@ impl Refusal {
         match self {
             Refusal::Missing => unauthorized("missing bearer token: send `Authorization: Bearer <token>` (make one with `verbgate token add NAME`)"),
             Refusal::Invalid => unauthorized("invalid or revoked token"),
-            Refusal::Unreadable => plain(StatusCode::INTERNAL_SERVER_ERROR, "the server cannot read its token file".into()),
+            Refusal::Unreadable(why) => plain(StatusCode::INTERNAL_SERVER_ERROR, why),
         }
     }
 }

@@ -45,11 +45,33 @@ impl VerbgateServer {
             Some(t) => Caller::new(&t.name, t.allow.clone(), self.transport),
             None => Caller::new("local", None, self.transport),
         };
-        caller.client = context.peer.peer_info().map(|info| format!("{}/{}", info.client_info.name, info.client_info.version));
+        caller.client = context.peer.peer_info().map(|info| client_label(&info.client_info));
         caller.asker = Some(Arc::new(super::consent::Elicit::new(context.peer.clone(), context.ct.clone())));
         caller.grants = self.grants.clone();
         Arc::new(caller)
     }
+}
+
+/// Longest part of an MCP client's `clientInfo` name, and of its version,
+/// that verbgate keeps (bytes, after escaping). The client chooses both,
+/// and they are recorded in every audit row of the session and quoted in
+/// messages: a 3 MB name once grew the audit trail by 44 MB for one
+/// request.
+pub const CLIENT_TEXT_BYTES: usize = 256;
+
+/// How a client is named in the audit trail: `name/version` from
+/// `initialize`, each cut at [`CLIENT_TEXT_BYTES`] (the cut says how much
+/// is missing) with control, bidi and invisible characters escaped (see
+/// [`crate::text`]), so what the client sent cannot bloat the trail or
+/// rewrite a terminal that shows it. Bounded here, where it enters, for
+/// stdio and HTTP sessions alike.
+pub(crate) fn client_label(info: &Implementation) -> String {
+    format!("{}/{}", client_text(&info.name), client_text(&info.version))
+}
+
+/// One client-chosen text, bounded and escaped (see [`client_label`]).
+pub(crate) fn client_text(text: &str) -> String {
+    crate::text::escape(text, CLIENT_TEXT_BYTES)
 }
 
 impl ServerHandler for VerbgateServer {
@@ -138,5 +160,19 @@ pub async fn serve_stdio(dispatcher: Arc<Dispatcher>) -> anyhow::Result<()> {
             tracing::info!(error = %e, "the MCP client went away before the session started");
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_name_is_bounded_and_escaped_where_it_enters() {
+        let info = Implementation::new(format!("\u{1b}[2J{}", "n".repeat(3 << 20)), "1\u{202e}0");
+        let label = client_label(&info);
+        assert!(label.len() < 2 * CLIENT_TEXT_BYTES + 64, "{} bytes", label.len());
+        assert!(label.starts_with("\\u{1b}[2Jnnn") && label.contains("bytes not shown)/") && label.ends_with("/1\\u{202e}0"), "{label}");
+        assert_eq!(client_label(&Implementation::new("claude-code", "2.0.1")), "claude-code/2.0.1");
     }
 }

@@ -213,7 +213,9 @@ impl Verb for Commit {
 
     fn map(_: &CommitArgs, outcome: &Outcome) -> Result<Value, OpError> {
         let out = outcome.stdout_text();
-        if outcome.exit_code == Some(1) && (out.contains("nothing to commit") || out.contains("no changes added to commit")) {
+        if outcome.exit_code == Some(1)
+            && (out.contains("nothing to commit") || out.contains("nothing added to commit") || out.contains("no changes added to commit"))
+        {
             return Err(errors::op_error(
                 "exit_nonzero",
                 "nothing is staged, so there is nothing to commit: stage changes with git.add first (or pass allow_empty: true)",

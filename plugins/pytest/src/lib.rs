@@ -15,9 +15,11 @@
 //! no last-failed state changing what runs); the host refuses configuration
 //! files above the root that someone else could have written
 //! (`untrusted_config`). Tests are chosen by typed parameters only: `-k`
-//! and `-m` expressions as values, node ids as confined paths — none may
-//! start with `-` (pytest parses options even after `--`, so no marker is
-//! used and the host's refusal of a leading `-` is what keeps them values).
+//! and `-m` expressions as values, node ids as confined paths (the file
+//! part of `file.py::test` too) — none may start with `-` or `@` (pytest
+//! parses options, and reads `@file` argument files, even after `--`, so no
+//! marker is used and the host's refusal of a leading `-` or `@` before
+//! one is what keeps them values).
 
 pub mod junit;
 
@@ -138,8 +140,9 @@ impl Verb for Run {
             c = c.lit_owned(format!("--maxfail={n}"));
         }
         // No `--` before the node ids: pytest reads options even after `--`
-        // (`pytest -- --co` collects only), so a node id must never start
-        // with `-` — which the host refuses for a path before `--`.
+        // (`pytest -- --co` collects only) and expands `@file` there, so a
+        // node id must never start with `-` or `@` — which the host refuses
+        // for a path before `--`.
         for id in &args.node_ids {
             c = c.path(id);
         }

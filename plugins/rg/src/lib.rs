@@ -10,6 +10,22 @@
 //! them: the pattern travels as `--regexp=<pattern>`, globs and types as
 //! `--glob=`/`--type=` values, and paths after `--` as confined paths.
 //!
+//! Ignore files are the one thing rg reads that no parameter names, and
+//! rg reads them through symlinks whatever `--no-follow` says, quoting in
+//! its errors every line that is not a valid glob. So:
+//!
+//! - `--no-ignore-global`: no global gitignore (`core.excludesFile` from
+//!   the user's git config, `$XDG_CONFIG_HOME/git/ignore`,
+//!   `~/.config/git/ignore` — `HOME` reaches rg through `env_allow`): a
+//!   file outside the root, which would also hide files of the root;
+//! - `--no-ignore-parent`: rules from ignore files in the directories
+//!   above the root do not hide files in it. rg still *reads* those files
+//!   (to find repositories), so the host's rg guard checks them — and the
+//!   ignore files in every directory searched, which must not be links or
+//!   anything but small regular files (`plan_refused`) — before rg runs;
+//! - rg's errors keep the file and line number of an ignore-file line it
+//!   cannot parse, never the line itself ([`stderr_lines`]).
+//!
 //! The parsers ([`search`], [`files`], [`text`]) are plain functions over
 //! bytes with their own tests; this file is the verb glue.
 
@@ -106,9 +122,17 @@ struct FilesArgs {
 }
 
 /// `rg` with what every verb shares: no config file, nothing that runs a
-/// program, no symlinks followed, a stable order.
+/// program, no symlinks followed, no ignore rules from outside the root
+/// (the global gitignore, the directories above), a stable order.
 fn rg() -> Cmd {
-    cmd("rg").lit("--no-config").lit("--no-pre").lit("--no-search-zip").lit("--no-follow").lit("--sort=path")
+    cmd("rg")
+        .lit("--no-config")
+        .lit("--no-pre")
+        .lit("--no-search-zip")
+        .lit("--no-follow")
+        .lit("--no-ignore-global")
+        .lit("--no-ignore-parent")
+        .lit("--sort=path")
 }
 
 /// Append the shared selection: flags and `--glob`/`--type` values.
@@ -146,17 +170,37 @@ fn search_limits(args: &SearchArgs) -> search::Limits {
     }
 }
 
-/// rg's stderr lines (files it could not read), bounded.
+/// rg's stderr lines (files it could not read), bounded, without the
+/// ignore-file lines rg quotes ([`withhold_ignore_line`]).
 fn stderr_lines(outcome: &Outcome) -> Vec<String> {
     String::from_utf8_lossy(&outcome.stderr)
         .lines()
         .filter(|l| !l.trim().is_empty())
         .take(ERROR_LINES)
         .map(|l| {
+            let l = withhold_ignore_line(l);
             let end = (0..=l.len().min(ERROR_LINE_BYTES)).rev().find(|i| l.is_char_boundary(*i)).unwrap_or(0);
             l[..end].to_string()
         })
         .collect()
+}
+
+/// What rg writes for an ignore-file line that is not a valid glob:
+/// `<file>: line <n>: error parsing glob '<the line>': <why>`. An ignore
+/// file rg reads may lie outside the root (above it, or where a `.git`
+/// file points), so the line itself is dropped: the file and line number
+/// are enough to fix a typo. A bad `--glob` (the caller's own text, with
+/// no `line <n>:`) is kept as it is.
+fn withhold_ignore_line(line: &str) -> String {
+    const MARK: &str = "error parsing glob";
+    let Some(at) = line.find(MARK) else { return line.to_string() };
+    let before = &line[..at];
+    let numbered =
+        before.strip_suffix(": ").and_then(|b| b.rsplit_once(": line ")).is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+    if !numbered {
+        return line.to_string();
+    }
+    format!("{before}{MARK} (the line is not shown: ignore files may lie outside the root)")
 }
 
 /// rg exits 0 (found), 1 (nothing found) or 2 (an error). With exit 2 and
@@ -286,7 +330,7 @@ mod tests {
     fn caller_text_is_never_an_option() {
         let args: SearchArgs = serde_json::from_value(json!({"pattern": "--pre=evil", "globs": ["--pre=x"], "paths": ["--pre=y"]})).unwrap();
         let a = argv(Search::plan(&args).unwrap());
-        assert_eq!(&a[..5], ["--no-config", "--no-pre", "--no-search-zip", "--no-follow", "--sort=path"]);
+        assert_eq!(&a[..7], ["--no-config", "--no-pre", "--no-search-zip", "--no-follow", "--no-ignore-global", "--no-ignore-parent", "--sort=path"]);
         let end = a.iter().position(|x| x == "--").unwrap();
         assert!(a.contains(&"--regexp=--pre=evil".to_string()) && a.contains(&"--glob=--pre=x".to_string()));
         assert_eq!(&a[end + 1..], ["--pre=y"], "paths only after --");
@@ -301,5 +345,33 @@ mod tests {
         assert!(e.message.contains("unclosed group"), "{}", e.message);
         let none = Search::map(&args, &Outcome::exited(1, "")).unwrap();
         assert_eq!(none["matches"], json!([]));
+    }
+
+    #[test]
+    fn both_verbs_read_no_ignore_rules_from_outside_the_root() {
+        let search: SearchArgs = serde_json::from_value(json!({"pattern": "x"})).unwrap();
+        let files: FilesArgs = serde_json::from_value(json!({})).unwrap();
+        for a in [argv(Search::plan(&search).unwrap()), argv(Files::plan(&files).unwrap())] {
+            let end = a.iter().position(|x| x == "--").unwrap();
+            for flag in ["--no-ignore-global", "--no-ignore-parent", "--no-follow", "--no-config"] {
+                assert!(a[..end].contains(&flag.to_string()), "{flag} in {a:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn ignore_file_lines_rg_quotes_are_withheld() {
+        let stderr = "rg: ./.gitignore: line 1: error parsing glob 'SECRET-{': unclosed alternate group; missing '}'\n\
+                      /home/u/.ignore: line 22: error parsing glob 'SECRET-[z-a]': invalid range; 'z' > 'a'\n\
+                      rg: error parsing glob 'a{': unclosed alternate group\n\
+                      rg: ./x: Permission denied (os error 13)\n";
+        let args: SearchArgs = serde_json::from_value(json!({"pattern": "x"})).unwrap();
+        let r = Search::map(&args, &Outcome::exited(1, "").with_stderr(stderr)).unwrap();
+        let errors = r["errors"].as_array().unwrap();
+        assert!(!r.to_string().contains("SECRET"), "{r}");
+        assert!(errors[0].as_str().unwrap().starts_with("rg: ./.gitignore: line 1: error parsing glob (the line is not shown"), "{r}");
+        assert!(errors[1].as_str().unwrap().starts_with("/home/u/.ignore: line 22: error parsing glob (the line is not shown"), "{r}");
+        assert_eq!(errors[2], "rg: error parsing glob 'a{': unclosed alternate group", "the caller's own glob is shown");
+        assert_eq!(errors[3], "rg: ./x: Permission denied (os error 13)");
     }
 }

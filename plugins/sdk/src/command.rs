@@ -30,7 +30,8 @@ impl Cmd {
     }
 
     /// A caller-derived positional value. The host refuses it if it starts
-    /// with `-` (unless after [`Cmd::end_of_options`]) or contains NUL.
+    /// with `-` or `@` (unless after [`Cmd::end_of_options`]) or contains
+    /// NUL.
     pub fn value(mut self, value: impl Into<String>) -> Self {
         self.0.args.push(Arg::Value(value.into()));
         self
@@ -43,7 +44,9 @@ impl Cmd {
     }
 
     /// A caller-derived path relative to the root; the host refuses escapes
-    /// (`..`, absolute paths, symlinks out of the root).
+    /// (`..`, absolute paths, symlinks out of the root, also in the file
+    /// part of a compound id `file.py::test`) and, like a value, a leading
+    /// `-` or `@` before [`Cmd::end_of_options`].
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.0.args.push(Arg::Path(path.into()));
         self
@@ -56,7 +59,7 @@ impl Cmd {
         self
     }
 
-    /// The `--` marker; values after it may start with `-`.
+    /// The `--` marker; values after it may start with `-` or `@`.
     pub fn end_of_options(mut self) -> Self {
         self.0.args.push(Arg::EndOfOptions);
         self

@@ -161,9 +161,107 @@ pub(super) fn parse_listing(out: &[u8], scoped: bool) -> Vec<Entry> {
     entries
 }
 
+/// Words that, in the last part of a config key's name, say its value is a
+/// command (`sendemail.toCmd`, `gc.recentObjectsHook`, `imap.tunnel`,
+/// `interactive.diffFilter`): the vocabulary git's own documentation uses
+/// for such keys (`git help --config` lists every documented key; the test
+/// `every_documented_key_that_names_a_command_is_refused` checks the list
+/// against it). A key whose name has one of them is refused unless it is in
+/// [`INERT`], so a key a newer git adds is refused until someone has read
+/// what it does.
+const COMMAND_WORDS: &[&str] = &[
+    "cmd",
+    "command",
+    "program",
+    "hook",
+    "helper",
+    "editor",
+    "pager",
+    "textconv",
+    "driver",
+    "clean",
+    "smudge",
+    "process",
+    "filter",
+    "proxy",
+    "askpass",
+    "tunnel",
+    "sendmail",
+    "smtpserver",
+    "browser",
+    "httpd",
+    "viewer",
+    "tool",
+];
+
+/// Documented keys (lower case, `*` for a subsection) whose names have a
+/// word of [`COMMAND_WORDS`] but whose value never makes git start a
+/// program — each read in git's documentation (2.47).
+const INERT: &[(&str, &str)] = &[
+    ("advice.ignoredhook", "a boolean"),
+    ("advice.waitingforeditor", "a boolean"),
+    ("color.pager", "a boolean"),
+    ("column.clean", "a layout"),
+    ("commitgraph.maxnewfilters", "a number"),
+    ("completion.commands", "names shown by shell completion"),
+    ("core.fsmonitorhookversion", "a number"),
+    ("credential.helper", "judged by `runs_program`'s table: a shell or path helper is refused, a plain name is git's own"),
+    ("credential.*.helper", "as credential.helper"),
+    ("diff.*.cachetextconv", "a boolean"),
+    ("diff.tool", "a tool name for `git difftool`, whose command key is refused"),
+    ("diff.guitool", "as diff.tool"),
+    ("merge.tool", "as diff.tool, for `git mergetool`"),
+    ("merge.guitool", "as merge.tool"),
+    ("gc.repackfilter", "an object filter spec"),
+    ("gc.repackfilterto", "a directory"),
+    ("gitcvs.dbdriver", "a database driver name"),
+    ("http.proxy", "a proxy URL (and transports are off: protocol.allow=never)"),
+    ("http.*.proxy", "as http.proxy"),
+    ("http.proxyauthmethod", "an auth method"),
+    ("http.proxysslcainfo", "a file"),
+    ("http.proxysslcert", "a file"),
+    ("http.proxysslcertpasswordprotected", "a boolean"),
+    ("http.proxysslkey", "a file"),
+    ("remote.*.proxy", "as http.proxy"),
+    ("remote.*.proxyauthmethod", "an auth method"),
+    ("remote.*.partialclonefilter", "an object filter spec"),
+    ("rebase.abbreviatecommands", "a boolean"),
+    ("sendemail.forbidsendmailvariables", "a boolean"),
+    ("sendemail.smtpserveroption", "an option passed to the server program (which is refused)"),
+    ("sendemail.smtpserverport", "a port"),
+    ("uploadpack.allowfilter", "a boolean"),
+];
+
+/// Whether `key` (lower case) is one of [`INERT`].
+fn inert(key: &str) -> bool {
+    let parts: Vec<&str> = key.split('.').collect();
+    INERT.iter().any(|(pattern, _)| {
+        let want: Vec<&str> = pattern.split('.').collect();
+        match (want.as_slice(), parts.as_slice()) {
+            ([s, n], [ks, kn]) => s == ks && n == kn,
+            ([s, "*", n], [ks, .., kn]) if parts.len() >= 3 => s == ks && n == kn,
+            _ => false,
+        }
+    })
+}
+
 /// Why `key = value` in a repository's own config would let it choose a
-/// program git runs, or `None` if it cannot.
+/// program git runs, or `None` if it cannot: the keys git documents as
+/// naming a program (below, each with its reason), then any other key
+/// whose name says it names one ([`COMMAND_WORDS`], less [`INERT`]).
 pub fn runs_program(key: &str, value: &str) -> Option<&'static str> {
+    if let Some(why) = known_program_key(key, value) {
+        return Some(why);
+    }
+    let lower = key.to_ascii_lowercase();
+    let name = lower.rsplit('.').next().unwrap_or_default();
+    if lower.contains('.') && !inert(&lower) && COMMAND_WORDS.iter().any(|w| name.contains(w)) {
+        return Some("its name says it names a command (keys like it run programs in git's documentation)");
+    }
+    None
+}
+
+fn known_program_key(key: &str, value: &str) -> Option<&'static str> {
     let lower = key.to_ascii_lowercase();
     let (section, rest) = lower.split_once('.')?;
     let (sub, name) = match rest.rsplit_once('.') {
@@ -191,6 +289,14 @@ pub fn runs_program(key: &str, value: &str) -> Option<&'static str> {
         ("remote", true, "url" | "pushurl") if value.contains("::") => "a remote helper transport (`<helper>::`)",
         ("url", true, "insteadof" | "pushinsteadof") if sub.is_some_and(|s| s.contains("::")) => "rewrites URLs to a remote helper transport",
         ("submodule", true, "update") if value.starts_with('!') => "a submodule update command",
+        ("gc", false, "recentobjectshook") => "a program gc runs to keep objects",
+        ("interactive", false, "difffilter") => "a filter program for interactive diffs",
+        ("tar", true, "command") => "an archive compression program",
+        ("trailer", true, "cmd" | "command") => "a program that makes a trailer",
+        ("imap", false, "tunnel") => "a tunnel program",
+        ("sendemail", _, "smtpserver" | "sendmailcmd" | "tocmd" | "cccmd" | "headercmd") => "a mail program",
+        ("remote", true, "vcs") => "a remote helper program (`git-remote-<vcs>`)",
+        ("guitool", true, "cmd") => "a GUI tool command",
         _ => return None,
     })
 }
@@ -240,6 +346,63 @@ mod tests {
             ("filter", "x"),
         ] {
             assert!(runs_program(k, v).is_none(), "{k}");
+        }
+    }
+
+    #[test]
+    fn keys_git_documents_beyond_its_config_pages_are_refused() {
+        // Seen missing in an attack: unreachable only because writes force
+        // gc.auto=0, or documented in a command's page, not `git config`'s.
+        for key in [
+            "gc.recentObjectsHook",
+            "interactive.diffFilter",
+            "tar.tgz.command",
+            "trailer.sign.cmd",
+            "trailer.sign.command",
+            "imap.tunnel",
+            "sendemail.toCmd",
+            "sendemail.sendmailCmd",
+            "remote.origin.vcs",
+            "some.futureCommand",
+            "x.y.newhook",
+        ] {
+            assert!(runs_program(key, "sh -c evil").is_some(), "{key}");
+        }
+        for key in ["http.proxy", "remote.origin.partialCloneFilter", "uploadpack.allowFilter", "credential.helper", "core.fsmonitorHookVersion"] {
+            assert!(runs_program(key, "cache").is_none(), "{key} is inert");
+        }
+    }
+
+    /// `git help --config`: every key git's documentation describes, built
+    /// into git from its Documentation/config pages.
+    fn documented_keys() -> Vec<String> {
+        let out = std::process::Command::new("git").args(["help", "--config"]).output().expect("git is installed (the git verbs need it)");
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim().to_string()).filter(|l| l.contains('.')).collect()
+    }
+
+    #[test]
+    fn every_documented_key_that_names_a_command_is_refused() {
+        let keys = documented_keys();
+        assert!(keys.len() > 500, "git help --config listed {} keys", keys.len());
+        // A placeholder (`<driver>`, `<name>`, `*`) stands for any name.
+        let concrete = |k: &str| k.split('.').map(|p| if p.starts_with('<') || p == "*" { "x" } else { p }).collect::<Vec<_>>().join(".");
+        let mut commands = 0;
+        for key in &keys {
+            let k = concrete(key).to_ascii_lowercase();
+            let name = k.rsplit('.').next().unwrap();
+            if COMMAND_WORDS.iter().any(|w| name.contains(w)) && !inert(&k) {
+                commands += 1;
+                assert!(runs_program(&k, "sh -c evil").is_some(), "{key}");
+            }
+        }
+        assert!(commands >= 30, "only {commands} documented keys name a command: the word list no longer matches git's documentation");
+        // Every reviewed exception is still a key git documents (a renamed
+        // key would otherwise stay excused unseen).
+        let documented: Vec<String> = keys.iter().map(|k| concrete(k).to_ascii_lowercase()).collect();
+        // (`credential.<url>.*` and `http.<url>.*` document their per-URL
+        // keys as one wildcard entry.)
+        for (pattern, why) in INERT.iter().filter(|(p, _)| !p.starts_with("credential.*.") && !p.starts_with("http.*.")) {
+            assert!(documented.contains(&pattern.replace('*', "x")), "{pattern} ({why}) is not a documented key any more");
         }
     }
 

@@ -103,6 +103,22 @@ fn outside(repo: &Path, what: &str, path: &Path, root: &Path) -> OpError {
     .with("config_line", trust_line(repo))
 }
 
+/// `not_a_repository`: git finds no repository for `dir` (below the
+/// ceiling at the root's parent); `said` is git's own word on it.
+fn not_a_repository(dir: &Path, root: &Path, said: &str) -> OpError {
+    let said: String = said.chars().take(300).collect();
+    OpError::new(
+        ErrorCode::NotARepository,
+        format!(
+            "{} is not inside a git repository within the root {} (git: {}); git verbs run only in a repository. Give `repo` a directory of one, or serve a root that is (or contains) one",
+            dir.display(),
+            root.display(),
+            if said.is_empty() { "no answer" } else { &said }
+        ),
+    )
+    .with("path", dir.display().to_string())
+}
+
 impl GitGuard {
     /// A guard trusting the listed repositories (work trees or git dirs).
     pub fn new(trusted: Vec<PathBuf>) -> GitGuard {
@@ -126,9 +142,12 @@ impl GitGuard {
                 return Ok(());
             }
         }
-        let Some(layout) = self.layout(p).await? else {
-            // Not a repository: the plan's git will say so itself.
-            return Ok(());
+        let layout = match self.layout(p).await? {
+            Ok(layout) => layout,
+            // Not a repository: refused, not left to git, which would fall
+            // back to `--no-index` and compare any two files it is given
+            // (`git diff /outside/file x`), inside the root or not.
+            Err(said) => return Err(not_a_repository(&p.cwd, root, &said)),
         };
         let mut files = vec![
             layout.git_dir.join("config"),
@@ -179,11 +198,13 @@ impl GitGuard {
         Ok((out.exit_code == Some(0), out.stdout, String::from_utf8_lossy(&out.stderr).trim().chars().take(2000).collect()))
     }
 
-    async fn layout(&self, p: &Prepared) -> Result<Option<Layout>, OpError> {
+    /// Where the repository of `p`'s directory is, or (inner `Err`) what
+    /// git said when it found none.
+    async fn layout(&self, p: &Prepared) -> Result<Result<Layout, String>, OpError> {
         // rev-parse prints as it goes: inside a git directory (`repo:
         // ".git"`) or a bare repository `--show-toplevel` fails after the
         // first two lines, which still say which repository git uses.
-        let (_, out, _) = self.git(p, &["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"]).await?;
+        let (_, out, said) = self.git(p, &["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"]).await?;
         let text = String::from_utf8_lossy(&out);
         let lines: Vec<&str> = text.lines().collect();
         let odd = || {
@@ -194,14 +215,14 @@ impl GitGuard {
             .with("git_output", text.as_ref())
         };
         if lines.len() < 2 {
-            return Ok(None);
+            return Ok(Err(said));
         }
         if lines.len() > 3 {
             // A path with a newline in it: refuse rather than guess.
             return Err(odd());
         }
         let canon = |s: &str| Path::new(s).canonicalize().map_err(|_| odd());
-        Ok(Some(Layout { git_dir: canon(lines[0])?, common_dir: canon(lines[1])?, top: lines.get(2).map(|s| canon(s)).transpose()? }))
+        Ok(Ok(Layout { git_dir: canon(lines[0])?, common_dir: canon(lines[1])?, top: lines.get(2).map(|s| canon(s)).transpose()? }))
     }
 
     /// The git directory, common directory, work tree, every symlink in the

@@ -18,20 +18,27 @@
 //! - [`ancestors`]: configuration that cargo/rustup or pytest would read
 //!   from a directory *above* the root must belong to the user (or root) and
 //!   not be writable by others (`untrusted_config`); just uses exactly the
-//!   justfile of the directory it runs in.
+//!   justfile of the directory it runs in;
+//! - [`rg`]: the ignore files rg reads (through links, whatever
+//!   `--no-follow` says, and from the directories above the root) must not
+//!   be links inside the root, and must be small regular files
+//!   (`plan_refused`).
 //!
 //! [`Guards::harden`] runs at prepare time (so `dry_run` shows the hardened
 //! plan); [`Guards::check`] may start `git` itself (never a program the
-//! repository names) and caches its verdicts by file identity.
+//! repository names) and caches its verdicts by file identity, and walks
+//! the tree rg will search (on a blocking thread; bounded by
+//! [`rg::WALK_ENTRIES`]).
 
 pub mod ancestors;
 pub mod git;
 pub mod git_repo;
+pub mod rg;
 
 use std::path::{Path, PathBuf};
 
 use super::run::Prepared;
-use crate::error::OpError;
+use crate::error::{ErrorCode, OpError};
 
 /// Programs that run code from the repository they work in by design
 /// (build scripts, proc macros, recipes, test files, hooks): a verb that
@@ -56,6 +63,8 @@ pub enum Guarded {
     Just,
     /// `pytest`.
     Pytest,
+    /// `rg` (ripgrep).
+    Rg,
 }
 
 impl Guarded {
@@ -66,6 +75,7 @@ impl Guarded {
             "cargo" | "rustc" | "rustup" => Some(Guarded::Cargo),
             "just" => Some(Guarded::Just),
             "pytest" | "py.test" => Some(Guarded::Pytest),
+            "rg" => Some(Guarded::Rg),
             _ => None,
         };
         let file_name = |p: &Path| p.file_name().and_then(|f| f.to_str()).and_then(by_name);
@@ -97,7 +107,7 @@ impl Guards {
             Some(Guarded::Cargo) => ancestors::check_cargo(root),
             Some(Guarded::Just) => ancestors::pin_justfile(p),
             Some(Guarded::Pytest) => ancestors::check_pytest(root),
-            None => Ok(()),
+            Some(Guarded::Rg) | None => Ok(()),
         }
     }
 
@@ -105,6 +115,14 @@ impl Guards {
     pub async fn check(&self, p: &Prepared, root: &Path) -> Result<(), OpError> {
         match Guarded::of(p) {
             Some(Guarded::Git) => self.git.check(p, root).await,
+            Some(Guarded::Rg) => {
+                // A walk of the searched tree: blocking I/O, off the
+                // runtime's threads.
+                let (p, root) = (p.clone(), root.to_path_buf());
+                tokio::task::spawn_blocking(move || rg::check(&p, &root))
+                    .await
+                    .unwrap_or_else(|e| Err(OpError::new(ErrorCode::Internal, format!("the rg ignore-file check failed: {e}"))))
+            }
             _ => Ok(()),
         }
     }
@@ -139,6 +157,7 @@ mod tests {
         assert_eq!(Guarded::of(&prepared("vcs", &alias)), Some(Guarded::Git), "a link to git is git");
         assert_eq!(Guarded::of(&prepared("git", Path::new("/nonexistent/x"))), Some(Guarded::Git), "the declared name counts");
         assert_eq!(Guarded::of(&prepared("tool", &tmp.path().join("cargo"))), Some(Guarded::Cargo), "the file name counts");
+        assert_eq!(Guarded::of(&prepared("search", &tmp.path().join("rg"))), Some(Guarded::Rg));
         assert_eq!(Guarded::of(&prepared("tool", &real.with_file_name("tool"))), None);
     }
 }

@@ -1,0 +1,255 @@
+//! Ops take turns on the root: an op that may change it (its verb may write
+//! the repository, run its code or destroy data — or declares nothing) runs
+//! alone; ops that only read run side by side. An op holds its turn from
+//! the moment its plan's checks look at the root until its program has
+//! finished (an `exec-read` plan's read-back included), so no op ever acts
+//! on a check another op has since invalidated: a `git.switch` cannot turn
+//! a directory into a symlink out of the root, or bring an `includeIf`
+//! config into force, between a `git.status`'s check and its run.
+//!
+//! Two locks make one turn:
+//! - a fair (first come, first served) in-process `RwLock`, so a waiting
+//!   writer is not starved by a stream of readers and turns are granted in
+//!   the order ops asked for them;
+//! - an advisory `flock` on `$VERBGATE_HOME/state/locks/root-<hash>.lock`,
+//!   shared or exclusive like the turn, so a `verbgate request` on the
+//!   command line and a server on the same root take turns too.
+//!
+//! Inside one request, ops keep batch order on top of this (see
+//! [`phases`]): a writing op starts only after every op before it has
+//! finished, and no op after it starts before it has finished —
+//! `[git.add, git.commit]` commits what was added.
+//!
+//! A turn is not held while a person is asked (a question can take
+//! minutes): the op gives its turn back, and when the answer is yes takes
+//! a new one and prepares its plan again; it runs only if the commands are
+//! exactly the ones the person was shown.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+
+use crate::error::{ErrorCode, OpError};
+use crate::registry::Verb;
+use crate::runtime::model::Effect;
+
+/// How an op uses the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Only reads it: runs beside other readers.
+    Shared,
+    /// May change it: runs alone.
+    Exclusive,
+}
+
+impl Access {
+    /// The access `verb` needs, from its declared effects: `None` for a
+    /// verb that declares it neither reads nor changes the repository (the
+    /// job verbs: `job.wait` may wait minutes and must not hold writers
+    /// back). A verb whose contract cannot declare effects (0.1.0) may do
+    /// anything, so it runs alone.
+    pub fn of(verb: &Verb) -> Option<Access> {
+        let changes = [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive].into_iter().any(|e| verb.effects.may(e));
+        if changes {
+            Some(Access::Exclusive)
+        } else if verb.effects.may(Effect::ReadsRepo) {
+            Some(Access::Shared)
+        } else {
+            None
+        }
+    }
+}
+
+/// Split a request's ops (their accesses, in batch order) into phases run
+/// one after another: each writing op is a phase of its own, and the
+/// readers between two writers share one. Returns each phase as a range of
+/// op indices.
+pub fn phases(accesses: &[Access]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, a) in accesses.iter().enumerate() {
+        if *a == Access::Exclusive {
+            if start < i {
+                out.push(start..i);
+            }
+            out.push(i..i + 1);
+            start = i + 1;
+        }
+    }
+    if start < accesses.len() {
+        out.push(start..accesses.len());
+    }
+    out
+}
+
+/// The turns of one root.
+#[derive(Debug)]
+pub struct Turns {
+    lock: Arc<RwLock<()>>,
+    /// The lock file other processes on the same root share.
+    file: PathBuf,
+}
+
+/// A held turn; dropping it lets the next op go.
+#[derive(Debug)]
+pub enum Turn {
+    /// Beside other readers.
+    Shared(OwnedRwLockReadGuard<()>, File),
+    /// Alone.
+    Exclusive(OwnedRwLockWriteGuard<()>, File),
+}
+
+impl Turns {
+    /// The turns of `root`, with its lock file under `home`'s state
+    /// directory (named by a hash of the root, so every process serving
+    /// the same root finds the same file).
+    pub fn new(home: &Path, root: &Path) -> Turns {
+        let hash = crate::json::sha256_hex(root.as_os_str().as_encoded_bytes());
+        let file = home.join("state").join("locks").join(format!("root-{}.lock", &hash[..32]));
+        Turns { lock: Arc::new(RwLock::new(())), file }
+    }
+
+    /// Wait for a turn of the kind `access` asks for.
+    pub async fn take(&self, access: Access) -> Result<Turn, OpError> {
+        // The in-process lock first: only one op per process then waits on
+        // the file lock, in a blocking thread.
+        match access {
+            Access::Shared => {
+                let guard = Arc::clone(&self.lock).read_owned().await;
+                let file = self.lock_file(access).await?;
+                Ok(Turn::Shared(guard, file))
+            }
+            Access::Exclusive => {
+                let guard = Arc::clone(&self.lock).write_owned().await;
+                let file = self.lock_file(access).await?;
+                Ok(Turn::Exclusive(guard, file))
+            }
+        }
+    }
+
+    async fn lock_file(&self, access: Access) -> Result<File, OpError> {
+        let path = self.file.clone();
+        let failed = |e: String| {
+            OpError::new(
+                ErrorCode::Unavailable,
+                format!(
+                    "cannot take a turn on the root through the lock file {} ({e}); nothing ran. Check that VERBGATE_HOME/state is yours and writable",
+                    self.file.display()
+                ),
+            )
+            .with("path", self.file.display().to_string())
+        };
+        let joined = tokio::task::spawn_blocking(move || -> Result<File, String> {
+            let file = open_lock_file(&path).map_err(|e| e.to_string())?;
+            match access {
+                Access::Shared => file.lock_shared(),
+                Access::Exclusive => file.lock(),
+            }
+            .map_err(|e| e.to_string())?;
+            Ok(file)
+        })
+        .await;
+        joined.map_err(|e| failed(e.to_string()))?.map_err(failed)
+    }
+}
+
+/// The turn of one op: taken before its plan's checks, given back while a
+/// person is asked, taken again before it runs.
+pub struct Slot<'a> {
+    turns: &'a Turns,
+    access: Option<Access>,
+    held: Option<Turn>,
+    given_back: bool,
+}
+
+impl<'a> Slot<'a> {
+    /// Take a turn of kind `access`; `None` (a verb that never touches the
+    /// root, like `job.wait`, which may wait minutes) takes none.
+    pub async fn take(turns: &'a Turns, access: Option<Access>) -> Result<Slot<'a>, OpError> {
+        let held = match access {
+            Some(a) => Some(turns.take(a).await?),
+            None => None,
+        };
+        Ok(Slot { turns, access, held, given_back: false })
+    }
+
+    /// Let other ops go while this one waits (for a person's answer).
+    pub fn give_back(&mut self) {
+        if self.held.take().is_some() {
+            self.given_back = true;
+        }
+    }
+
+    /// Take the turn again if it was given back; true when it was, so the
+    /// op's checks must be made again (the root may have changed).
+    pub async fn take_again(&mut self) -> Result<bool, OpError> {
+        if !self.given_back {
+            return Ok(false);
+        }
+        if let Some(a) = self.access {
+            self.held = Some(self.turns.take(a).await?);
+        }
+        self.given_back = false;
+        Ok(true)
+    }
+}
+
+/// Open (creating 0600, in a 0700 directory) the lock file, never through
+/// a symlink: the file is only ever locked, never read or written, but a
+/// planted link must not make verbgate create files elsewhere.
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        crate::private_files::ensure_private_dir(dir).map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    }
+    std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Access::{Exclusive as W, Shared as R};
+
+    #[test]
+    fn writers_are_phases_of_their_own_in_batch_order() {
+        assert_eq!(phases(&[R, R, W, R, W, W, R]), vec![0..2, 2..3, 3..4, 4..5, 5..6, 6..7]);
+        assert_eq!(phases(&[R, R]), vec![0..2]);
+        assert_eq!(phases(&[W]), vec![0..1]);
+        assert!(phases(&[]).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_writer_waits_for_readers_and_readers_for_a_writer_across_processes_files() {
+        let home = tempfile::tempdir().unwrap();
+        // Two `Turns` on the same root stand for two processes: only the
+        // lock file connects them.
+        let a = Turns::new(home.path(), Path::new("/some/root"));
+        let b = Turns::new(home.path(), Path::new("/some/root"));
+        let read = a.take(R).await.unwrap();
+        let other_read = b.take(R).await.unwrap();
+        let write = tokio::time::timeout(std::time::Duration::from_millis(200), b.take(W));
+        drop(other_read);
+        assert!(write.await.is_err(), "a writer in another process waits while a reader holds the root");
+        drop(read);
+        let held = b.take(W).await.unwrap();
+        assert!(tokio::time::timeout(std::time::Duration::from_millis(200), a.take(R)).await.is_err(), "a reader waits for the writer");
+        drop(held);
+        a.take(R).await.unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&a.file).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[tokio::test]
+    async fn a_planted_symlink_is_not_followed() {
+        let home = tempfile::tempdir().unwrap();
+        let t = Turns::new(home.path(), Path::new("/r"));
+        std::fs::create_dir_all(t.file.parent().unwrap()).unwrap();
+        let elsewhere = home.path().join("elsewhere");
+        std::os::unix::fs::symlink(&elsewhere, &t.file).unwrap();
+        let e = t.take(R).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::Unavailable);
+        assert!(!elsewhere.exists());
+    }
+}
