@@ -153,7 +153,7 @@ impl TokenStore {
         if tokens.iter().any(|t| t.name == name) {
             bail!("a token named `{name}` exists; revoke it first (`verbgate token revoke {name}`) or choose another name");
         }
-        let text = format!("{PREFIX}{}", hex::encode(random_bytes()?));
+        let text = generate()?;
         tokens.push(TokenRecord { name: name.to_string(), sha256: sha256_hex(text.as_bytes()), allow, created: rfc3339_now() });
         self.save(tokens)?;
         Ok(text)
@@ -171,15 +171,22 @@ impl TokenStore {
         Ok(true)
     }
 
-    /// The caller a presented token authenticates as, if any. Hashes the
-    /// text once and compares it with *every* stored digest without an
-    /// early exit.
+    /// The caller a presented token authenticates as, if any (see
+    /// [`TokenStore::find`]).
     pub fn authenticate(&self, presented: &str) -> Result<Option<Caller>> {
+        Ok(self.find(presented)?.map(|t| Caller::new(&t.name, t.allow, crate::dispatch::caller::Transport::Http)))
+    }
+
+    /// The stored record of a presented token, if any. Hashes the text
+    /// once and compares it with *every* stored digest without an early
+    /// exit. The record's `sha256` is the token's identity: a token made
+    /// later under the same name has another.
+    pub fn find(&self, presented: &str) -> Result<Option<TokenRecord>> {
         let digest = sha256_hex(presented.as_bytes());
         let mut found = None;
         for t in self.list()? {
             if constant_time_eq(digest.as_bytes(), t.sha256.as_bytes()) && found.is_none() {
-                found = Some(Caller::new(&t.name, t.allow, crate::dispatch::caller::Transport::Http));
+                found = Some(t);
             }
         }
         Ok(found)
@@ -193,6 +200,12 @@ impl TokenStore {
         text.push('\n');
         crate::config::write_private_file(&self.path, text.as_bytes())
     }
+}
+
+/// A new token's text: the prefix and 32 bytes from the kernel's
+/// generator, in hex. Stored nowhere; keep only its [`sha256_hex`].
+pub fn generate() -> Result<String> {
+    Ok(format!("{PREFIX}{}", hex::encode(random_bytes()?)))
 }
 
 /// Equality that takes the same time wherever the inputs differ. Both

@@ -21,6 +21,7 @@ mod home;
 mod hostile;
 mod hostile_repo;
 mod http;
+mod http_bounds;
 mod install;
 mod jobs;
 mod jobs_bounds;

@@ -129,6 +129,22 @@ fn sensitive_params_are_redacted_in_the_audit_trail() {
 }
 
 #[test]
+fn redaction_takes_only_the_callers_words_and_no_value_hides_the_others() {
+    // Seen before: a secret equal to the plugin's own argv word `argv`
+    // blanked that word, and a long first value (`tail`) pushed `word` out
+    // of the bounded args text.
+    let env = Env::with_plugin("fixture-echo");
+    let long = "t".repeat(10_000);
+    let r = env.op("echo.argv", json!({"tail": [long], "word": "w", "flag": "argv"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let rows = audit(&env, &["--verb", "echo.argv"]);
+    let argv: Vec<Value> = serde_json::from_str(rows[0]["argv"].as_str().unwrap()).unwrap();
+    assert_eq!(argv[..3], [json!("argv"), json!("w"), json!("--flag=<redacted>")], "{}", rows[0]);
+    let args = rows[0]["args"].as_str().unwrap();
+    assert!(args.contains("\"word\":\"w\"") && args.contains("(10000 bytes)"), "{args}");
+}
+
+#[test]
 fn python_sdk_elicitation_allows_once_for_the_session_and_declines() {
     let python = target_dir().join("py/bin/python");
     assert!(python.exists(), "{} is missing: run `just python-env` (part of `just test`)", python.display());

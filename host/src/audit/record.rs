@@ -50,22 +50,26 @@ pub struct Record {
 /// The value recorded in place of a sensitive param's.
 pub const REDACTED: &str = "<redacted>";
 
+/// Longest string value kept whole in the recorded args; a longer one is
+/// cut and says how many bytes it had, so one long value (a commit
+/// message) cannot push the others out of the bounded text.
+pub const VALUE_BYTES: usize = 256;
+
 /// `args` as recorded: top-level `sensitive` params replaced by
-/// [`REDACTED`], then cut to `bound` bytes (a cut text ends with `…` and is
-/// no longer JSON — the reader sees it was cut).
+/// [`REDACTED`], every string value cut at [`VALUE_BYTES`], then the whole
+/// cut to `bound` bytes (a cut text ends with `…` and is no longer JSON —
+/// the reader sees it was cut).
 pub fn redact(args: &Value, sensitive: &[String], bound: usize) -> String {
-    let text = match args {
-        Value::Object(map) if sensitive.iter().any(|s| map.contains_key(s)) => {
-            let mut map = map.clone();
-            for name in sensitive {
-                if let Some(v) = map.get_mut(name) {
-                    *v = Value::from(REDACTED);
-                }
+    let mut args = args.clone();
+    if let Value::Object(map) = &mut args {
+        for name in sensitive {
+            if let Some(v) = map.get_mut(name) {
+                *v = Value::from(REDACTED);
             }
-            Value::Object(map).to_string()
         }
-        other => other.to_string(),
-    };
+    }
+    clip_values(&mut args);
+    let text = args.to_string();
     if text.len() <= bound {
         return text;
     }
@@ -74,6 +78,23 @@ pub fn redact(args: &Value, sensitive: &[String], bound: usize) -> String {
         end -= 1;
     }
     format!("{}…", &text[..end])
+}
+
+/// Cut every string in `v` at [`VALUE_BYTES`] (on a character boundary),
+/// noting the full length.
+fn clip_values(v: &mut Value) {
+    match v {
+        Value::String(s) if s.len() > VALUE_BYTES => {
+            let mut end = VALUE_BYTES;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            *s = format!("{}… ({} bytes)", &s[..end], s.len());
+        }
+        Value::Array(items) => items.iter_mut().for_each(clip_values),
+        Value::Object(map) => map.values_mut().for_each(clip_values),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -86,8 +107,12 @@ mod tests {
         let args = json!({"token": "hunter2", "name": "x"});
         let text = redact(&args, &["token".into()], 4096);
         assert!(!text.contains("hunter2") && text.contains(REDACTED) && text.contains("\"name\":\"x\""), "{text}");
-        let long = json!({"s": "y".repeat(10_000)});
+        let long = json!({"s": "y".repeat(10_000), "t": "z".repeat(300)});
         let cut = redact(&long, &[], 100);
         assert!(cut.len() <= 100 && cut.ends_with('…'), "{} {cut}", cut.len());
+        // Seen before: one long first value pushed every other param out.
+        let first_long = json!({"message": "m".repeat(10_000), "paths": ["a.txt"], "force": true});
+        let kept = redact(&first_long, &[], 4096);
+        assert!(kept.contains("(10000 bytes)") && kept.contains("\"paths\":[\"a.txt\"]") && kept.contains("\"force\":true"), "{kept}");
     }
 }

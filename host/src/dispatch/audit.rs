@@ -37,9 +37,9 @@ pub struct Trail {
     /// The person's answer to an `ask`.
     pub answer: Option<Answer>,
     /// The program and argv the plan resolved to.
-    pub program: Option<(String, Vec<String>)>,
-    /// An `exec-read` plan's read-back command: program then argv.
-    pub read_back: Option<Vec<String>>,
+    pub program: Option<(String, Words)>,
+    /// An `exec-read` plan's read-back command.
+    pub read_back: Option<(String, Words)>,
     /// The job a spawn started.
     pub job_id: Option<String>,
     /// A dry run: nothing ran.
@@ -49,12 +49,51 @@ pub struct Trail {
 impl Trail {
     /// Note the command an op is about to run (or would, for a dry run).
     pub fn ran(&mut self, prepared: &Prepared) {
-        self.program = Some((prepared.program.display().to_string(), prepared.argv.clone()));
+        self.program = Some((prepared.program.display().to_string(), Words::of(prepared)));
     }
 
     /// Note an `exec-read` plan's read-back command.
     pub fn reads_back(&mut self, prepared: &Prepared) {
-        self.read_back = Some(std::iter::once(prepared.program.display().to_string()).chain(prepared.argv.iter().cloned()).collect());
+        self.read_back = Some((prepared.program.display().to_string(), Words::of(prepared)));
+    }
+}
+
+/// A command's argv with which words the caller gave.
+#[derive(Debug, Clone)]
+pub struct Words {
+    argv: Vec<String>,
+    caller: Vec<bool>,
+}
+
+impl Words {
+    fn of(p: &Prepared) -> Words {
+        Words { argv: p.argv.clone(), caller: p.caller_words.clone() }
+    }
+
+    /// The argv as recorded: a word the caller gave (a value, path or
+    /// option) that holds one of `secrets` is replaced, whole, by
+    /// [`crate::audit::REDACTED`] (an option keeps its `--name=`). Only
+    /// those positions: a plugin's own words are never touched, so a
+    /// secret that equals `status` or a single letter cannot blank or
+    /// mangle what the record shows ran; and a word is never cut into
+    /// pieces (a secret inside a caller's `--header=Bearer <secret>` takes
+    /// the whole value with it).
+    fn redacted(&self, secrets: &[&str]) -> Vec<String> {
+        self.argv
+            .iter()
+            .enumerate()
+            .map(|(i, word)| {
+                if !self.caller.get(i).copied().unwrap_or(false) {
+                    return word.clone();
+                }
+                let holds = |text: &str| secrets.iter().any(|s| text.contains(s));
+                match word.strip_prefix("--").and_then(|w| w.split_once('=')) {
+                    Some((name, v)) if holds(v) => format!("--{name}={}", crate::audit::REDACTED),
+                    _ if holds(word) => crate::audit::REDACTED.to_string(),
+                    _ => word.clone(),
+                }
+            })
+            .collect()
     }
 }
 
@@ -63,15 +102,11 @@ impl Trail {
 /// left saying `started` is an op whose end could not be recorded.
 pub const STARTED: &str = "started";
 
-/// The argv with every sensitive param's string value cut out: a plugin may
-/// well pass a secret to its program (`--token=…`), and the trail records
-/// argv as well as args.
-fn redact_argv(argv: Vec<String>, args: Option<&Value>, sensitive: &[String]) -> Vec<String> {
-    let secrets: Vec<&str> = sensitive.iter().filter_map(|name| args?.get(name)?.as_str()).filter(|s| !s.is_empty()).collect();
-    if secrets.is_empty() {
-        return argv;
-    }
-    argv.into_iter().map(|a| secrets.iter().fold(a, |a, s| a.replace(s, crate::audit::REDACTED))).collect()
+/// The string values of the op's sensitive params: a plugin may well pass
+/// a secret to its program (`--token=…`), and the trail records argv as
+/// well as args.
+fn secrets<'a>(args: Option<&'a Value>, sensitive: &[String]) -> Vec<&'a str> {
+    sensitive.iter().filter_map(|name| args?.get(name)?.as_str()).filter(|s| !s.is_empty()).collect()
 }
 
 impl Dispatcher {
@@ -98,8 +133,9 @@ impl Dispatcher {
     fn row(&self, caller: &Caller, op: &str, verb: Option<&Verb>, outcome: String, trail: &Trail) -> Record {
         let sensitive = verb.map_or(&[][..], |v| v.sensitive.as_slice());
         let args = trail.args.as_ref().map_or_else(String::new, |a| redact(a, sensitive, self.config.audit.args_bytes));
+        let secrets = secrets(trail.args.as_ref(), sensitive);
         let (program, argv) = match &trail.program {
-            Some((p, argv)) => (Some(p.clone()), Some(Value::from(redact_argv(argv.clone(), trail.args.as_ref(), sensitive)).to_string())),
+            Some((p, words)) => (Some(p.clone()), Some(Value::from(words.redacted(&secrets)).to_string())),
             None => (None, None),
         };
         Record {
@@ -120,7 +156,10 @@ impl Dispatcher {
             duration_ms: i64::try_from(trail.started.elapsed().as_millis()).unwrap_or(i64::MAX),
             job_id: trail.job_id.clone(),
             dry_run: trail.dry_run,
-            read_back: trail.read_back.clone().map(|words| Value::from(redact_argv(words, trail.args.as_ref(), sensitive)).to_string()),
+            read_back: trail
+                .read_back
+                .as_ref()
+                .map(|(p, words)| Value::from(std::iter::once(p.clone()).chain(words.redacted(&secrets)).collect::<Vec<_>>()).to_string()),
         }
     }
 
@@ -193,4 +232,26 @@ fn unrecorded(verb: &str, why: &str, path: &std::path::Path) -> OpError {
     )
     .with("verb", verb)
     .with("path", path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(argv: &[&str], caller: &[bool]) -> Words {
+        Words { argv: argv.iter().map(|s| s.to_string()).collect(), caller: caller.to_vec() }
+    }
+
+    #[test]
+    fn only_the_callers_words_holding_a_secret_are_redacted() {
+        // Seen before: redaction replaced substrings, so a secret equal to
+        // another argv word blanked it, and a one-letter secret mangled
+        // every word containing that letter.
+        let w = words(&["status", "--token=status", "status", "-s", "--all"], &[false, true, true, false, false]);
+        assert_eq!(w.redacted(&["status"]), ["status", "--token=<redacted>", "<redacted>", "-s", "--all"]);
+        let w = words(&["commit", "--message=a", "a"], &[false, true, false]);
+        assert_eq!(w.redacted(&["a"]), ["commit", "--message=<redacted>", "a"], "a plugin's own word is never touched");
+        let w = words(&["log", "xsecretx", "--header=Bearer secret"], &[false, true, true]);
+        assert_eq!(w.redacted(&["secret"]), ["log", "<redacted>", "--header=<redacted>"], "a caller word holding the secret goes whole");
+    }
 }

@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use super::argv::render_argv;
 use super::confine::confine_dir;
 use crate::error::{ErrorCode, OpError};
-use crate::runtime::model::{Command, Outcome};
+use crate::runtime::model::{Arg, Command, Outcome};
 
 /// Bounds for one run.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +45,10 @@ pub struct Prepared {
     pub timeout: Duration,
     /// Truncate stdout at the capture bound instead of failing.
     pub truncate_stdout: bool,
+    /// Which words of `argv` came from the caller (a value, a path or an
+    /// option), position by position: the audit trail redacts a sensitive
+    /// value there and only there, never in a plugin's own words.
+    pub caller_words: Vec<bool>,
 }
 
 impl Prepared {
@@ -72,6 +76,8 @@ impl Prepared {
         // program resolves them, relative to it.
         let cwd = confine_dir(root, cmd.cwd.as_deref())?;
         let argv = render_argv(&cmd.args, root, &cwd)?;
+        // One word per typed argument (see `render_argv`).
+        let caller_words = cmd.args.iter().map(|a| matches!(a, Arg::Value(_) | Arg::Path(_) | Arg::Option { .. })).collect();
         let mut env = BTreeMap::new();
         for name in env_allow {
             if let Ok(v) = std::env::var(name) {
@@ -83,7 +89,17 @@ impl Prepared {
             env.insert(name.clone(), value.clone());
         }
         let timeout = cmd.timeout_ms.map(|ms| Duration::from_millis(ms.into()).min(limits.max_timeout)).unwrap_or(limits.default_timeout);
-        Ok(Prepared { name: cmd.program.clone(), program, argv, cwd, env, stdin: cmd.stdin.clone(), timeout, truncate_stdout: cmd.truncate_stdout })
+        Ok(Prepared {
+            name: cmd.program.clone(),
+            program,
+            argv,
+            cwd,
+            env,
+            stdin: cmd.stdin.clone(),
+            timeout,
+            truncate_stdout: cmd.truncate_stdout,
+            caller_words,
+        })
     }
 
     /// The plan as `dry_run` shows it.
@@ -261,6 +277,7 @@ mod tests {
             stdin: None,
             timeout: Duration::from_millis(timeout_ms),
             truncate_stdout: false,
+            caller_words: vec![],
         }
     }
 

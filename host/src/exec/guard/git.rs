@@ -83,11 +83,13 @@ pub fn harden(p: &mut Prepared, root: &Path) -> Result<(), OpError> {
     let sub = check_global_options(&p.argv)?;
     if let Some(i) = sub.filter(|&i| SUBMODULE_WALKERS.contains(&p.argv[i].as_str())) {
         let end = p.argv.iter().position(|a| a == "--").unwrap_or(p.argv.len());
-        let mut argv: Vec<String> =
-            p.argv[..end].iter().enumerate().filter(|(j, a)| *j <= i || !a.starts_with("--ignore-submodules")).map(|(_, a)| a.clone()).collect();
-        argv.insert(i + 1, "--ignore-submodules=dirty".into());
-        argv.extend(p.argv[end..].iter().cloned());
-        p.argv = argv;
+        // Each word keeps its mark of whether the caller gave it.
+        let caller = |j: usize| p.caller_words.get(j).copied().unwrap_or(false);
+        let mut words: Vec<(String, bool)> =
+            p.argv[..end].iter().enumerate().filter(|(j, a)| *j <= i || !a.starts_with("--ignore-submodules")).map(|(j, a)| (a.clone(), caller(j))).collect();
+        words.insert(i + 1, ("--ignore-submodules=dirty".into(), false));
+        words.extend(p.argv[end..].iter().enumerate().map(|(k, a)| (a.clone(), caller(end + k))));
+        (p.argv, p.caller_words) = words.into_iter().unzip();
     }
     if let Some(parent) = root.parent() {
         p.env.insert("GIT_CEILING_DIRECTORIES".into(), parent.display().to_string());
@@ -438,6 +440,7 @@ mod tests {
             stdin: None,
             timeout: std::time::Duration::from_secs(1),
             truncate_stdout: false,
+            caller_words: vec![],
         };
         harden(&mut p, root).unwrap();
         assert_eq!(p.argv, argv(&["-c", "core.fsmonitor=false", "status", "--ignore-submodules=dirty", "-z", "--", "--ignore-submodules=none"]));

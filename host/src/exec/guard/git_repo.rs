@@ -408,6 +408,7 @@ mod tests {
             stdin: None,
             timeout: Duration::from_secs(10),
             truncate_stdout: false,
+            caller_words: vec![],
         };
         harden(&mut p, &root).unwrap();
         (tmp, root, p)

@@ -144,6 +144,7 @@ mod tests {
             stdin: None,
             timeout: Duration::from_secs(1),
             truncate_stdout: false,
+            caller_words: vec![],
         }
     }
 
