@@ -37,8 +37,28 @@ fn help_of_a_denied_verb_runs_nothing() {
 }
 
 #[test]
+fn help_never_reads_a_file_outside_the_root_through_a_justfile_import() {
+    // Seen before: under the default policy (just.run asks before it runs,
+    // help does not ask), `import '<outside file>'` made `just --dump` fail
+    // on that file and quote its line in the help answer.
+    let env = Env::new();
+    let outside = env.tmp.path().join("dotenv");
+    std::fs::write(&outside, "API_KEY=OUTSIDE-SECRET-VALUE\n").unwrap();
+    for import in [format!("import {:?}", outside.display().to_string()), "import '../dotenv'".to_string()] {
+        std::fs::write(env.root.join("justfile"), format!("{import}\n\ngreet:\n    echo hi\n")).unwrap();
+        let listing = env.request(&json!({"help": "just.run"}));
+        assert!(!listing.to_string().contains("OUTSIDE-SECRET"), "{listing}");
+        assert_eq!(listing["help"]["targets_error"]["code"], "plan_refused", "{listing}");
+        let one = env.request(&json!({"help": "just.run:greet"}));
+        assert!(!one.to_string().contains("OUTSIDE-SECRET"), "{one}");
+    }
+}
+
+#[test]
 fn programs_help_starts_are_in_the_audit_trail() {
-    let env = importing_env("[[policy]]\nverbs = [\"just.*\"]\ndecision = \"allow\"\n");
+    let env = Env::new().with_config("[[policy]]\nverbs = [\"just.*\"]\ndecision = \"allow\"\n");
+    std::fs::write(env.root.join("more.just"), "# more recipes\nother:\n    echo other\n").unwrap();
+    std::fs::write(env.root.join("justfile"), "import 'more.just'\n\ngreet name:\n    echo {{name}}\n").unwrap();
     let one = env.request(&json!({"help": "just.run:greet"}));
     assert_eq!(one["status"], "success", "{one}");
     let rows = audit_rows(&env);

@@ -33,6 +33,7 @@
 pub mod ancestors;
 pub mod git;
 pub mod git_repo;
+pub mod just;
 pub mod rg;
 
 use std::path::{Path, PathBuf};
@@ -105,7 +106,11 @@ impl Guards {
         match Guarded::of(p) {
             Some(Guarded::Git) => git::harden(p, root),
             Some(Guarded::Cargo) => ancestors::check_cargo(root),
-            Some(Guarded::Just) => ancestors::pin_justfile(p),
+            Some(Guarded::Just) => {
+                ancestors::pin_justfile(p)?;
+                let justfile = p.env.get("JUST_JUSTFILE").map(PathBuf::from).unwrap_or_default();
+                just::check(&justfile, root)
+            }
             Some(Guarded::Pytest) => ancestors::check_pytest(root),
             Some(Guarded::Rg) | None => Ok(()),
         }
