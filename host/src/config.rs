@@ -346,6 +346,29 @@ impl Default for ConsentSettings {
     }
 }
 
+/// Whether programs run in the OS sandbox.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Every program runs confined; where the kernel cannot confine it,
+    /// its op answers `sandbox_unavailable`. The default.
+    #[default]
+    Enforce,
+    /// Programs run with the user's full rights (the operator's explicit
+    /// choice; the policy then asks before repository code runs).
+    Off,
+}
+
+/// `[sandbox]`: the OS sandbox every program runs in.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxSettings {
+    /// `enforce` (default) or `off`.
+    pub mode: SandboxMode,
+    /// `[[sandbox.allow]]`: extra paths and the network for some verbs.
+    pub allow: Vec<crate::sandbox::profile::Widening>,
+}
+
 /// The audit trail (`$VERBGATE_HOME/state/audit.db`).
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -394,6 +417,8 @@ struct FileConfig {
     consent: ConsentSettings,
     #[serde(default)]
     audit: AuditSettings,
+    #[serde(default)]
+    sandbox: SandboxSettings,
 }
 
 /// Settings given on the command line; `None` means "not given".
@@ -441,6 +466,8 @@ pub struct Config {
     pub consent: ConsentSettings,
     /// `[audit]`.
     pub audit: AuditSettings,
+    /// `[sandbox]`.
+    pub sandbox: SandboxSettings,
 }
 
 impl Config {
@@ -485,6 +512,15 @@ impl Config {
                 "audit.retain_days and audit.retain_rows must be at least 1 and audit.args_bytes at least 64 (turn the trail off with audit.enabled = false)"
             );
         }
+        for (i, w) in file.sandbox.allow.iter().enumerate() {
+            let at = format!("[[sandbox.allow]] entry {} of verbgate.toml", i + 1);
+            if w.verbs.is_empty() {
+                bail!("{at}: `verbs` is empty; name the verbs it widens (`cargo.*`, `*`)");
+            }
+            if let Some(p) = w.read.iter().chain(&w.write).find(|p| !p.is_absolute()) {
+                bail!("{at}: paths must be absolute, got {}", p.display());
+            }
+        }
         for path in &file.trusted_repos {
             if !path.is_absolute() {
                 bail!("trusted_repos entries must be absolute paths, got {}", path.display());
@@ -508,6 +544,7 @@ impl Config {
             policy: file.policy,
             consent: file.consent,
             audit: file.audit,
+            sandbox: file.sandbox,
         })
     }
 

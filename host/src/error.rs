@@ -97,6 +97,10 @@ pub enum ErrorCode {
     /// (the database locked past its busy timeout, a full disk), so it did
     /// not run: no op runs unrecorded.
     AuditUnavailable,
+    /// The OS sandbox cannot enforce the program's profile here (no
+    /// Landlock), so it did not run; `[sandbox] mode = "off"` is the
+    /// operator's explicit way to run unconfined.
+    SandboxUnavailable,
     /// A bug in verbgate; the message says what failed.
     Internal,
 }
@@ -138,6 +142,7 @@ impl ErrorCode {
         ErrorCode::ConsentRequired,
         ErrorCode::ConsentDeclined,
         ErrorCode::AuditUnavailable,
+        ErrorCode::SandboxUnavailable,
         ErrorCode::Internal,
     ];
 
@@ -178,6 +183,7 @@ impl ErrorCode {
             ErrorCode::ConsentRequired => "consent_required",
             ErrorCode::ConsentDeclined => "consent_declined",
             ErrorCode::AuditUnavailable => "audit_unavailable",
+            ErrorCode::SandboxUnavailable => "sandbox_unavailable",
             ErrorCode::Internal => "internal",
         }
     }

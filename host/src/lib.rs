@@ -35,6 +35,7 @@ pub mod mcp;
 pub mod private_files;
 pub mod registry;
 pub mod runtime;
+pub mod sandbox;
 pub mod text;
 pub mod tokens;
 pub mod trust;

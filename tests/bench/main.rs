@@ -347,6 +347,7 @@ async fn exec_breakdown() -> Result<()> {
         timeout: Duration::from_secs(60),
         truncate_stdout: false,
         caller_words: vec![],
+        sandbox: None,
     };
     let (mut dry_us, mut runner, mut std_ms) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..200 {

@@ -220,7 +220,7 @@ fn a_foreign_origin_or_host_gets_403() {
 #[test]
 fn oversized_bodies_get_413_and_idle_sessions_expire() {
     let env = Env::new();
-    let server = serve(&env, &["--max-body-bytes", "4096", "--session-idle-secs", "1"]);
+    let server = serve(&env, &["--max-body-bytes", "4096", "--session-idle-secs", "1", "--no-auth"]);
     let big = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(64 * 1024));
     assert_eq!(post(&server.addr, &[], big.as_bytes()).status, 413);
     // A session, then silence past the idle limit: the session is gone.
@@ -266,14 +266,16 @@ fn one_tokens_allow_list_is_enforced_while_anothers_is_not() {
     let catalog: Vec<&str> = n["catalog_verbs"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     assert!(catalog.iter().all(|s| s.starts_with("job.")), "the narrow catalog lists {catalog:?}");
     assert!(catalog.iter().any(|s| s.starts_with("job.list(")), "{catalog:?}");
+    // A verb outside the list answers as one that does not exist
+    // (e2e/http_bounds.rs compares the two).
     assert_eq!(n["help_echo_is_error"], true, "{n}");
-    assert_eq!(n["help_echo"]["error"]["code"], "not_allowed", "{n}");
+    assert_eq!(n["help_echo"]["error"]["code"], "unknown_verb", "{n}");
     let ops = &n["ops"]["results"];
-    assert_eq!(ops[0]["error"]["code"], "not_allowed", "{n}");
-    assert_eq!(ops[0]["error"]["caller"], "narrow");
-    // An alias of a refused verb is the same verb.
-    assert_eq!(ops[1]["error"]["code"], "not_allowed", "{n}");
-    assert_eq!(ops[1]["error"]["verb"], "echo.argv");
+    assert_eq!(ops[0]["error"]["code"], "unknown_verb", "{n}");
+    assert_eq!(ops[0]["error"]["did_you_mean"], json!([]), "{n}");
+    // An alias of a refused verb is refused too.
+    assert_eq!(ops[1]["error"]["code"], "unknown_verb", "{n}");
+    assert_eq!(ops[1]["error"]["verb"], "echo.args");
     assert_eq!(ops[2]["ok"], true, "{n}");
     let w = python(&["probe", &server.url, &wide]);
     assert!(w["catalog_verbs"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().starts_with("echo.argv(")), "{w}");
@@ -300,10 +302,12 @@ fn fifty_clients_twenty_requests_each_without_errors_share_one_job_store() {
 fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
     let inspector = target_dir().join("inspector/node_modules/.bin/mcp-inspector");
     assert!(inspector.exists(), "{} is missing: run `just inspector` (part of `just test`)", inspector.display());
-    // Inspector 0.15.0's CLI cannot send headers, so this is the loopback,
-    // no-token configuration.
+    // Inspector 0.15.0's CLI cannot send headers, so this is the loopback
+    // configuration without authentication (`--no-auth`).
     let env = Env::new().with_config("[[policy]]\nverbs = [\"job.list\"]\ndecision = \"deny\"\n");
-    let server = serve(&env, &[]);
+    verbgate_tests::git(&env.root, &["init", "-q"]);
+    std::fs::write(env.root.join("a.txt"), "a\n").unwrap();
+    let server = serve(&env, &["--no-auth"]);
     let run = |extra: &[&str]| -> Value {
         let out = Command::new(&inspector).args(["--cli", &server.url, "--transport", "http"]).args(extra).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -319,11 +323,11 @@ fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
     assert_eq!(called["structuredContent"]["help"]["verb"], "job.list", "{called}");
     // A denied op and one that needs consent the inspector cannot give: the
     // structured error comes through (array arguments are sent as JSON).
-    let ops = r#"ops=[{"op":"job.list"},{"op":"cargo.metadata"}]"#;
+    let ops = r#"ops=[{"op":"job.list"},{"op":"git.add","args":{"paths":["a.txt"]}}]"#;
     let called = run(&["--method", "tools/call", "--tool-name", "request", "--tool-arg", ops]);
     let results = &called["structuredContent"]["results"];
     assert_eq!(results[0]["error"]["code"], "policy_denied", "{called}");
     assert_eq!(results[0]["error"]["rule"], "policy[1]");
     assert_eq!(results[1]["error"]["code"], "consent_required", "{called}");
-    assert_eq!(results[1]["error"]["rule"], "default:runs_repo_code");
+    assert_eq!(results[1]["error"]["rule"], "default:writes_repo");
 }

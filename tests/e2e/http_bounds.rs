@@ -206,7 +206,8 @@ fn silent_sockets_do_not_keep_a_token_holder_waiting() {
     let env = Env::new();
     let token = add_token(&env, "laptop", &[]);
     let server = Server::start(&env, &[], Some(256));
-    let silent: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
+    let mut silent: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
+    let last_connected = Instant::now();
     // Let the server accept what it will.
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
@@ -215,7 +216,13 @@ fn silent_sockets_do_not_keep_a_token_holder_waiting() {
     eprintln!("a token holder behind 300 silent sockets was answered in {took:?}");
     assert_eq!(init.status, 200, "{}", init.body);
     assert!(took < Duration::from_secs(5), "300 silent sockets kept a token holder waiting {took:?}");
-    drop(silent);
+    // The newest silent socket was kept (older ones made room); it is
+    // closed when its 10 s to send a request head are up.
+    let last = silent.last_mut().unwrap();
+    let _ = last.write_all(b"POST /mcp HTTP/1.1\r\n");
+    let closed = ends_within(last, Duration::from_secs(20)).map(|_| last_connected.elapsed());
+    eprintln!("the newest silent socket was closed {closed:?} after it connected");
+    assert!(closed.is_some_and(|t| t > Duration::from_secs(8) && t < Duration::from_secs(14)), "closed after {closed:?}, not 10 s");
 }
 
 #[test]

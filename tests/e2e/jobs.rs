@@ -9,7 +9,9 @@ use verbgate_tests::mcp::Session;
 use verbgate_tests::Env;
 
 fn jobs_env() -> Env {
-    Env::with_plugin("fixture-echo")
+    // echo.entityjob writes its runs into the root (writes_repo, which the
+    // default policy asks about).
+    Env::with_plugin("fixture-echo").allowing(&["echo.*"])
 }
 
 fn fingerprint(env: &Env) -> String {

@@ -33,5 +33,6 @@ mod policy;
 mod pytest;
 mod python_sdk;
 mod rg;
+mod sandbox;
 mod trust;
 mod turns;

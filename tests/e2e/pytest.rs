@@ -152,12 +152,19 @@ fn pytest_runs_repository_code_and_is_pinned_to_its_directory() {
     let env = suite_env();
     let h = env.request(&json!({"help": "pytest.run"}));
     assert_eq!(h["help"]["runs_repository_code"], true, "{h}");
-    // Without the operator's rule, the default policy asks first (and a
-    // request without a terminal cannot ask).
-    let unruled = Env::new();
+    // Without the operator's rule and without the OS sandbox, the default
+    // policy asks first (and a request without a terminal cannot ask)...
+    let unruled = Env::new().with_config("[sandbox]\nmode = \"off\"\n");
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"), &unruled.root);
     let r = spawn(&unruled, json!({}));
     assert_eq!((r["error"]["code"].as_str(), r["error"]["rule"].as_str()), (Some("consent_required"), Some("default:runs_repo_code")), "{r}");
+    // ...while in the sandbox (the default) the suite runs without asking:
+    // it can reach nothing outside the root.
+    let sandboxed = Env::new();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"), &sandboxed.root);
+    let h = sandboxed.request(&json!({"help": "pytest.run"}));
+    assert_eq!(h["help"]["policy"]["rule"], "default:sandboxed_repo_code", "{h}");
+    assert_eq!(spawn(&sandboxed, json!({}))["ok"], true);
     // Configuration above the root that someone else could have written
     // (an `addopts = -p <module>` loads their code) is refused.
     let planted = env.tmp.path().join("pytest.ini");

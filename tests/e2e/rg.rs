@@ -324,7 +324,10 @@ const NOT_GLOBS: &str = "SECRET-ONE-{\nSECRET-TWO-[z-a]\n";
 /// allocation, not the machine's memory.
 fn capped_rg_env(env_config: &str) -> Env {
     let rg = require_test_tool("rg");
-    let env = Env::new().with_config(env_config);
+    // The wrapper runs the real rg, which the OS sandbox lets the rg verbs
+    // read only because the operator says so (it is not the program named).
+    let prefix = rg.parent().and_then(|b| b.parent()).unwrap().display().to_string();
+    let env = Env::new().with_config(&format!("{env_config}\n[[sandbox.allow]]\nverbs = [\"rg.*\"]\nread = [{prefix:?}]\n"));
     let wrapper = env.tmp.path().join("rg-capped");
     std::fs::write(&wrapper, format!("#!/bin/sh\nulimit -v 1048576\nexec {:?} \"$@\"\n", rg.display().to_string())).unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();

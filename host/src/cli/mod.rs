@@ -8,6 +8,7 @@ mod audit;
 mod check;
 mod context;
 mod dev;
+mod doctor;
 mod jobs;
 mod keys;
 mod new;
@@ -82,6 +83,8 @@ enum Command {
     Verbs(verbs::VerbsArgs),
     /// Check a component for its author: contract, schemas, names, lint. Needs no trust, runs nothing.
     Check(check::CheckArgs),
+    /// What this machine's kernel enforces and the OS sandbox profile each verb's programs run in.
+    Doctor(doctor::DoctorArgs),
     /// Scaffold a plugin project (Rust, Python or JavaScript) with one example verb.
     New(new::NewArgs),
     /// Build, sign with your dev key, install and check a plugin project; print its catalog lines.
@@ -112,6 +115,10 @@ enum Command {
         /// The job id.
         #[arg(long)]
         id: String,
+        /// The OS sandbox profile the program runs in, as JSON (absent:
+        /// unconfined, the operator turned the sandbox off).
+        #[arg(long)]
+        sandbox: Option<String>,
     },
 }
 
@@ -148,6 +155,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Request(a) => request::run(g, a).await,
         Command::Verbs(a) => verbs::run(g, a).await,
         Command::Check(a) => check::run(g, a).await,
+        Command::Doctor(a) => doctor::run(g, a).await,
         Command::New(a) => new::run(g, a),
         Command::Dev(a) => dev::run(g, a).await,
         Command::Keygen(a) => keys::keygen(g, a),
@@ -157,7 +165,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Jobs(c) => jobs::run(g, c),
         Command::Token(c) => token::run(g, c),
         Command::Audit(a) => audit::run(g, a).await,
-        Command::Supervise { state, id } => Ok(ExitCode::from(crate::jobs::supervisor::supervise(&state, &id) as u8)),
+        Command::Supervise { state, id, sandbox } => Ok(ExitCode::from(crate::jobs::supervisor::supervise(&state, &id, sandbox.as_deref()) as u8)),
     }
 }
 

@@ -8,7 +8,10 @@ use std::process::ExitCode;
 
 use super::context::Context;
 use super::GlobalArgs;
-use crate::mcp::http::{HttpOptions, DEFAULT_MAX_BODY_BYTES, DEFAULT_SESSION_IDLE, MCP_PATH};
+use crate::mcp::http::{
+    Auth, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_TOKEN,
+    DEFAULT_SESSION_IDLE, MCP_PATH,
+};
 use crate::registry::LoadMode;
 use crate::tokens::TokenStore;
 
@@ -36,6 +39,29 @@ pub struct ServeArgs {
     #[arg(long = "max-body-bytes", value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES as u64, requires = "http",
           value_parser = clap::value_parser!(u64).range(1024..=(64 << 20)))]
     max_body_bytes: u64,
+    /// Seconds a client has to send a request's body once its head arrived
+    /// (408 past it).
+    #[arg(long = "body-timeout-secs", value_name = "SECS", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs(), requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    body_timeout_secs: u64,
+    /// Most connections open at once (also at most half the open-file
+    /// limit); past it a new connection closes the oldest idle one.
+    #[arg(long = "max-connections", value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    max_connections: u64,
+    /// Most sessions open at once, all tokens together (503 past it).
+    #[arg(long = "max-sessions", value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS as u64, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    max_sessions: u64,
+    /// Most sessions one token may hold open (429 past it).
+    #[arg(long = "max-sessions-per-token", value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS_PER_TOKEN as u64, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    max_sessions_per_token: u64,
+    /// Serve a loopback address without any token. Without it, a server
+    /// whose token file holds no token makes one for its own lifetime and
+    /// prints it on stderr.
+    #[arg(long = "no-auth", requires = "http")]
+    no_auth: bool,
 }
 
 /// Serve until the client disconnects (stdio) or the process ends (HTTP).
@@ -47,11 +73,28 @@ pub async fn run(g: &GlobalArgs, a: ServeArgs) -> Result<ExitCode> {
         Some(addr) => {
             let store = TokenStore::at_home(&crate::config::Config::load(&g.overrides())?.home);
             let configured = !store.list()?.is_empty();
-            crate::mcp::http::check_exposure(&addr, configured, store.path())?;
-            // Tokens present at start mean authentication is on for the
-            // server's life: revoking the last one locks everyone out
-            // rather than opening the server.
-            Some((addr, configured.then_some(store)))
+            crate::mcp::http::check_exposure(&addr, configured, a.no_auth, store.path())?;
+            // Authentication is on for the server's life unless --no-auth
+            // asked otherwise: revoking the last token locks everyone out
+            // rather than opening the server. With no token in the file, the
+            // server makes one of its own: every local user can reach a
+            // loopback port, and only the one who started the server reads
+            // its stderr.
+            let auth = if a.no_auth {
+                Auth::Nobody
+            } else if configured {
+                Auth::Tokens { store, generated: None }
+            } else {
+                let text = crate::tokens::generate()?;
+                let digest = crate::json::sha256_hex(text.as_bytes());
+                eprintln!(
+                    "verbgate: {} holds no token, so this server made one that lasts until it stops (shown only here): {text}
+verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME` makes lasting ones, `--no-auth` serves loopback without any",
+                    store.path().display()
+                );
+                Auth::Tokens { store, generated: Some(digest) }
+            };
+            Some((addr, auth))
         }
     };
     // Uncached plugin components compile in the background: the server
@@ -75,7 +118,7 @@ pub async fn run(g: &GlobalArgs, a: ServeArgs) -> Result<ExitCode> {
     // A server lives long: give back what compiling at start freed. (A
     // one-shot command exits instead, which is cheaper still.)
     crate::runtime::release_freed_memory();
-    let Some((addr, tokens)) = exposure else {
+    let Some((addr, auth)) = exposure else {
         tracing::info!(
             verbs = ctx.registry().verbs().count(),
             unavailable = ctx.registry().unavailable().len(),
@@ -90,14 +133,28 @@ pub async fn run(g: &GlobalArgs, a: ServeArgs) -> Result<ExitCode> {
     // Tests and scripts read this line to find a port-0 server.
     eprintln!(
         "verbgate: serving MCP on http://{bound}{MCP_PATH} ({})",
-        if tokens.is_some() { "bearer tokens required" } else { "loopback, no tokens configured" }
+        match auth {
+            Auth::Tokens { .. } => "bearer tokens required",
+            Auth::Nobody => "loopback, no authentication: --no-auth",
+        }
     );
+    let max_connections = crate::mcp::http::connection_cap(a.max_connections as usize);
+    if max_connections < a.max_connections as usize {
+        eprintln!(
+            "verbgate: at most {max_connections} connections, not {}: that is half the open-file limit (`ulimit -n`), the rest kept for what verbs run; raise the limit for more",
+            a.max_connections
+        );
+    }
     let opts = HttpOptions {
         allowed_hosts: a.allow_host,
         allowed_origins: a.allow_origin,
         max_body_bytes: a.max_body_bytes as usize,
+        body_timeout: std::time::Duration::from_secs(a.body_timeout_secs),
         session_idle: std::time::Duration::from_secs(a.session_idle_secs),
-        tokens,
+        max_connections,
+        max_sessions: a.max_sessions as usize,
+        max_sessions_per_token: a.max_sessions_per_token as usize,
+        auth,
     };
     crate::mcp::http::serve_http(ctx.dispatcher(), listener, opts).await?;
     Ok(ExitCode::SUCCESS)

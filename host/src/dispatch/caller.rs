@@ -3,7 +3,9 @@
 //!
 //! The operator's config `allow` already shaped the registry; a caller's
 //! allow list only narrows that surface further, for ops *and* for help, so
-//! a narrowed client can neither run nor discover a verb outside it.
+//! a narrowed client can neither run nor discover a verb outside it: such a
+//! verb answers `unknown_verb` exactly as a verb that does not exist, with
+//! suggestions drawn only from what the caller reaches.
 
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -108,20 +110,17 @@ impl Caller {
 
 impl Dispatcher {
     /// Run one op for `caller`: a verb outside the caller's allow list is
-    /// refused before anything about it runs.
+    /// refused before anything about it runs, as if it did not exist.
     pub(crate) async fn run_op_as(&self, req: OpRequest, caller: &Caller, trail: &mut Trail) -> OpOutcome {
         if caller.allow.is_none() {
             return self.run_op(req, caller, trail).await;
         }
         let registry = self.registry_for(&req.op).await;
         match registry.resolve(&req.op) {
-            Some(verb) if !caller.permits(&verb.name) => {
-                let err = caller.refusal(&verb.name);
-                OpOutcome { op: req.op, verb: None, result: Err(err) }
-            }
-            Some(_) => self.run_op(req, caller, trail).await,
-            None => {
-                // Unknown: suggest only names this caller may reach.
+            Some(verb) if caller.permits(&verb.name) => self.run_op(req, caller, trail).await,
+            _ => {
+                // Outside the list or unknown: one answer, so the caller
+                // cannot learn which verbs exist.
                 let err = self.unknown_for(&req.op, caller);
                 OpOutcome { op: req.op, verb: None, result: Err(err) }
             }
@@ -133,10 +132,8 @@ impl Dispatcher {
         if caller.allow.is_some() {
             let verb_name = name.split_once(':').map_or(name, |(v, _)| v);
             let registry = self.registry_for(verb_name).await;
-            match registry.resolve(verb_name) {
-                Some(verb) if !caller.permits(&verb.name) => return Err(caller.refusal(&verb.name)),
-                Some(_) => {}
-                None => return Err(self.unknown_for(verb_name, caller)),
+            if !registry.resolve(verb_name).is_some_and(|verb| caller.permits(&verb.name)) {
+                return Err(self.unknown_for(verb_name, caller));
             }
         }
         self.help_with_target(name, caller).await

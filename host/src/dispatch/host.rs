@@ -85,7 +85,11 @@ impl Dispatcher {
         let Some(cmd) = cmd else {
             return Err(kill::entity_refusal(&job, &entity, &format!("plugin `{}`'s kill-plan names no command for it", verb.plugin.name)));
         };
-        let prepared = self.prepare(&verb, &cmd).await?;
+        let mut prepared = self.prepare(&verb, &cmd).await?;
+        // The CLI's own kill stops a run started in another sandbox.
+        if let Some(profile) = prepared.sandbox.as_mut() {
+            profile.signals = true;
+        }
         trail.ran(&prepared);
         self.begin(caller, op_verb, trail).await?;
         let store = jobs.store();

@@ -106,7 +106,8 @@ impl Dispatcher {
         };
         let runtime = registry.current().runtime().clone();
         let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone()));
-        let policy = policy::Policy::new(&config.policy);
+        let sandboxed = config.sandbox.mode == crate::config::SandboxMode::Enforce && crate::sandbox::support().missing.is_none();
+        let policy = policy::Policy::with_sandbox(&config.policy, sandboxed);
         let audit = audit.map(crate::audit::AuditWriter::start);
         let turns = turns::Turns::new(&config.home, &config.root);
         Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards, policy, audit, turns })

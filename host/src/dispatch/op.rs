@@ -305,8 +305,39 @@ impl Dispatcher {
         let name_plugin = |e: OpError| if e.code == ErrorCode::PlanRefused { e.with("plugin", verb.plugin.name.as_str()) } else { e };
         let mut prepared = Prepared::from_command(cmd, &verb.programs, root, &self.config.env_allow, &self.run_limits).map_err(name_plugin)?;
         self.guards.harden(&mut prepared, root).map_err(name_plugin)?;
+        self.confine(verb, &mut prepared)?;
         self.guards.check(&prepared, root).await?;
         Ok(prepared)
+    }
+
+    /// Give the command its OS sandbox profile, from the verb's effects
+    /// (none only when the operator turned the sandbox off). Refused with
+    /// `sandbox_unavailable` where the kernel cannot enforce it, or where
+    /// the profile would reach `$VERBGATE_HOME` (inside the root).
+    fn confine(&self, verb: &Verb, prepared: &mut Prepared) -> Result<(), OpError> {
+        if self.config.sandbox.mode == crate::config::SandboxMode::Off {
+            return Ok(());
+        }
+        if let Some(why) = &crate::sandbox::support().missing {
+            return Err(crate::sandbox::unavailable(why));
+        }
+        let root = &self.config.root;
+        let profile = profile_for(&self.config, verb, &prepared.name, &prepared.program, &prepared.env);
+        let home = &self.config.home;
+        if let Some(p) = profile.read.iter().chain(&profile.write).find(|p| home.starts_with(p) && p.starts_with(root)) {
+            return Err(crate::sandbox::unavailable(&format!(
+                "VERBGATE_HOME {} lies inside {}, which the program may reach; serve a root that does not hold verbgate's home, or move the home",
+                home.display(),
+                p.display()
+            )));
+        }
+        if !profile.network && crate::exec::guard::Guarded::of(prepared) == Some(crate::exec::guard::Guarded::Cargo) {
+            // Without the network cargo works offline, and says so when a
+            // dependency is missing, instead of failing on a refused socket.
+            prepared.env.insert("CARGO_NET_OFFLINE".into(), "true".into());
+        }
+        prepared.sandbox = Some(profile);
+        Ok(())
     }
 
     pub(crate) async fn map_outcome(&self, verb: &Arc<Verb>, args_text: &str, outcome: &Outcome, ready: Option<Ready>) -> Result<Value, OpError> {
@@ -331,6 +362,27 @@ impl Dispatcher {
         }
         Ok(value)
     }
+}
+
+/// The OS sandbox profile of `verb`'s program `name` (resolved to
+/// `program`, run with `env`) under `config`.
+pub fn profile_for(
+    config: &crate::config::Config,
+    verb: &Verb,
+    name: &str,
+    program: &std::path::Path,
+    env: &std::collections::BTreeMap<String, String>,
+) -> crate::sandbox::Profile {
+    let root = &config.root;
+    crate::sandbox::Profile::derive(&crate::sandbox::profile::Inputs {
+        verb: &verb.name,
+        effects: &verb.effects,
+        root,
+        program,
+        env,
+        widen: &config.sandbox.allow,
+        also_read: crate::exec::guard::ancestors::read_above_root(name, program, root),
+    })
 }
 
 /// The args in the order the schema declares its properties — the order a

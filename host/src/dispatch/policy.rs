@@ -92,7 +92,11 @@ fn effect_matches(name: &str, effects: &Effects) -> bool {
 /// The defaults, after the operator's rules: reads (and the host's own job
 /// verbs) run; anything that changes the repository, runs its code, talks
 /// to the network, destroys data, or cannot say what it does asks first.
-fn defaults() -> Vec<Rule> {
+/// With the OS sandbox enforced (`sandboxed`), repository code without the
+/// network runs without asking — it cannot touch anything outside the
+/// root — and what is asked about is leaving the sandbox (the network) or
+/// what cannot be undone.
+fn defaults(sandboxed: bool) -> Vec<Rule> {
     let rule = |name: &'static str, effects: &[&str], decision: Decision, reason: &str| Rule {
         source: RuleSource::Default(name),
         rule: PolicyRule {
@@ -102,14 +106,22 @@ fn defaults() -> Vec<Rule> {
             reason: Some(reason.to_string()),
         },
     };
-    vec![
-        rule("undeclared", &[UNDECLARED], Decision::Ask, "the verb's component cannot declare its effects (contract 0.1.0), so it may do anything"),
-        rule("runs_repo_code", &["runs_repo_code"], Decision::Ask, "the verb runs code the repository controls (build scripts, tests, recipes, hooks)"),
-        rule("writes_repo", &["writes_repo"], Decision::Ask, "the verb changes the repository"),
-        rule("destructive", &["destructive"], Decision::Ask, "the verb discards data that cannot be recovered"),
-        rule("network", &["network"], Decision::Ask, "the verb talks to the network"),
-        rule("allow", &[], Decision::Allow, "reads and the host's own job verbs run without asking"),
-    ]
+    let undeclared =
+        rule("undeclared", &[UNDECLARED], Decision::Ask, "the verb's component cannot declare its effects (contract 0.1.0), so it may do anything");
+    let writes = rule("writes_repo", &["writes_repo"], Decision::Ask, "the verb changes the repository");
+    let destructive = rule("destructive", &["destructive"], Decision::Ask, "the verb discards data that cannot be recovered");
+    let network = rule("network", &["network"], Decision::Ask, "the verb talks to the network");
+    let allow = rule("allow", &[], Decision::Allow, "reads and the host's own job verbs run without asking");
+    if sandboxed {
+        let network = rule("network", &["network"], Decision::Ask, "the verb talks to the network, outside the sandbox");
+        let confined =
+            rule("sandboxed_repo_code", &["runs_repo_code"], Decision::Allow, "the repository's code runs in the OS sandbox: the root and no network");
+        vec![undeclared, network, destructive, confined, writes, allow]
+    } else {
+        let code =
+            rule("runs_repo_code", &["runs_repo_code"], Decision::Ask, "the verb runs code the repository controls (build scripts, tests, recipes, hooks)");
+        vec![undeclared, code, writes, destructive, network, allow]
+    }
 }
 
 /// The rules in force: the operator's, then the defaults.
@@ -119,10 +131,17 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// The operator's rules followed by the defaults.
+    /// The operator's rules followed by the defaults of a machine without
+    /// the OS sandbox.
     pub fn new(configured: &[PolicyRule]) -> Policy {
+        Policy::with_sandbox(configured, false)
+    }
+
+    /// The operator's rules followed by the defaults; `sandboxed` when every
+    /// program runs in the OS sandbox (see [`defaults`]).
+    pub fn with_sandbox(configured: &[PolicyRule], sandboxed: bool) -> Policy {
         let mut rules: Vec<Rule> = configured.iter().enumerate().map(|(i, r)| Rule { source: RuleSource::Config(i + 1), rule: r.clone() }).collect();
-        rules.extend(defaults());
+        rules.extend(defaults(sandboxed));
         Policy { rules }
     }
 
@@ -160,6 +179,21 @@ mod tests {
             decision,
             reason: None,
         }
+    }
+
+    #[test]
+    fn in_the_sandbox_repository_code_runs_and_leaving_it_asks() {
+        let p = Policy::with_sandbox(&[], true);
+        let code = Effects::declared(vec![Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning]);
+        assert_eq!(p.decide_for("cargo.test", &code).name(), "default:sandboxed_repo_code");
+        assert_eq!(p.decide_for("cargo.test", &code).rule.decision, Decision::Allow);
+        let online = Effects::declared(vec![Effect::RunsRepoCode, Effect::Network]);
+        assert_eq!(p.decide_for("npm.install", &online).name(), "default:network");
+        let gone = Effects::declared(vec![Effect::RunsRepoCode, Effect::Destructive]);
+        assert_eq!(p.decide_for("x.clean", &gone).name(), "default:destructive");
+        assert_eq!(p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(), "default:writes_repo");
+        assert_eq!(p.decide_for("echo.argv", &Effects::Undeclared).name(), "default:undeclared");
+        assert_eq!(Policy::new(&[]).decide_for("cargo.test", &code).name(), "default:runs_repo_code", "without the sandbox it asks");
     }
 
     #[test]

@@ -61,7 +61,9 @@ impl Dispatcher {
             .await
             .map_err(|e| e.to_op_error(plugin))?
             .map_err(|e| self.plugin_error(plugin, e))?;
-        let prepared = self.prepare(verb, &cmd).await?;
+        let mut prepared = self.prepare(verb, &cmd).await?;
+        // Resolving a target only reads, whatever the verb does when it runs.
+        prepared.sandbox = prepared.sandbox.map(|p| p.read_only());
         trail.ran(&prepared);
         self.begin(caller, verb, trail).await?;
         let outcome = run_command(&prepared, self.run_limits.capture_bytes).await?;

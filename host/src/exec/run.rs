@@ -49,6 +49,10 @@ pub struct Prepared {
     /// option), position by position: the audit trail redacts a sensitive
     /// value there and only there, never in a plugin's own words.
     pub caller_words: Vec<bool>,
+    /// The OS sandbox profile it runs in (`None`: unconfined, only when the
+    /// operator turned the sandbox off). Set by dispatch from the verb's
+    /// effects; part of what a re-check compares.
+    pub sandbox: Option<crate::sandbox::Profile>,
 }
 
 impl Prepared {
@@ -99,6 +103,7 @@ impl Prepared {
             timeout,
             truncate_stdout: cmd.truncate_stdout,
             caller_words,
+            sandbox: None,
         })
     }
 
@@ -136,20 +141,29 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Run a prepared command to completion.
+/// Run a prepared command to completion (confined by its sandbox profile,
+/// with a private `TMPDIR` removed after it).
 pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, OpError> {
-    let mut cmd = tokio::process::Command::new(&p.program);
-    cmd.args(&p.argv)
-        .env_clear()
-        .envs(&p.env)
-        .current_dir(&p.cwd)
-        .process_group(0)
-        .stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    let mut std_cmd = std::process::Command::new(&p.program);
+    std::os::unix::process::CommandExt::process_group(std_cmd.args(&p.argv).env_clear().envs(&p.env).current_dir(&p.cwd), 0);
+    // The temporary directory is removed when the run is over, whatever
+    // happened; the confinement (its ruleset descriptor) must outlive the
+    // spawn.
+    let _confined = match &p.sandbox {
+        Some(profile) => {
+            let tmp = crate::sandbox::RunTmp::new()?;
+            let confinement = crate::sandbox::Confinement::new(profile, tmp.path())?;
+            confinement.install(&mut std_cmd);
+            std_cmd.env("TMPDIR", tmp.path());
+            Some((tmp, confinement))
+        }
+        None => None,
+    };
+    let mut cmd = tokio::process::Command::from(std_cmd);
+    cmd.stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|e| {
-        OpError::new(ErrorCode::LaunchFailed, format!("cannot start {}: {e}", p.program.display())).with("program", p.program.display().to_string())
+        let confined = if p.sandbox.is_some() { " (in its sandbox)" } else { "" };
+        OpError::new(ErrorCode::LaunchFailed, format!("cannot start {}{confined}: {e}", p.program.display())).with("program", p.program.display().to_string())
     })?;
     let mut guard = GroupGuard(child.id().map(|id| id as i32).filter(|id| *id > 1));
 
@@ -278,6 +292,7 @@ mod tests {
             timeout: Duration::from_millis(timeout_ms),
             truncate_stdout: false,
             caller_words: vec![],
+            sandbox: None,
         }
     }
 

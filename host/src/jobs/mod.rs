@@ -155,6 +155,11 @@ impl Jobs {
         self.insert_bounded(&job)?;
         let mut cmd = Command::new(&self.supervisor_exe);
         cmd.arg("__supervise").arg("--state").arg(&self.state_dir).arg("--id").arg(&job.id);
+        // The supervisor itself is not confined (it writes the job's
+        // output files and the store); the program it starts is.
+        if let Some(profile) = &p.sandbox {
+            cmd.arg("--sandbox").arg(serde_json::to_string(profile).unwrap_or_default());
+        }
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
         // SAFETY: setsid is async-signal-safe; it detaches the supervisor
         // from our session so it outlives us and our terminal.

@@ -39,14 +39,28 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 const RECORD_ATTEMPTS: u32 = 10;
 
 /// Run the supervisor for job `id`. Returns a process exit code.
-pub fn supervise(state_dir: &Path, id: &str) -> i32 {
-    match supervise_inner(state_dir, id) {
+pub fn supervise(state_dir: &Path, id: &str, sandbox: Option<&str>) -> i32 {
+    match supervise_inner(state_dir, id, sandbox) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("verbgate supervisor for job {id}: {e:#}");
             1
         }
     }
+}
+
+/// Confine `cmd` by the profile given as JSON (none: unconfined), with a
+/// private TMPDIR, returned to be removed when the job is over.
+/// The confinement is returned with it: its ruleset descriptor must stay
+/// open until the program has been spawned.
+fn confine(cmd: &mut Command, sandbox: Option<&str>) -> Result<Option<(crate::sandbox::RunTmp, crate::sandbox::Confinement)>, String> {
+    let Some(text) = sandbox else { return Ok(None) };
+    let profile: crate::sandbox::Profile = serde_json::from_str(text).map_err(|e| format!("the job's sandbox profile is unreadable: {e}"))?;
+    let tmp = crate::sandbox::RunTmp::new().map_err(|e| e.message)?;
+    let confinement = crate::sandbox::Confinement::new(&profile, tmp.path()).map_err(|e| e.message)?;
+    confinement.install(cmd);
+    cmd.env("TMPDIR", tmp.path());
+    Ok(Some((tmp, confinement)))
 }
 
 /// Why the supervisor stopped the program.
@@ -97,7 +111,7 @@ impl Run {
     }
 }
 
-fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
+fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow::Result<()> {
     let store = Store::open(state_dir)?;
     let job = store.get(id)?.ok_or_else(|| anyhow::anyhow!("no job {id}"))?;
     if job.state != State::Preparing {
@@ -134,16 +148,19 @@ fn supervise_inner(state_dir: &Path, id: &str) -> anyhow::Result<()> {
             return Err(e);
         }
     };
-    let spawned = Command::new(&job.program)
-        .args(&argv)
-        .env_clear()
-        .envs(&env)
-        .current_dir(&job.cwd)
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
+    let mut cmd = Command::new(&job.program);
+    cmd.args(&argv).env_clear().envs(&env).current_dir(&job.cwd).process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // The program and everything it starts run confined; the output files
+    // were opened above, before confinement, by this (unconfined)
+    // supervisor. The private TMPDIR lives as long as the supervisor.
+    let _tmp = match confine(&mut cmd, sandbox) {
+        Ok(tmp) => tmp,
+        Err(msg) => {
+            launch_failed(msg)?;
+            return Ok(());
+        }
+    };
+    let spawned = cmd.spawn();
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {

@@ -1,11 +1,26 @@
 //! The MCP transport over Streamable HTTP (`verbgate serve --http ADDR`),
 //! beside stdio. rmcp's own server transport does the protocol: sessions
 //! (one [`VerbgateServer`] per client over the shared dispatcher), SSE
-//! streams, `Host`/`Origin` validation against DNS rebinding, the request
-//! body bound (413) and idle-session expiry. This module adds what rmcp
-//! leaves to the application: the listener, bearer-token authentication
-//! (401 with `WWW-Authenticate: Bearer`), and the caller identity each
-//! request carries into dispatch.
+//! streams, `Host`/`Origin` validation against DNS rebinding and idle-session
+//! expiry. This module adds what rmcp leaves to the application: the
+//! listener, bearer-token authentication (401 with `WWW-Authenticate:
+//! Bearer`), the caller identity each request carries into dispatch, and
+//! the bounds on what a client can make the server hold:
+//!
+//! - connections: at most `--max-connections` (and half the open-file
+//!   limit); past it a new connection pushes out the oldest one that is
+//!   not serving a request, preferring one that never showed a valid
+//!   token, so sockets that say nothing cannot keep a token holder out;
+//!   a connection has [`HEADER_READ_TIMEOUT`] to send each request head;
+//! - request bodies: at most `--max-body-bytes`, within
+//!   `--body-timeout-secs`, read before anything else happens;
+//! - sessions: at most `--max-sessions` in all and
+//!   `--max-sessions-per-token` for one token (429/503 past them);
+//! - revocation: a session belongs to the token that opened it — the
+//!   token's identity (its digest), not its name — and when that token
+//!   is no longer in the token file its sessions are closed and its open
+//!   responses (event streams, in-flight calls) end, within
+//!   [`REVOCATION_SWEEP`].
 //!
 //! Like stdio, it only speaks the protocol: every call goes to
 //! [`crate::dispatch`].
@@ -14,32 +29,65 @@ use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::VerbgateServer;
 use crate::dispatch::{Caller, Dispatcher, Transport};
-use crate::tokens::TokenStore;
+use crate::json::sha256_hex;
+use crate::tokens::{constant_time_eq, TokenStore};
 
 /// The one path the server answers on.
 pub const MCP_PATH: &str = "/mcp";
 
-/// Default bound on a request body (rmcp answers 413 past it).
+/// Default bound on a request body (413 past it).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Default time a session may stay idle before it is closed.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 
-/// How long a client may take to send its request headers (a slow-loris
-/// client holds a connection, nothing more).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default bound on open connections (also at most half the open-file
+/// limit, see [`connection_cap`]).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// Default bound on live sessions, all tokens together (a session costs
+/// about 130 KiB, BENCHMARKS.md: 512 of them about 65 MiB).
+pub const DEFAULT_MAX_SESSIONS: usize = 512;
+
+/// Default bound on live sessions one token may hold.
+pub const DEFAULT_MAX_SESSIONS_PER_TOKEN: usize = 128;
+
+/// Default time a client has to send a request's whole body once its
+/// head has arrived.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a client may take to send a request head — the first one and
+/// each one after on a kept-alive connection (a slow-loris client holds a
+/// connection this long, nothing more).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often the server looks for sessions and responses of tokens no
+/// longer in the token file (a request with such a token is refused at
+/// once; this bounds how long its open streams outlive it).
+pub const REVOCATION_SWEEP: Duration = Duration::from_secs(1);
+
+/// The caller name of the token a server makes for itself.
+pub const GENERATED_TOKEN_NAME: &str = "generated";
 
 /// Host names a loopback server answers to by default.
 const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
@@ -57,15 +105,55 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Largest request body, in bytes.
     pub max_body_bytes: usize,
+    /// Time a client has to send a request's body.
+    pub body_timeout: Duration,
     /// Idle time after which a session is closed.
     pub session_idle: Duration,
-    /// The token store; `None` serves without authentication (loopback
-    /// only, and only while no token exists: see [`check_exposure`]).
-    pub tokens: Option<TokenStore>,
+    /// Most connections open at once (before [`connection_cap`]).
+    pub max_connections: usize,
+    /// Most live sessions, all tokens together.
+    pub max_sessions: usize,
+    /// Most live sessions of one token.
+    pub max_sessions_per_token: usize,
+    /// Who is let in.
+    pub auth: Auth,
 }
 
-/// Refuse to expose an unauthenticated server beyond this machine.
-pub fn check_exposure(addr: &SocketAddr, tokens_configured: bool, token_file: &std::path::Path) -> Result<()> {
+/// Who the HTTP transport lets in.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// `--no-auth`: everyone who can reach the port (loopback only, see
+    /// [`check_exposure`]).
+    Nobody,
+    /// Bearer tokens: those in the token file (re-read at every request)
+    /// and, when the file had none at start, one the server made for its
+    /// own lifetime.
+    Tokens {
+        /// The token file.
+        store: TokenStore,
+        /// The hex SHA-256 of the token the server made, if it made one.
+        generated: Option<String>,
+    },
+}
+
+/// Refuse to serve without authentication where that is not safe: beyond
+/// loopback at all, and `--no-auth` beside configured tokens (which would
+/// silently stop asking for them).
+pub fn check_exposure(addr: &SocketAddr, tokens_configured: bool, no_auth: bool, token_file: &std::path::Path) -> Result<()> {
+    if no_auth && !addr.ip().is_loopback() {
+        bail!(
+            "refusing --no-auth on {addr}: only a loopback address (such as 127.0.0.1:8765) may be served without authentication. \
+Drop --no-auth and create a token (`verbgate token add NAME`, stored in {}), or bind loopback",
+            token_file.display()
+        );
+    }
+    if no_auth && tokens_configured {
+        bail!(
+            "refusing --no-auth: {} holds tokens, and --no-auth would let in everyone without them. \
+Drop --no-auth to require those tokens, or remove them (`verbgate token list`, then `verbgate token revoke NAME`) to serve loopback without any",
+            token_file.display()
+        );
+    }
     if !addr.ip().is_loopback() && !tokens_configured {
         bail!(
             "refusing to serve on {addr} without authentication: anyone who can reach that address could run verbs. \
@@ -76,71 +164,278 @@ Create a token first (`verbgate token add NAME`, stored in {}), or bind a loopba
     Ok(())
 }
 
+/// The connection bound actually used: `requested`, but at most half the
+/// process's open-file limit (the other half stays for what verbs run:
+/// pipes, files, the audit database) — but never below 8 for that.
+pub fn connection_cap(requested: usize) -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return requested;
+    }
+    let half = usize::try_from(lim.rlim_cur / 2).unwrap_or(usize::MAX);
+    requested.min(half.max(8))
+}
+
 type Body = BoxBody<Bytes, Infallible>;
+
+/// A token's identity: the hex digest of its text (`""` when nobody is
+/// asked for a token).
+type Identity = Arc<str>;
 
 /// The header carrying a session id (MCP's Streamable HTTP transport).
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// Past this many remembered session owners, forget those of sessions that
-/// have ended (expired or deleted).
-const OWNERS_PRUNE_AT: usize = 1024;
+/// What the gate remembers about sessions and tokens.
+#[derive(Default)]
+struct Owners {
+    /// Which token opened each session: a session answers only to it, so
+    /// another token that learns a session id (or a new token given an old
+    /// one's name) can neither use its stream nor delete it.
+    sessions: HashMap<String, Identity>,
+    /// Sessions being opened right now, per token: counted against the
+    /// caps until they are open or refused.
+    opening: HashMap<Identity, usize>,
+    /// One token per identity that has had a response: cancelled, ending
+    /// every response of that token still streaming, when it is revoked.
+    revoked: HashMap<Identity, CancellationToken>,
+}
 
-/// The front of the server: path and token checks, then rmcp.
+/// What every connection's handler shares.
+struct Shared {
+    sessions: Arc<LocalSessionManager>,
+    auth: Auth,
+    max_body_bytes: usize,
+    body_timeout: Duration,
+    session_idle: Duration,
+    max_sessions: usize,
+    max_sessions_per_token: usize,
+    owners: Mutex<Owners>,
+}
+
+impl Shared {
+    fn owners(&self) -> std::sync::MutexGuard<'_, Owners> {
+        self.owners.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Close the sessions and end the responses of tokens that are no
+    /// longer in the token file. A token file that cannot be used lets
+    /// nobody in (as at every request), so then every token's sessions and
+    /// responses end.
+    async fn close_revoked(&self) {
+        let Auth::Tokens { store, generated } = &self.auth else { return };
+        // Only tokens seen before the file is read: one added since (and
+        // already used) is valid though this reading may not show it. A
+        // revoked token never comes back: a new one has a new digest.
+        let seen: HashSet<Identity> = {
+            let o = self.owners();
+            o.sessions.values().cloned().chain(o.revoked.keys().cloned()).collect()
+        };
+        if seen.is_empty() {
+            return;
+        }
+        let mut valid: HashSet<String> = match store.list() {
+            Ok(tokens) => tokens.into_iter().map(|t| t.sha256).collect(),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "cannot use the token file; closing every session");
+                return self.close_where(|_| true).await;
+            }
+        };
+        valid.extend(generated.iter().cloned());
+        self.close_where(|who| seen.contains(who) && !valid.contains(who)).await;
+    }
+
+    async fn close_where(&self, revoked: impl Fn(&str) -> bool) {
+        let dead: Vec<String> = {
+            let mut o = self.owners();
+            o.revoked.retain(|who, ending| {
+                if revoked(who) {
+                    ending.cancel();
+                    false
+                } else {
+                    true
+                }
+            });
+            let dead: Vec<String> = o.sessions.iter().filter(|(_, who)| revoked(who)).map(|(id, _)| id.clone()).collect();
+            for id in &dead {
+                o.sessions.remove(id);
+            }
+            dead
+        };
+        for id in dead {
+            tracing::info!(session = %id, "closing a session whose token was revoked");
+            if let Err(e) = self.sessions.close_session(&Arc::from(id.as_str())).await {
+                tracing::warn!(session = %id, error = %e, "cannot close a revoked token's session");
+            }
+        }
+    }
+}
+
+/// A session being opened, counted against the caps until
+/// [`Opening::opened`] records it (or it is dropped: refused or abandoned).
+struct Opening {
+    shared: Arc<Shared>,
+    who: Identity,
+    done: bool,
+}
+
+impl Opening {
+    fn opened(mut self, session: Option<String>) {
+        let mut o = self.shared.owners();
+        release(&mut o, &self.who);
+        if let Some(id) = session {
+            o.sessions.insert(id, self.who.clone());
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        if !self.done {
+            release(&mut self.shared.owners(), &self.who);
+        }
+    }
+}
+
+fn release(o: &mut Owners, who: &Identity) {
+    if let Some(n) = o.opening.get_mut(who) {
+        *n -= 1;
+        if *n == 0 {
+            o.opening.remove(who);
+        }
+    }
+}
+
+/// The front of the server: path, token, ownership and body checks, then
+/// rmcp.
 #[derive(Clone)]
 struct Gate {
     mcp: StreamableHttpService<VerbgateServer, LocalSessionManager>,
-    sessions: Arc<LocalSessionManager>,
-    tokens: Option<TokenStore>,
-    /// Which token opened each session: a session answers only to it, so
-    /// another token that learns a session id can neither read its
-    /// stream nor delete it.
-    owners: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    shared: Arc<Shared>,
 }
 
 impl Gate {
-    async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
+    /// Answer one request; the token's cancellation, when it has one, ends
+    /// the response's body should the token be revoked.
+    async fn handle(&self, req: Request<Incoming>, conn: &ConnState) -> (Response<Body>, Option<CancellationToken>) {
         if req.uri().path() != MCP_PATH {
-            return plain(StatusCode::NOT_FOUND, format!("not found; the MCP endpoint is {MCP_PATH}"));
+            return (plain(StatusCode::NOT_FOUND, format!("not found; the MCP endpoint is {MCP_PATH}")), None);
         }
-        let caller = match &self.tokens {
-            None => Caller::new("local", None, Transport::Http),
-            Some(store) => match self.authenticate(store, &req) {
-                Ok(caller) => caller,
-                Err(refusal) => return refusal.response(),
-            },
+        let (caller, who) = match self.authenticate(&req) {
+            Ok(found) => found,
+            Err(refusal) => return (closing(refusal.response()), None),
         };
+        conn.authenticated.store(true, Ordering::Relaxed);
         let session = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
-        if let (Some(id), Some(_)) = (&session, &self.tokens) {
-            let owner = self.owners.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
-            if owner.is_some_and(|o| o != caller.name) {
+        let ending = who.as_ref().map(|who| self.shared.owners().revoked.entry(who.clone()).or_default().clone());
+        if let (Some(id), Some(who)) = (&session, &who) {
+            if self.shared.owners().sessions.get(id) != Some(who) {
                 // The same answer as for a session that does not exist.
-                return plain(StatusCode::NOT_FOUND, "Not Found: Session not found".into());
+                return (plain(StatusCode::NOT_FOUND, "Not Found: Session not found".into()), None);
             }
         }
-        let name = caller.name.clone();
+        let is_post = req.method() == http::Method::POST;
+        let (parts, body) = req.into_parts();
+        let body = match self.read_body(body).await {
+            Ok(b) => b,
+            Err(refusal) => return (closing(refusal), None),
+        };
+        let mut opening = None;
+        if session.is_none() && is_post {
+            if let Some(id) = initialize_id(&body) {
+                match self.admit(who.clone().unwrap_or_else(|| Arc::from("")), &caller.name, id).await {
+                    Ok(o) => opening = Some(o),
+                    Err(refusal) => return (refusal, None),
+                }
+            }
+        }
+        let mut req = Request::from_parts(parts, Full::new(body));
         req.extensions_mut().insert(Arc::new(caller));
         let resp = self.mcp.handle(req).await;
-        if let (None, Some(_), Some(new)) = (&session, &self.tokens, resp.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
-            self.remember(new.to_string(), name).await;
+        if let Some(o) = opening {
+            o.opened(resp.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string));
         }
-        resp
+        (resp, ending)
     }
 
-    async fn remember(&self, session: String, token: String) {
-        let prune = {
-            let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-            owners.insert(session, token);
-            owners.len() > OWNERS_PRUNE_AT
+    /// The whole request body, bounded in size and in time: a client that
+    /// sends its head and then its body slowly holds a connection and a
+    /// task for `--body-timeout-secs`, no longer.
+    async fn read_body(&self, body: Incoming) -> Result<Bytes, Response<Body>> {
+        let s = &self.shared;
+        match tokio::time::timeout(s.body_timeout, Limited::new(body, s.max_body_bytes).collect()).await {
+            Err(_) => Err(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s (--body-timeout-secs): send the whole body at once, or ask the operator to raise --body-timeout-secs",
+                    s.body_timeout.as_secs()
+                ),
+            )),
+            Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: request body exceeds {} bytes (--max-body-bytes)", s.max_body_bytes),
+            )),
+            Ok(Err(e)) => Err(plain(StatusCode::BAD_REQUEST, format!("cannot read the request body: {e}"))),
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        }
+    }
+
+    /// Count a new session against the caps, or refuse it: 429 when this
+    /// token holds its share, 503 when the server holds its most.
+    async fn admit(&self, who: Identity, name: &str, request_id: Value) -> Result<Opening, Response<Body>> {
+        let s = &self.shared;
+        // Forget the owners of sessions that have ended. Only of sessions
+        // recorded before rmcp's list is read: one opened meanwhile is
+        // live though the list does not show it yet.
+        let recorded: Vec<String> = s.owners().sessions.keys().cloned().collect();
+        let live: HashSet<String> = s.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect();
+        let mut o = s.owners();
+        for id in recorded.iter().filter(|id| !live.contains(*id)) {
+            o.sessions.remove(id);
+        }
+        // rmcp's own count: a session opened but not yet recorded here
+        // (or abandoned while opening) still costs its memory.
+        let open = live.len() + o.opening.values().sum::<usize>();
+        let idle = s.session_idle.as_secs();
+        if open >= s.max_sessions {
+            return Err(too_many(
+                StatusCode::SERVICE_UNAVAILABLE,
+                request_id,
+                format!(
+                    "the server has {open} sessions open, the most it keeps (--max-sessions {}): close one you no longer use (HTTP DELETE with its Mcp-Session-Id), \
+wait until one has been idle for --session-idle-secs ({idle} s), or ask the operator to raise --max-sessions",
+                    s.max_sessions
+                ),
+                json!({"cap": s.max_sessions, "open": open, "flag": "--max-sessions"}),
+            ));
+        }
+        if matches!(s.auth, Auth::Tokens { .. }) {
+            let mine = o.sessions.values().filter(|w| **w == who).count() + o.opening.get(&who).copied().unwrap_or(0);
+            if mine >= s.max_sessions_per_token {
+                return Err(too_many(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    request_id,
+                    format!(
+                        "the token `{name}` has {mine} sessions open, the most one token may hold (--max-sessions-per-token {}): \
+close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until one has been idle for --session-idle-secs ({idle} s)",
+                        s.max_sessions_per_token
+                    ),
+                    json!({"cap": s.max_sessions_per_token, "open": mine, "flag": "--max-sessions-per-token"}),
+                ));
+            }
+        }
+        *o.opening.entry(who.clone()).or_default() += 1;
+        Ok(Opening { shared: s.clone(), who, done: false })
+    }
+
+    /// The caller named by the request's bearer token and the token's
+    /// identity, re-reading the token file so a revocation takes effect on
+    /// the next request.
+    fn authenticate(&self, req: &Request<Incoming>) -> Result<(Caller, Option<Identity>), Refusal> {
+        let Auth::Tokens { store, generated } = &self.shared.auth else {
+            return Ok((Caller::new("local", None, Transport::Http), None));
         };
-        if prune {
-            let live: std::collections::HashSet<String> = self.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect();
-            self.owners.lock().unwrap_or_else(|e| e.into_inner()).retain(|id, _| live.contains(id));
-        }
-    }
-
-    /// The caller named by the request's bearer token, re-reading the
-    /// token file so a revocation takes effect on the next request.
-    fn authenticate(&self, store: &TokenStore, req: &Request<Incoming>) -> Result<Caller, Refusal> {
         let presented = req
             .headers()
             .get(header::AUTHORIZATION)
@@ -148,15 +443,47 @@ impl Gate {
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim);
         let presented = presented.ok_or(Refusal::Missing)?;
-        match store.authenticate(presented) {
-            Ok(Some(caller)) => Ok(caller),
-            Ok(None) => Err(Refusal::Invalid),
+        // The file first, even for the server's own token: one that others
+        // could have written lets nobody in.
+        match store.find(presented) {
+            Ok(Some(t)) => {
+                let who = Identity::from(t.sha256.as_str());
+                Ok((Caller::new(&t.name, t.allow, Transport::Http), Some(who)))
+            }
+            Ok(None) => match generated {
+                Some(digest) if constant_time_eq(sha256_hex(presented.as_bytes()).as_bytes(), digest.as_bytes()) => {
+                    Ok((Caller::new(GENERATED_TOKEN_NAME, None, Transport::Http), Some(Identity::from(digest.as_str()))))
+                }
+                _ => Err(Refusal::Invalid),
+            },
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot use the token file; refusing every request until it is fixed");
                 Err(Refusal::Unreadable(unusable_token_file(&e)))
             }
         }
     }
+}
+
+/// The JSON-RPC id of an `initialize` request (`null` when it has none),
+/// or `None` for any other body: only an `initialize` opens a session.
+fn initialize_id(body: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: Option<String>,
+        id: Option<Value>,
+    }
+    let head: Head = serde_json::from_slice(body).ok()?;
+    (head.method.as_deref() == Some("initialize")).then(|| head.id.unwrap_or(Value::Null))
+}
+
+/// A refused `initialize`: the status, and a JSON-RPC error naming the
+/// cap, its flag and what to do.
+fn too_many(status: StatusCode, id: Value, message: String, data: Value) -> Response<Body> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message, "data": data}});
+    let mut resp = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    resp
 }
 
 /// What a client is told when the token file cannot be trusted or read:
@@ -186,7 +513,9 @@ enum Refusal {
 impl Refusal {
     fn response(self) -> Response<Body> {
         match self {
-            Refusal::Missing => unauthorized("missing bearer token: send `Authorization: Bearer <token>` (make one with `verbgate token add NAME`)"),
+            Refusal::Missing => unauthorized(
+                "missing bearer token: send `Authorization: Bearer <token>` with the token the server printed when it started, or one made with `verbgate token add NAME`",
+            ),
             Refusal::Invalid => unauthorized("invalid or revoked token"),
             Refusal::Unreadable(why) => plain(StatusCode::INTERNAL_SERVER_ERROR, why),
         }
@@ -206,6 +535,136 @@ fn unauthorized(text: &str) -> Response<Body> {
     resp
 }
 
+/// `resp`, closing its connection after it: a client refused before its
+/// body was read keeps no connection (and leaves no unread body behind).
+fn closing(mut resp: Response<Body>) -> Response<Body> {
+    resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    resp
+}
+
+/// `busy` past this mark: the connection was chosen to make room.
+const EVICTED: usize = 1 << 40;
+
+/// One open connection, as the connection bound sees it.
+#[derive(Default)]
+struct ConnState {
+    /// Requests whose answer is not yet fully sent (an open event stream
+    /// counts until it ends), or [`EVICTED`] and more.
+    busy: AtomicUsize,
+    /// Whether any request on it carried a valid token.
+    authenticated: AtomicBool,
+    /// Cancelled to close it.
+    evict: CancellationToken,
+}
+
+impl ConnState {
+    /// Count a request in; `None` when the connection is being closed to
+    /// make room (the request is then not served).
+    fn enter(self: &Arc<Self>) -> Option<Busy> {
+        let before = self.busy.fetch_add(1, Ordering::SeqCst);
+        let busy = Busy(self.clone());
+        (before < EVICTED).then_some(busy)
+    }
+
+    /// Mark it for closing, if no request is on it.
+    fn try_evict(&self) -> bool {
+        let idle = self.busy.compare_exchange(0, EVICTED, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        if idle {
+            self.evict.cancel();
+        }
+        idle
+    }
+}
+
+/// One request in progress on a connection, until its answer is sent.
+struct Busy(Arc<ConnState>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The open connections, oldest first.
+struct Conns {
+    cap: usize,
+    next: AtomicU64,
+    open: Mutex<BTreeMap<u64, Arc<ConnState>>>,
+}
+
+/// A connection's place among [`Conns`], given back when it closes.
+struct Slot {
+    conns: Arc<Conns>,
+    id: u64,
+    state: Arc<ConnState>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.conns.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+    }
+}
+
+impl Conns {
+    /// A place for a new connection. At the cap, the oldest connection not
+    /// serving a request is closed to make room — one that never showed a
+    /// valid token first — so connections that say nothing cannot keep a
+    /// token holder out. `None` when every connection is serving one.
+    fn admit(self: &Arc<Self>) -> Option<Slot> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.len() >= self.cap {
+            let anonymous = open.iter().filter(|(_, c)| !c.authenticated.load(Ordering::Relaxed));
+            let any = open.iter();
+            let victim = anonymous.chain(any).find(|(_, c)| c.try_evict()).map(|(id, _)| *id);
+            open.remove(&victim?);
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let state = Arc::new(ConnState::default());
+        open.insert(id, state.clone());
+        Some(Slot { conns: self.clone(), id, state })
+    }
+}
+
+/// A response body that ends early when its token is revoked, and keeps
+/// its connection counted busy until it is sent.
+struct Guarded {
+    inner: Body,
+    revoked: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    _busy: Option<Busy>,
+}
+
+impl hyper::body::Body for Guarded {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        if let Some(revoked) = this.revoked.as_mut() {
+            if revoked.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+        }
+        Pin::new(&mut this.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// What a connection refused at the cap is told before it is closed.
+fn full_answer(cap: usize) -> Vec<u8> {
+    let text = format!(
+        "the server has {cap} connections open, each serving a request (--max-connections {cap}); retry shortly, or ask the operator to raise --max-connections"
+    );
+    format!("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{text}", text.len())
+        .into_bytes()
+}
+
 /// Serve MCP over Streamable HTTP on `listener` until the process ends.
 /// Each client session gets its own handler over the shared dispatcher.
 pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpListener, opts: HttpOptions) -> Result<()> {
@@ -220,7 +679,29 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
     sessions.session_config.keep_alive = Some(opts.session_idle);
     let sessions = Arc::new(sessions);
     let mcp = StreamableHttpService::new(move || Ok(VerbgateServer::new(dispatcher.clone(), Transport::Http)), sessions.clone(), config);
-    let gate = Gate { mcp, sessions, tokens: opts.tokens, owners: Default::default() };
+    let shared = Arc::new(Shared {
+        sessions,
+        auth: opts.auth,
+        max_body_bytes: opts.max_body_bytes,
+        body_timeout: opts.body_timeout,
+        session_idle: opts.session_idle,
+        max_sessions: opts.max_sessions,
+        max_sessions_per_token: opts.max_sessions_per_token,
+        owners: Default::default(),
+    });
+    if matches!(shared.auth, Auth::Tokens { .. }) {
+        let sweeper = shared.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(REVOCATION_SWEEP);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                sweeper.close_revoked().await;
+            }
+        });
+    }
+    let gate = Gate { mcp, shared };
+    let conns = Arc::new(Conns { cap: opts.max_connections, next: AtomicU64::new(0), open: Default::default() });
     loop {
         let (stream, _peer) = match listener.accept().await {
             Ok(s) => s,
@@ -231,19 +712,43 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
                 continue;
             }
         };
+        let Some(slot) = conns.admit() else {
+            let answer = full_answer(conns.cap);
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut stream = stream;
+                let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&answer)).await;
+            });
+            continue;
+        };
         let gate = gate.clone();
         tokio::spawn(async move {
+            let state = slot.state.clone();
             let service = hyper::service::service_fn(move |req| {
                 let gate = gate.clone();
-                async move { Ok::<_, Infallible>(gate.handle(req).await) }
+                let state = state.clone();
+                async move {
+                    let Some(busy) = state.enter() else {
+                        let resp = closing(plain(StatusCode::SERVICE_UNAVAILABLE, "the connection was closed to make room for another; reconnect".into()));
+                        return Ok::<_, Infallible>(resp.map(|inner| Guarded { inner, revoked: None, _busy: None }));
+                    };
+                    let (resp, ending) = gate.handle(req, &state).await;
+                    let revoked = ending.map(|t| Box::pin(t.cancelled_owned()));
+                    Ok::<_, Infallible>(resp.map(|inner| Guarded { inner, revoked, _busy: Some(busy) }))
+                }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            tokio::select! {
+                biased;
+                _ = slot.state.evict.cancelled() => tracing::debug!("closed an idle connection to make room for a new one"),
+                done = conn => if let Err(e) = done {
+                    tracing::debug!(error = %e, "HTTP connection ended with an error");
+                },
             }
+            drop(slot);
         });
     }
 }
@@ -258,12 +763,73 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exposure_needs_tokens_beyond_loopback() {
+    fn exposure_needs_tokens_beyond_loopback_and_no_auth_only_alone_on_loopback() {
         let file = std::path::Path::new("/home/x/tokens.json");
-        assert!(check_exposure(&"127.0.0.1:8765".parse().unwrap(), false, file).is_ok());
-        assert!(check_exposure(&"[::1]:8765".parse().unwrap(), false, file).is_ok());
-        let err = check_exposure(&"0.0.0.0:8765".parse().unwrap(), false, file).unwrap_err().to_string();
+        let loopback: SocketAddr = "127.0.0.1:8765".parse().unwrap();
+        let all: SocketAddr = "0.0.0.0:8765".parse().unwrap();
+        assert!(check_exposure(&loopback, false, false, file).is_ok());
+        assert!(check_exposure(&"[::1]:8765".parse().unwrap(), false, true, file).is_ok());
+        let err = check_exposure(&all, false, false, file).unwrap_err().to_string();
         assert!(err.contains("verbgate token add"), "{err}");
-        assert!(check_exposure(&"0.0.0.0:8765".parse().unwrap(), true, file).is_ok());
+        assert!(check_exposure(&all, true, false, file).is_ok());
+        let err = check_exposure(&all, true, true, file).unwrap_err().to_string();
+        assert!(err.contains("--no-auth") && err.contains("loopback") && err.contains("0.0.0.0:8765"), "{err}");
+        let err = check_exposure(&loopback, true, true, file).unwrap_err().to_string();
+        assert!(err.contains("--no-auth") && err.contains("token revoke"), "{err}");
+    }
+
+    #[test]
+    fn only_an_initialize_opens_a_session() {
+        assert_eq!(initialize_id(br#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{}}"#), Some(json!(4)));
+        assert_eq!(initialize_id(br#"{"jsonrpc":"2.0","method":"initialize"}"#), Some(Value::Null));
+        assert_eq!(initialize_id(br#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#), None);
+        assert_eq!(initialize_id(br#"[{"method":"initialize"}]"#), None);
+        assert_eq!(initialize_id(b"not json"), None);
+    }
+
+    #[test]
+    fn at_the_cap_the_oldest_idle_anonymous_connection_makes_room() {
+        let conns = Arc::new(Conns { cap: 3, next: AtomicU64::new(0), open: Default::default() });
+        let a = conns.admit().unwrap();
+        let b = conns.admit().unwrap();
+        let c = conns.admit().unwrap();
+        // a serves a request; b showed a token and is idle; c never did.
+        let busy = a.state.enter().unwrap();
+        b.state.authenticated.store(true, Ordering::Relaxed);
+        let d = conns.admit().unwrap();
+        assert!(c.state.evict.is_cancelled() && !b.state.evict.is_cancelled() && !a.state.evict.is_cancelled());
+        // c's request after it was chosen is not served.
+        assert!(c.state.enter().is_none());
+        // With no idle anonymous one left, the oldest idle one goes.
+        let _d_busy = d.state.enter().unwrap();
+        let e = conns.admit().unwrap();
+        assert!(b.state.evict.is_cancelled(), "then the oldest idle one, token or not");
+        let _f = conns.admit().unwrap();
+        assert!(e.state.evict.is_cancelled());
+        assert!(!a.state.evict.is_cancelled() && !d.state.evict.is_cancelled(), "a connection serving a request is never closed");
+        assert_eq!(conns.open.lock().unwrap().len(), 3);
+        drop(busy);
+    }
+
+    #[test]
+    fn every_connection_serving_a_request_refuses_a_new_one() {
+        let conns = Arc::new(Conns { cap: 2, next: AtomicU64::new(0), open: Default::default() });
+        let a = conns.admit().unwrap();
+        let b = conns.admit().unwrap();
+        let (_x, _y) = (a.state.enter().unwrap(), b.state.enter().unwrap());
+        assert!(conns.admit().is_none());
+        assert!(String::from_utf8(full_answer(2)).unwrap().contains("--max-connections 2"));
+    }
+
+    #[test]
+    fn the_connection_cap_keeps_half_the_open_file_limit() {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes into the struct it is given.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        if lim.rlim_cur != libc::RLIM_INFINITY {
+            let half = (lim.rlim_cur / 2) as usize;
+            assert_eq!(connection_cap(usize::MAX), half.max(8));
+            assert_eq!(connection_cap(1), 1);
+        }
     }
 }

@@ -49,9 +49,9 @@ impl LiveRegistry {
         self.current.borrow().clone()
     }
 
-    /// Components still compiling (their sources).
+    /// Components still compiling (their file names).
     pub fn loading(&self) -> Vec<String> {
-        self.current.borrow().deferred().iter().map(|d| d.source()).collect()
+        self.current.borrow().deferred().iter().map(|d| d.file_name()).collect()
     }
 
     /// Wait until nothing is compiling, at most `limit`; true if done.

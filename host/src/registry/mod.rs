@@ -193,9 +193,18 @@ pub struct Deferred {
 }
 
 impl Deferred {
-    /// Where it came from (for `loading` lists).
+    /// Where it came from (for the server's log).
     pub fn source(&self) -> String {
         self.candidate.source.describe()
+    }
+
+    /// Its file's name without the directory, for `loading` lists clients
+    /// see: where the operator keeps plugins is not theirs to learn.
+    pub fn file_name(&self) -> String {
+        match &self.candidate.source {
+            Source::Bundled => "bundled".into(),
+            Source::File { path } => path.file_name().map_or_else(|| "component".into(), |n| n.to_string_lossy().into_owned()),
+        }
     }
 }
 

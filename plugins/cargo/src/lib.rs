@@ -138,7 +138,10 @@ impl<S: Subcommand> Verb for Build<S> {
     const NAME: &'static str = S::NAME;
     const SUMMARY: &'static str = S::SUMMARY;
     const KIND: VerbKind = VerbKind::Spawn;
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network];
+    // No `network`: in the OS sandbox cargo builds offline (the host sets
+    // CARGO_NET_OFFLINE), from what is already fetched; an operator lets it
+    // fetch with `[[sandbox.allow]] verbs = ["cargo.*"] network = true`.
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = BuildArgs;
 
@@ -183,7 +186,10 @@ impl Verb for Test {
     const NAME: &'static str = "cargo.test";
     const SUMMARY: &'static str = "Run tests; per-test outcomes and counts";
     const KIND: VerbKind = VerbKind::Spawn;
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network];
+    // No `network`: in the OS sandbox cargo builds offline (the host sets
+    // CARGO_NET_OFFLINE), from what is already fetched; an operator lets it
+    // fetch with `[[sandbox.allow]] verbs = ["cargo.*"] network = true`.
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = TestArgs;
 

@@ -77,8 +77,11 @@ impl Verb for Run {
     const NAME: &'static str = "just.run";
     const SUMMARY: &'static str = "Run a justfile recipe as a job; help \"just.run:<recipe>\" gives its params";
     const KIND: VerbKind = VerbKind::Spawn;
-    const EFFECTS: &'static [Effect] =
-        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network, Effect::Destructive];
+    // A recipe is the repository's code: it runs in the OS sandbox, with
+    // the root writable and no network (an operator gives it the network
+    // with `[[sandbox.allow]] verbs = ["just.*"] network = true`). It is no
+    // more destructive than any other code run there.
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["just"];
     const TWO_STAGE: bool = true;
     type Args = RunArgs;

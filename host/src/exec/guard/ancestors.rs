@@ -60,6 +60,19 @@ const PYTEST_ANCESTOR_FILES: &[&str] = &["pytest.toml", ".pytest.toml", "pytest.
 
 /// Refuse a cargo plan if an ancestor of the root holds cargo or rustup
 /// configuration that someone else controls.
+/// The files above `root` that `p`'s program reads by convention (cargo's
+/// and rustup's configuration, pytest's), as they exist now: its sandbox
+/// lets it read them — they passed this guard's ownership check — and
+/// nothing else above the root.
+pub fn read_above_root(name: &str, program: &Path, root: &Path) -> Vec<PathBuf> {
+    let names = match super::Guarded::of_program(name, program) {
+        Some(super::Guarded::Cargo) => CARGO_ANCESTOR_FILES,
+        Some(super::Guarded::Pytest) => PYTEST_ANCESTOR_FILES,
+        _ => return Vec::new(),
+    };
+    root.ancestors().skip(1).flat_map(|dir| names.iter().map(move |n| dir.join(n))).filter(|p| p.is_file()).collect()
+}
+
 pub fn check_cargo(root: &Path) -> Result<(), OpError> {
     check_ancestors(root, CARGO_ANCESTOR_FILES, "cargo and rustup read it from every directory above the one they run in")
 }

@@ -441,6 +441,7 @@ mod tests {
             timeout: std::time::Duration::from_secs(1),
             truncate_stdout: false,
             caller_words: vec![],
+            sandbox: None,
         };
         harden(&mut p, root).unwrap();
         assert_eq!(p.argv, argv(&["-c", "core.fsmonitor=false", "status", "--ignore-submodules=dirty", "-z", "--", "--ignore-submodules=none"]));

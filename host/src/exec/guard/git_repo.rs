@@ -409,6 +409,7 @@ mod tests {
             timeout: Duration::from_secs(10),
             truncate_stdout: false,
             caller_words: vec![],
+            sandbox: None,
         };
         harden(&mut p, &root).unwrap();
         (tmp, root, p)

@@ -71,6 +71,12 @@ pub enum Guarded {
 impl Guarded {
     /// Which guard, if any, applies to `p`.
     pub fn of(p: &Prepared) -> Option<Guarded> {
+        Guarded::of_program(&p.name, &p.program)
+    }
+
+    /// Which guard, if any, applies to the program declared as `name` and
+    /// resolved to `program`.
+    pub fn of_program(name: &str, program: &Path) -> Option<Guarded> {
         let by_name = |n: &str| match n {
             "git" => Some(Guarded::Git),
             "cargo" | "rustc" | "rustup" => Some(Guarded::Cargo),
@@ -83,7 +89,7 @@ impl Guarded {
         // The declared name, the resolved file, and only then (a syscall per
         // op) what that file links to: `programs.vcs = "/usr/local/bin/g"` is
         // still git.
-        by_name(&p.name).or_else(|| file_name(&p.program)).or_else(|| p.program.canonicalize().ok().as_deref().and_then(file_name))
+        by_name(name).or_else(|| file_name(program)).or_else(|| program.canonicalize().ok().as_deref().and_then(file_name))
     }
 }
 
@@ -150,6 +156,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             truncate_stdout: false,
             caller_words: vec![],
+            sandbox: None,
         }
     }
 

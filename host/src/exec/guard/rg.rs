@@ -313,6 +313,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             truncate_stdout: false,
             caller_words: vec![],
+            sandbox: None,
         }
     }
 

@@ -1,0 +1,146 @@
+//! Linux: Landlock for files (every access right the kernel knows, allowed
+//! only beneath the profile's paths), TCP (ABI 4+: no bind or connect
+//! without `network`) and scopes (ABI 6+: no signals to, and no abstract
+//! UNIX sockets of, processes outside the sandbox); seccomp for what
+//! Landlock does not cover: sockets of any family but UNIX without
+//! `network` (UDP, raw, netlink), `io_uring` (whose operations would not
+//! pass the socket filter), `ptrace` and `process_vm_*`. `no_new_privs`
+//! first, so neither needs privileges and a setuid program cannot shed
+//! them.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use landlock::{Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI};
+use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+
+use super::{Profile, Support};
+
+/// The Landlock ABI the kernel speaks (`None`: no Landlock).
+pub fn kernel_abi() -> Option<i32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute and size 0 this call only reports the
+    // version; it creates nothing.
+    let v = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION) };
+    (v > 0).then_some(v as i32)
+}
+
+/// The newest ABI this build knows at or below the kernel's.
+fn abi(version: i32) -> ABI {
+    match version {
+        i32::MIN..=0 => ABI::Unsupported,
+        1 => ABI::V1,
+        2 => ABI::V2,
+        3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        6 => ABI::V6,
+        _ => ABI::V7,
+    }
+}
+
+/// What this kernel enforces.
+pub fn probe() -> Support {
+    let Some(v) = kernel_abi() else {
+        return Support {
+            mechanism: None,
+            landlock_abi: None,
+            covers: vec![],
+            missing: Some("this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)".into()),
+        };
+    };
+    let mut covers = vec![format!("files: Landlock ABI {v}")];
+    covers.push(if v >= 4 { "TCP bind/connect: Landlock".to_string() } else { "TCP bind/connect: seccomp only (Landlock ABI < 4)".to_string() });
+    covers.push("other sockets, io_uring, ptrace: seccomp".to_string());
+    if v >= 6 {
+        covers.push("signals and abstract UNIX sockets outside the sandbox: Landlock scopes".to_string());
+    }
+    Support { mechanism: Some("landlock+seccomp"), landlock_abi: Some(v), covers, missing: None }
+}
+
+/// The seccomp programs, compiled once: with and without the network.
+fn filter(network: bool) -> Result<Arc<BpfProgram>, String> {
+    static WITH: std::sync::OnceLock<Result<Arc<BpfProgram>, String>> = std::sync::OnceLock::new();
+    static WITHOUT: std::sync::OnceLock<Result<Arc<BpfProgram>, String>> = std::sync::OnceLock::new();
+    let cell = if network { &WITH } else { &WITHOUT };
+    cell.get_or_init(|| compile(network)).clone()
+}
+
+fn compile(network: bool) -> Result<Arc<BpfProgram>, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp cannot filter on {}: {e}", std::env::consts::ARCH))?;
+    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = std::collections::BTreeMap::new();
+    // Always refused: no debugging of other processes, and no io_uring,
+    // whose requests the socket rule below cannot see.
+    for call in [libc::SYS_ptrace, libc::SYS_process_vm_readv, libc::SYS_process_vm_writev, libc::SYS_io_uring_setup] {
+        rules.insert(call, vec![]);
+    }
+    if !network {
+        let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64).map_err(|e| e.to_string())?;
+        rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?]);
+    }
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch).map_err(|e| e.to_string())?;
+    let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+    Ok(Arc::new(program))
+}
+
+/// A Landlock ruleset and a seccomp program, made in the parent.
+pub struct Confinement {
+    ruleset: Option<OwnedFd>,
+    filter: Arc<BpfProgram>,
+}
+
+impl Confinement {
+    /// Build the confinement of `profile` with `tmp` writable.
+    pub fn new(profile: &Profile, tmp: &Path) -> Result<Confinement, String> {
+        let version = kernel_abi().ok_or("this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)")?;
+        let abi = abi(version);
+        let err = |e: landlock::RulesetError| format!("Landlock refused the ruleset: {e}");
+        let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(abi)).map_err(err)?;
+        if !profile.network && version >= 4 {
+            ruleset = ruleset.handle_access(AccessNet::from_all(abi)).map_err(err)?;
+        }
+        if version >= 6 {
+            let scopes = if profile.signals { Scope::AbstractUnixSocket.into() } else { Scope::from_all(abi) };
+            ruleset = ruleset.scope(scopes).map_err(err)?;
+        }
+        let mut created: RulesetCreated = ruleset.create().map_err(err)?;
+        let reads = profile.read.iter().map(|p| (p.as_path(), AccessFs::from_read(abi)));
+        let writes = profile.write.iter().map(PathBuf::as_path).chain([tmp]).map(|p| (p, AccessFs::from_all(abi)));
+        for (path, access) in reads.chain(writes) {
+            let Ok(fd) = PathFd::new(path) else { continue };
+            // A file takes only the rights a file can have.
+            let access = if path.is_dir() { access } else { access & AccessFs::from_file(abi) };
+            created = created.add_rule(PathBeneath::new(fd, access)).map_err(|e| format!("Landlock refused a rule for {}: {e}", path.display()))?;
+        }
+        let ruleset: Option<OwnedFd> = created.into();
+        Ok(Confinement { ruleset, filter: filter(profile.network)? })
+    }
+
+    /// Install into `cmd`, to run in the child right before `exec`.
+    pub fn install(&self, cmd: &mut std::process::Command) {
+        let ruleset = self.ruleset.as_ref().map(|f| f.as_raw_fd());
+        let filter = Arc::clone(&self.filter);
+        // SAFETY: the closure runs between fork and exec, so it makes only
+        // system calls — no allocation, no locks: prctl, Landlock's
+        // restrict_self on a descriptor opened in the parent (it closes on
+        // exec), and seccomp with a program compiled in the parent.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(fd) = ruleset {
+                    if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if seccompiler::apply_filter(&filter).is_err() {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The OS sandbox: every program verbgate starts (an exec plan, both
+//! commands of an exec-read plan, a job and every process it starts, a kill
+//! plan, a target resolution) runs confined by a [`Profile`] derived from
+//! its verb's declared effects — enforced by the kernel, not trusted to the
+//! plugin:
+//!
+//! | declared | the root | network |
+//! |---|---|---|
+//! | `reads_repo` | read-only | no |
+//! | `writes_repo`, `runs_repo_code`, `destructive` | read-write | no |
+//! | `network` | as above | yes |
+//! | undeclared (contract 0.1.0) | read-write | yes |
+//!
+//! Every profile also reads the system directories and the program's own
+//! toolchain, writes a private temporary directory (`TMPDIR`, made for the
+//! run and removed after it), and nothing else: not the rest of `$HOME`,
+//! not `$VERBGATE_HOME`. Operators widen a verb's profile in
+//! `[[sandbox.allow]]` (extra paths, network).
+//!
+//! The confinement is made in the parent (Landlock's ruleset, seccomp's
+//! BPF program) and installed in the child between `fork` and `exec` with
+//! nothing but system calls ([`Confinement::install`]), so a process tree
+//! inherits it and cannot undo it. Linux: [`linux`]; macOS: a Seatbelt
+//! profile ([`macos`]). Where the kernel cannot enforce a profile the op
+//! answers `sandbox_unavailable`, unless the operator turned the sandbox
+//! off (`[sandbox] mode = "off"`): never a silent unconfined run.
+
+pub mod profile;
+
+#[cfg(target_os = "linux")]
+pub mod linux;
+#[cfg(target_os = "macos")]
+pub mod macos;
+
+use std::path::{Path, PathBuf};
+
+pub use profile::Profile;
+
+use crate::error::{ErrorCode, OpError};
+
+/// What the kernel of this machine can enforce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support {
+    /// The mechanism (`landlock+seccomp`, `seatbelt`), or `None`.
+    pub mechanism: Option<&'static str>,
+    /// Landlock's ABI version (Linux), when there is one.
+    pub landlock_abi: Option<i32>,
+    /// What each part covers here, for `verbgate doctor`.
+    pub covers: Vec<String>,
+    /// Why the sandbox cannot be enforced, when it cannot.
+    pub missing: Option<String>,
+}
+
+/// What this machine enforces (probed once per process).
+pub fn support() -> &'static Support {
+    static S: std::sync::OnceLock<Support> = std::sync::OnceLock::new();
+    S.get_or_init(probe)
+}
+
+#[cfg(target_os = "linux")]
+fn probe() -> Support {
+    linux::probe()
+}
+
+#[cfg(target_os = "macos")]
+fn probe() -> Support {
+    macos::probe()
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn probe() -> Support {
+    Support { mechanism: None, landlock_abi: None, covers: vec![], missing: Some("verbgate has no sandbox for this operating system".into()) }
+}
+
+/// A confinement ready to install into a child: built in the parent, where
+/// allocating and opening files is safe.
+pub struct Confinement {
+    #[cfg(target_os = "linux")]
+    inner: linux::Confinement,
+    #[cfg(target_os = "macos")]
+    inner: macos::Confinement,
+}
+
+impl Confinement {
+    /// Build the confinement for `profile`, with `tmp` (the run's private
+    /// temporary directory) writable.
+    pub fn new(profile: &Profile, tmp: &Path) -> Result<Confinement, OpError> {
+        #[cfg(any(target_os = "linux", target_os = "macos"))]
+        {
+            #[cfg(target_os = "linux")]
+            let inner = linux::Confinement::new(profile, tmp);
+            #[cfg(target_os = "macos")]
+            let inner = macos::Confinement::new(profile, tmp);
+            inner.map(|inner| Confinement { inner }).map_err(|why| unavailable(&why))
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        {
+            let _ = (profile, tmp);
+            Err(unavailable("verbgate has no sandbox for this operating system"))
+        }
+    }
+
+    /// Install into `cmd`: applied in the child right before `exec`. A
+    /// failure there fails the spawn with the kernel's error, which the
+    /// caller reports as the program's launch failure.
+    pub fn install(&self, cmd: &mut std::process::Command) {
+        #[cfg(any(target_os = "linux", target_os = "macos"))]
+        self.inner.install(cmd);
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        let _ = cmd;
+    }
+}
+
+/// `sandbox_unavailable`: the profile cannot be enforced here.
+pub fn unavailable(why: &str) -> OpError {
+    OpError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "the program would run unconfined ({why}), so it did not run. Run verbgate on a kernel with Landlock (Linux 5.13+) — `verbgate doctor` says what this one enforces — or, knowing that programs then run with your full rights, turn the sandbox off in verbgate.toml:\n[sandbox]\nmode = \"off\""
+        ),
+    )
+}
+
+/// A private temporary directory for one run (0700, fresh name), removed
+/// with everything in it when dropped.
+pub struct RunTmp {
+    path: PathBuf,
+}
+
+impl RunTmp {
+    /// Make one under the system's temporary directory.
+    pub fn new() -> Result<RunTmp, OpError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let fail =
+            |e: String| OpError::new(ErrorCode::LaunchFailed, format!("cannot make the run's private temporary directory under {}: {e}", base.display()));
+        let suffix = crate::private_files::random_bytes(8).map_err(|e| fail(e.to_string()))?;
+        let path = base.join(format!("verbgate-run-{}", hex::encode(suffix)));
+        std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| fail(e.to_string()))?;
+        Ok(RunTmp { path })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for RunTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}

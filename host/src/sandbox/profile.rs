@@ -1,0 +1,262 @@
+//! A sandbox profile: what one program may read, write and whether it may
+//! use the network — derived from its verb's declared effects, the root,
+//! the program's own toolchain and the operator's `[[sandbox.allow]]`
+//! entries. Plain data: it is shown by `verbgate doctor`, compared when a
+//! plan is checked again, and handed to a job's supervisor as JSON.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::runtime::model::{Effect, Effects};
+
+/// System directories every profile reads (those that exist): programs,
+/// libraries, `/etc` (the loader's cache, users, certificates), `/proc` and
+/// `/sys` (a process's own facts, CPU counts), `/dev` (`/dev/null`,
+/// `/dev/urandom`).
+pub const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys", "/dev"];
+
+/// Device files every profile may write (programs send output there).
+pub const SYSTEM_WRITE: &[&str] = &["/dev/null"];
+
+/// What a confined program may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Paths it may read (and execute) beneath.
+    pub read: Vec<PathBuf>,
+    /// Paths it may also write beneath (create, remove, truncate).
+    pub write: Vec<PathBuf>,
+    /// Whether it may open network sockets.
+    pub network: bool,
+    /// Whether it may signal processes outside its own sandbox: only a kill
+    /// plan, whose CLI stops a run that was started in another one.
+    #[serde(default)]
+    pub signals: bool,
+}
+
+/// An operator's widening of some verbs' profiles (`[[sandbox.allow]]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Widening {
+    /// Verb patterns (`cargo.*`, a verb name, `*`).
+    pub verbs: Vec<String>,
+    /// Extra paths to read (absolute).
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// Extra paths to write (absolute).
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+    /// Allow the network.
+    #[serde(default)]
+    pub network: bool,
+}
+
+/// What a profile is derived from.
+pub struct Inputs<'a> {
+    /// The verb's canonical name (for `[[sandbox.allow]]`).
+    pub verb: &'a str,
+    /// Its declared effects.
+    pub effects: &'a Effects,
+    /// The root.
+    pub root: &'a Path,
+    /// The resolved program.
+    pub program: &'a Path,
+    /// The environment the program gets (where its toolchain lives:
+    /// `HOME`, `CARGO_HOME`, `RUSTUP_HOME`).
+    pub env: &'a BTreeMap<String, String>,
+    /// The operator's widenings.
+    pub widen: &'a [Widening],
+    /// Files outside the root the program reads by convention and the
+    /// guards have vouched for (cargo's configuration above the root).
+    pub also_read: Vec<PathBuf>,
+}
+
+impl Profile {
+    /// The profile for one program of a verb.
+    pub fn derive(i: &Inputs<'_>) -> Profile {
+        let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        let mut write: Vec<PathBuf> = SYSTEM_WRITE.iter().map(PathBuf::from).collect();
+        let changes = [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive].into_iter().any(|e| i.effects.may(e));
+        if changes {
+            write.push(i.root.to_path_buf());
+        } else if i.effects.may(Effect::ReadsRepo) {
+            read.push(i.root.to_path_buf());
+        }
+        let mut network = i.effects.may(Effect::Network);
+        read.extend(toolchain(i.program, i.env));
+        read.extend(i.also_read.iter().cloned());
+        for w in i.widen.iter().filter(|w| crate::registry::fence::allowed(i.verb, Some(&w.verbs))) {
+            read.extend(w.read.iter().cloned());
+            write.extend(w.write.iter().cloned());
+            network |= w.network;
+        }
+        if network {
+            // Name resolution reads /run on systemd machines
+            // (/etc/resolv.conf links there).
+            read.push(PathBuf::from("/run"));
+        }
+        Profile { read: tidy(read), write: tidy(write), network, signals: false }
+    }
+
+    /// This profile with nothing written but the system's devices: for a
+    /// two-stage verb's target resolution, which only reads.
+    pub fn read_only(&self) -> Profile {
+        let (system, other): (Vec<PathBuf>, Vec<PathBuf>) = self.write.iter().cloned().partition(|p| SYSTEM_WRITE.iter().any(|s| Path::new(s) == p));
+        Profile { read: tidy(self.read.iter().cloned().chain(other).collect()), write: system, network: false, signals: false }
+    }
+
+    /// As JSON for `verbgate doctor` and `help`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "read": self.read.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "write": self.write.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "network": self.network,
+            "signals_outside": self.signals,
+        })
+    }
+}
+
+/// Where a program was installed, as named and after links: the prefix
+/// above its `bin/` (`sbin/`, `libexec/`) — its libraries and data live
+/// there — or, for a program elsewhere, only its own directory; never `/`.
+fn prefixes(program: &Path) -> Vec<PathBuf> {
+    let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
+    [program, real.as_path()]
+        .into_iter()
+        .filter_map(|p| {
+            let dir = p.parent()?;
+            let in_bin = dir.file_name().is_some_and(|n| n == "bin" || n == "sbin" || n == "libexec");
+            // A version manager's shim (pyenv, rbenv, asdf: `<root>/shims/x`)
+            // runs the manager, which runs the tool from its own root.
+            let shim = dir.file_name().is_some_and(|n| n == "shims");
+            if in_bin || shim {
+                dir.parent()
+            } else {
+                Some(dir)
+            }
+        })
+        .filter(|prefix| prefix.components().count() > 1)
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// A script's interpreter (`#!/path/python`, `#!/usr/bin/env python3`
+/// found on `PATH`), if `program` is a script.
+fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next()?).into_owned();
+    let mut words = line.split_whitespace();
+    let first = PathBuf::from(words.next()?);
+    if first.file_name().is_some_and(|f| f == "env") {
+        let name = words.find(|w| !w.starts_with('-'))?;
+        return env.get("PATH")?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.is_file());
+    }
+    Some(first)
+}
+
+/// The program's own toolchain: the prefix it was installed in (the parent
+/// of its `bin/`, after links) and, for a script, its interpreter's (a
+/// virtualenv's `pytest` runs the Python it was made from); for cargo and
+/// rustup their homes; git's and the user's own git configuration (the
+/// user's global settings keep working). Only what exists.
+fn toolchain(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
+    let mut out = prefixes(program);
+    if let Some(interp) = interpreter(&real, env) {
+        out.extend(prefixes(&interp));
+    }
+    let home = env.get("HOME").map(PathBuf::from);
+    let name = real.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let declared = program.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let is = |names: &[&str]| names.contains(&name) || names.contains(&declared);
+    if is(&["cargo", "rustc", "rustup", "cargo-clippy", "clippy-driver"]) {
+        let cargo_home = env.get("CARGO_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".cargo")));
+        let rustup_home = env.get("RUSTUP_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".rustup")));
+        out.extend(cargo_home);
+        out.extend(rustup_home);
+    }
+    if is(&["git"]) {
+        if let Some(h) = &home {
+            out.push(h.join(".gitconfig"));
+            out.push(h.join(".config/git"));
+        }
+    }
+    out
+}
+
+/// Absolute, existing paths, each once, none beneath another of the list.
+fn tidy(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut kept: Vec<PathBuf> = paths.into_iter().filter(|p| p.is_absolute() && std::fs::symlink_metadata(p).is_ok()).collect();
+    kept.sort();
+    kept.dedup();
+    let all = kept.clone();
+    kept.retain(|p| !all.iter().any(|q| q != p && p.starts_with(q)));
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn derive(effects: Vec<Effect>, root: &Path, widen: &[Widening]) -> Profile {
+        let env = BTreeMap::new();
+        Profile::derive(&Inputs {
+            verb: "x.y",
+            effects: &Effects::declared(effects),
+            root,
+            program: Path::new("/usr/bin/git"),
+            env: &env,
+            widen,
+            also_read: vec![],
+        })
+    }
+
+    #[test]
+    fn effects_decide_the_root_and_the_network() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let read = derive(vec![Effect::ReadsRepo], root, &[]);
+        assert!(read.read.iter().any(|p| p == root) && !read.write.iter().any(|p| p == root) && !read.network);
+        for e in [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive] {
+            let p = derive(vec![Effect::ReadsRepo, e], root, &[]);
+            assert!(p.write.iter().any(|p| p == root) && !p.network, "{e:?}");
+        }
+        assert!(derive(vec![Effect::Network], root, &[]).network);
+        let none = derive(vec![], root, &[]);
+        assert!(!none.read.iter().chain(&none.write).any(|p| p == root), "a verb that declares no repository effect gets no root");
+        let env = BTreeMap::new();
+        let undeclared = Profile::derive(&Inputs {
+            verb: "x.y",
+            effects: &Effects::Undeclared,
+            root,
+            program: Path::new("/usr/bin/git"),
+            env: &env,
+            widen: &[],
+            also_read: vec![],
+        });
+        assert!(undeclared.network && undeclared.write.iter().any(|p| p == root));
+        assert_eq!(read.write, vec![PathBuf::from("/dev/null")]);
+    }
+
+    #[test]
+    fn an_operator_widens_only_the_verbs_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let extra = tmp.path().join("data");
+        std::fs::create_dir(&extra).unwrap();
+        let w = Widening { verbs: vec!["x.*".into()], read: vec![extra.clone()], write: vec![], network: true };
+        let p = derive(vec![Effect::ReadsRepo], tmp.path(), std::slice::from_ref(&w));
+        assert!(p.network);
+        let other = Widening { verbs: vec!["z.*".into()], ..w };
+        assert!(!derive(vec![Effect::ReadsRepo], tmp.path(), &[other]).network);
+    }
+
+    #[test]
+    fn a_resolution_only_reads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = derive(vec![Effect::RunsRepoCode, Effect::Network], tmp.path(), &[]).read_only();
+        assert!(p.read.iter().any(|r| r == tmp.path()) && p.write == vec![PathBuf::from("/dev/null")] && !p.network);
+    }
+}
