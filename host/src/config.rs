@@ -391,6 +391,54 @@ impl Default for AuditSettings {
     }
 }
 
+/// A transport git may use to reach another repository (git's own
+/// protocol names, as `GIT_ALLOW_PROTOCOL` takes them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GitTransport {
+    /// `https://` (through git's curl helper).
+    Https,
+    /// `ssh://` and `host:path` (through the user's ssh).
+    Ssh,
+    /// `file://` and local paths: the other repository's own hooks and
+    /// config run (`git-upload-pack`/`git-receive-pack` start there).
+    File,
+    /// Plain `http://` (no TLS).
+    Http,
+    /// `git://` (no authentication, no TLS).
+    Git,
+}
+
+impl GitTransport {
+    /// git's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GitTransport::Https => "https",
+            GitTransport::Ssh => "ssh",
+            GitTransport::File => "file",
+            GitTransport::Http => "http",
+            GitTransport::Git => "git",
+        }
+    }
+}
+
+/// `[git]`: how git verbs may reach other repositories.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitSettings {
+    /// The transports `git fetch` and `git push` may use. Default `https`
+    /// and `ssh`; every other git command gets none. `file` (a local path or
+    /// `file://` remote) is off by default: the receiving repository's own
+    /// hooks and config would run.
+    pub transports: Vec<GitTransport>,
+}
+
+impl Default for GitSettings {
+    fn default() -> Self {
+        GitSettings { transports: vec![GitTransport::Https, GitTransport::Ssh] }
+    }
+}
+
 /// Environment variables passed to programs by default (everything else is
 /// cleared). `env_allow` in the config replaces this list.
 pub const DEFAULT_ENV_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"];
@@ -419,6 +467,8 @@ struct FileConfig {
     audit: AuditSettings,
     #[serde(default)]
     sandbox: SandboxSettings,
+    #[serde(default)]
+    git: GitSettings,
 }
 
 /// Settings given on the command line; `None` means "not given".
@@ -468,6 +518,8 @@ pub struct Config {
     pub audit: AuditSettings,
     /// `[sandbox]`.
     pub sandbox: SandboxSettings,
+    /// `[git]`.
+    pub git: GitSettings,
 }
 
 impl Config {
@@ -545,6 +597,7 @@ impl Config {
             consent: file.consent,
             audit: file.audit,
             sandbox: file.sandbox,
+            git: file.git,
         })
     }
 
@@ -666,6 +719,16 @@ mod tests {
         }
         assert!(toml::from_str::<FileConfig>("[[policy]]\ndecision = \"maybe\"").is_err());
         assert!(toml::from_str::<FileConfig>("[[policy]]\nverb = [\"x\"]\ndecision = \"allow\"").is_err());
+    }
+
+    #[test]
+    fn git_transports_default_to_https_and_ssh_and_are_a_closed_set() {
+        let f: FileConfig = toml::from_str("").unwrap();
+        assert_eq!(f.git.transports, [GitTransport::Https, GitTransport::Ssh]);
+        let f: FileConfig = toml::from_str("[git]\ntransports = [\"https\", \"file\"]").unwrap();
+        assert_eq!(f.git.transports, [GitTransport::Https, GitTransport::File]);
+        let err = toml::from_str::<FileConfig>("[git]\ntransports = [\"ext\"]").unwrap_err();
+        assert!(err.to_string().contains("ext"), "{err}");
     }
 
     #[test]

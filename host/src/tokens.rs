@@ -47,6 +47,17 @@ pub struct TokenRecord {
     pub allow: Option<Vec<String>>,
     /// When it was made (UTC, RFC 3339).
     pub created: String,
+    /// Whether it sees and acts on every job, not only the ones it started
+    /// (`verbgate token add --all-jobs`). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_jobs: bool,
+}
+
+impl TokenRecord {
+    /// The caller requests with this token run as.
+    pub fn caller(&self) -> Caller {
+        Caller::for_token(&self.name, &self.sha256, self.allow.clone(), self.all_jobs, crate::dispatch::caller::Transport::Http)
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -135,6 +146,11 @@ impl TokenStore {
     /// Make a token named `name`; returns its text (the only time it is
     /// ever available).
     pub fn add(&self, name: &str, allow: Option<Vec<String>>) -> Result<String> {
+        self.add_with(name, allow, false)
+    }
+
+    /// [`TokenStore::add`], choosing whether the token sees every job.
+    pub fn add_with(&self, name: &str, allow: Option<Vec<String>>, all_jobs: bool) -> Result<String> {
         if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
             bail!("`{name}` is not a valid token name (1-64 letters, digits, `-`, `_`, `.`)");
         }
@@ -154,7 +170,7 @@ impl TokenStore {
             bail!("a token named `{name}` exists; revoke it first (`verbgate token revoke {name}`) or choose another name");
         }
         let text = generate()?;
-        tokens.push(TokenRecord { name: name.to_string(), sha256: sha256_hex(text.as_bytes()), allow, created: rfc3339_now() });
+        tokens.push(TokenRecord { name: name.to_string(), sha256: sha256_hex(text.as_bytes()), allow, created: rfc3339_now(), all_jobs });
         self.save(tokens)?;
         Ok(text)
     }
@@ -174,7 +190,7 @@ impl TokenStore {
     /// The caller a presented token authenticates as, if any (see
     /// [`TokenStore::find`]).
     pub fn authenticate(&self, presented: &str) -> Result<Option<Caller>> {
-        Ok(self.find(presented)?.map(|t| Caller::new(&t.name, t.allow, crate::dispatch::caller::Transport::Http)))
+        Ok(self.find(presented)?.map(|t| t.caller()))
     }
 
     /// The stored record of a presented token, if any. Hashes the text

@@ -286,6 +286,32 @@ fn one_tokens_allow_list_is_enforced_while_anothers_is_not() {
 }
 
 #[test]
+fn jobs_belong_to_the_token_that_started_them() {
+    // Seen before: any token allowed `job.*` could list, read and kill the
+    // jobs another token started.
+    let env = Env::with_plugin("fixture-echo");
+    let (alice, mallory) = (add_token(&env, "alice", &[]), add_token(&env, "mallory", &[]));
+    let server = serve(&env, &[]);
+    let fp = env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"].clone();
+    let spawn = json!({"ops": [{"op": "echo.job", "args": {"sleep_ms": 30000}, "schema_fingerprint": fp}]}).to_string();
+    let started = python(&["request", &server.url, &alice, &spawn]);
+    let id = started["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
+    let probe = json!({"ops": [{"op": "job.list"}, {"op": "job.status", "args": {"id": &id}}, {"op": "job.kill", "args": {"id": &id}}]}).to_string();
+    let m = python(&["request", &server.url, &mallory, &probe]);
+    assert_eq!(m["results"][0]["result"]["jobs"], json!([]), "another token's job is not listed: {m}");
+    assert_eq!(m["results"][1]["error"]["code"], "not_found", "{m}");
+    assert_eq!(m["results"][2]["error"]["code"], "not_found", "nor killed: {m}");
+    let listed = python(&["request", &server.url, &alice, &json!({"ops": [{"op": "job.status", "args": {"id": &id}}]}).to_string()]);
+    assert_eq!(listed["results"][0]["result"]["status"], "running", "{listed}");
+    // A token granted every job (and the local user) sees and stops it.
+    let out = env.run_ok(&["token", "add", "ops", "--all-jobs"]);
+    let ops = out["token"].as_str().unwrap().to_string();
+    let o = python(&["request", &server.url, &ops, &json!({"ops": [{"op": "job.kill", "args": {"id": &id}}]}).to_string()]);
+    assert_eq!(o["results"][0]["ok"], true, "{o}");
+    assert_eq!(env.op("job.status", json!({"id": &id}))["result"]["status"], "killed");
+}
+
+#[test]
 fn fifty_clients_twenty_requests_each_without_errors_share_one_job_store() {
     let env = Env::with_plugin("fixture-echo");
     let token = add_token(&env, "load", &[]);

@@ -185,6 +185,22 @@ fn spawn_entity(env: &Env, fail_kill: bool) -> String {
 }
 
 #[test]
+fn a_kill_of_a_job_whose_verb_is_now_denied_runs_nothing() {
+    // Seen before: with echo.* denied after the job started, job.kill still
+    // ran the plugin's kill-plan and its program (`entity kill …`).
+    let env = jobs_env();
+    let id = spawn_entity(&env, false);
+    let env = env.with_config("[[policy]]\nverbs = [\"echo.*\"]\ndecision = \"deny\"\n");
+    let k = env.op("job.kill", json!({"id": &id}));
+    assert_eq!(k["error"]["code"], "policy_denied", "{k}");
+    let s = env.op("job.status", json!({"id": &id}));
+    assert_eq!(s["result"]["status"], "running", "the job was neither killed by its CLI nor signalled: {s}");
+    // Clean up as the operator would: allow it again, then kill.
+    let env = env.with_config("");
+    assert_eq!(env.op("job.kill", json!({"id": &id}))["ok"], true);
+}
+
+#[test]
 fn a_job_with_an_entity_is_killed_by_its_own_cli() {
     let env = jobs_env();
     let id = spawn_entity(&env, false);

@@ -8,6 +8,7 @@ Usage:
   mcp_http.py session URL TOKEN       help, a batch, a spawn + job.wait, progress
   mcp_http.py probe URL TOKEN         the catalog and two ops (allow-list checks)
   mcp_http.py load URL TOKEN N M      N concurrent clients x M requests each
+  mcp_http.py request URL TOKEN JSON  one request; prints its envelope
 (TOKEN may be "-" for none.)
 """
 
@@ -151,8 +152,19 @@ async def load_mode(url, token, clients, requests):
     }))
 
 
+async def request_mode(url, token, request):
+    async with streamable_http_client(url, http_client=http_client(token)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            body, _ = await call(session, json.loads(request))
+            print(json.dumps(body))
+
+
 def main():
     mode, url, token = sys.argv[1:4]
+    if mode == "request":
+        asyncio.run(request_mode(url, token, sys.argv[4]))
+        return
     if mode == "session":
         asyncio.run(session_mode(url, token))
     elif mode == "probe":

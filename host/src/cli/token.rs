@@ -22,6 +22,10 @@ pub enum TokenCommand {
         /// repeatable). Default: everything the server serves.
         #[arg(long = "allow", value_name = "PATTERN", num_args = 1..)]
         allow: Vec<String>,
+        /// Let the token see and act on every job (`job.*`), not only the
+        /// ones it started.
+        #[arg(long = "all-jobs")]
+        all_jobs: bool,
     },
     /// List tokens: names, allow patterns, creation time (never the token).
     List,
@@ -36,14 +40,15 @@ pub enum TokenCommand {
 pub fn run(g: &GlobalArgs, c: TokenCommand) -> Result<ExitCode> {
     let store = TokenStore::at_home(&Config::load(&g.overrides())?.home);
     match c {
-        TokenCommand::Add { name, allow } => {
+        TokenCommand::Add { name, allow, all_jobs } => {
             let allow = (!allow.is_empty()).then_some(allow);
-            let token = store.add(&name, allow.clone())?;
-            print_json(&json!({ "ok": true, "name": name, "allow": allow, "token": token,
+            let token = store.add_with(&name, allow.clone(), all_jobs)?;
+            print_json(&json!({ "ok": true, "name": name, "allow": allow, "all_jobs": all_jobs, "token": token,
                 "note": "shown once: store it now; only its hash is kept" }));
         }
         TokenCommand::List => {
-            let tokens: Vec<_> = store.list()?.into_iter().map(|t| json!({ "name": t.name, "allow": t.allow, "created": t.created })).collect();
+            let tokens: Vec<_> =
+                store.list()?.into_iter().map(|t| json!({ "name": t.name, "allow": t.allow, "all_jobs": t.all_jobs, "created": t.created })).collect();
             print_json(&json!({ "ok": true, "file": store.path(), "tokens": tokens }));
         }
         TokenCommand::Revoke { name } => {

@@ -6,6 +6,8 @@
 //! (or, for an op refused before it acted, written) by the writer thread.
 
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::caller::Caller;
@@ -44,9 +46,18 @@ pub struct Trail {
     pub job_id: Option<String>,
     /// A dry run: nothing ran.
     pub dry_run: bool,
+    /// Set when the request was cancelled: an op that has not yet begun
+    /// to act does not begin.
+    cancelled: Option<Arc<AtomicBool>>,
 }
 
 impl Trail {
+    /// Let the request's cancellation stop this op before it acts.
+    pub fn cancelled_by(mut self, flag: &Arc<AtomicBool>) -> Trail {
+        self.cancelled = Some(Arc::clone(flag));
+        self
+    }
+
     /// Note the command an op is about to run (or would, for a dry run).
     pub fn ran(&mut self, prepared: &Prepared) {
         self.program = Some((prepared.program.display().to_string(), Words::of(prepared)));
@@ -57,6 +68,9 @@ impl Trail {
         self.read_back = Some((prepared.program.display().to_string(), Words::of(prepared)));
     }
 }
+
+/// Most argv words a row records.
+pub const ARGV_WORDS: usize = 64;
 
 /// A command's argv with which words the caller gave.
 #[derive(Debug, Clone)]
@@ -78,9 +92,16 @@ impl Words {
     /// mangle what the record shows ran; and a word is never cut into
     /// pieces (a secret inside a caller's `--header=Bearer <secret>` takes
     /// the whole value with it).
+    ///
+    /// The record is bounded like the args: each word cut at
+    /// [`crate::audit::VALUE_BYTES`], at most [`ARGV_WORDS`] words, then a
+    /// word saying how many more there were — a plan with thousands of
+    /// long paths cannot grow the trail by megabytes a row.
     fn redacted(&self, secrets: &[&str]) -> Vec<String> {
-        self.argv
+        let mut words: Vec<String> = self
+            .argv
             .iter()
+            .take(ARGV_WORDS)
             .enumerate()
             .map(|(i, word)| {
                 if !self.caller.get(i).copied().unwrap_or(false) {
@@ -93,7 +114,12 @@ impl Words {
                     _ => word.clone(),
                 }
             })
-            .collect()
+            .map(|w| crate::audit::clip_value(&w))
+            .collect();
+        if self.argv.len() > ARGV_WORDS {
+            words.push(format!("… ({} more words)", self.argv.len() - ARGV_WORDS));
+        }
+        words
     }
 }
 
@@ -125,6 +151,7 @@ impl Dispatcher {
             read_back: None,
             job_id: None,
             dry_run: false,
+            cancelled: None,
         }
     }
 
@@ -171,6 +198,12 @@ impl Dispatcher {
     /// run: `audit_unavailable`. Called again (a kill program found while a
     /// `job.kill` runs), it updates the same row, durably again.
     pub(crate) async fn begin(&self, caller: &Caller, verb: &Verb, trail: &mut Trail) -> Result<(), OpError> {
+        if trail.cancelled.as_ref().is_some_and(|c| c.load(Ordering::SeqCst)) {
+            return Err(OpError::new(
+                ErrorCode::Unavailable,
+                format!("the request was cancelled before `{}` began (it was waiting for its turn or a person); nothing ran", verb.name),
+            ));
+        }
         let Some(writer) = &self.audit else { return Ok(()) };
         let record = self.row(caller, &verb.name, Some(verb), STARTED.to_string(), trail);
         let store = writer.store();
@@ -251,6 +284,11 @@ mod tests {
         assert_eq!(w.redacted(&["status"]), ["status", "--token=<redacted>", "<redacted>", "-s", "--all"]);
         let w = words(&["commit", "--message=a", "a"], &[false, true, false]);
         assert_eq!(w.redacted(&["a"]), ["commit", "--message=<redacted>", "a"], "a plugin's own word is never touched");
+        let many: Vec<String> = (0..100).map(|i| format!("{i}{}", "p".repeat(1000))).collect();
+        let w = Words { argv: many, caller: vec![] };
+        let recorded = w.redacted(&[]);
+        assert_eq!(recorded.len(), ARGV_WORDS + 1);
+        assert!(recorded[0].ends_with("(1001 bytes)") && recorded[ARGV_WORDS] == "… (36 more words)", "{recorded:?}");
         let w = words(&["log", "xsecretx", "--header=Bearer secret"], &[false, true, true]);
         assert_eq!(w.redacted(&["secret"]), ["log", "<redacted>", "--header=<redacted>"], "a caller word holding the secret goes whole");
     }

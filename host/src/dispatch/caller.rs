@@ -64,6 +64,13 @@ pub struct Caller {
     pub asker: Option<Arc<dyn Asker>>,
     /// Verbs a person allowed for the rest of this session.
     pub grants: Arc<Grants>,
+    /// Who the jobs this caller starts belong to: `local` (the machine's
+    /// user) or `token:<first 16 hex of the token's hash>` (a name can be
+    /// minted again; a hash cannot).
+    pub owner: String,
+    /// Whether it sees and acts on every job, not only its own: the local
+    /// user, and a token granted `--all-jobs`.
+    pub all_jobs: bool,
 }
 
 impl std::fmt::Debug for Caller {
@@ -82,7 +89,25 @@ impl Caller {
     /// A caller named `name` with an allow list, over `transport`, that
     /// nobody can be asked for (set [`Caller::asker`] to change that).
     pub fn new(name: &str, allow: Option<Vec<String>>, transport: Transport) -> Caller {
-        Caller { name: name.to_string(), allow, transport, client: None, asker: None, grants: Arc::new(Grants::default()) }
+        Caller {
+            name: name.to_string(),
+            allow,
+            transport,
+            client: None,
+            asker: None,
+            grants: Arc::new(Grants::default()),
+            owner: "local".to_string(),
+            all_jobs: true,
+        }
+    }
+
+    /// A token's caller: its jobs are its own (by the token's hash) unless
+    /// it was granted every job.
+    pub fn for_token(name: &str, sha256: &str, allow: Option<Vec<String>>, all_jobs: bool, transport: Transport) -> Caller {
+        let mut c = Caller::new(name, allow, transport);
+        c.owner = format!("token:{}", sha256.get(..16).unwrap_or(sha256));
+        c.all_jobs = all_jobs;
+        c
     }
 
     /// The process's own user, embedding the dispatcher: no narrowing, and

@@ -25,9 +25,10 @@ fn surface_version_of<'a>(verbs: impl Iterator<Item = &'a std::sync::Arc<Verb>>)
     format!("sha256:{}", &sha256_hex(text.as_bytes())[..16])
 }
 
-/// `help: true`: one signature line per verb, grouped by kind (which also
-/// says which verbs need a fingerprint: the `spawn` group). Grouping keeps
-/// the catalog near 110 bytes a verb.
+/// `help: true`: one line per verb, grouped by kind (which also says which
+/// verbs need a fingerprint: the `spawn` group). Grouping, the short lines
+/// ([`catalog_line`]) and the namespace parameters keep the catalog under
+/// 100 bytes a verb.
 pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Value {
     catalog_for(registry, batch_cap, loading, &crate::dispatch::Caller::local(), &Policy::new(&[]))
 }
@@ -39,11 +40,12 @@ pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Val
 pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], caller: &crate::dispatch::Caller, policy: &Policy) -> Value {
     let verbs = || registry.verbs().filter(|v| caller.permits(&v.name));
     let reachable: Vec<&Arc<Verb>> = verbs().collect();
+    let shared = namespace_params(reachable.iter().copied());
     let mut groups = serde_json::Map::new();
     for kind in [VerbKind::Read, VerbKind::Exec, VerbKind::Spawn, VerbKind::Control] {
-        let sigs: Vec<&str> = verbs().filter(|v| v.kind == kind).map(|v| v.signature.as_str()).collect();
-        if !sigs.is_empty() {
-            groups.insert(kind.as_str().to_string(), json!(sigs));
+        let lines: Vec<String> = verbs().filter(|v| v.kind == kind).map(|v| catalog_line(v, shared.get(namespace(&v.name)).map_or(&[][..], Vec::as_slice))).collect();
+        if !lines.is_empty() {
+            groups.insert(kind.as_str().to_string(), json!(lines));
         }
     }
     let mut out = json!({
@@ -52,6 +54,9 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
         "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"}: its schema and schema_fingerprint",
         "fingerprint_required": ["spawn"],
         "verbs": Value::Object(groups),
+        // Parameters every verb of a namespace takes, listed once here
+        // instead of on each line.
+        "namespace_params": shared.iter().map(|(ns, params)| (ns.to_string(), json!(params.join(",")))).collect::<serde_json::Map<String, Value>>(),
         // Effects as letters (`x`: runs repository code) and what the
         // policy asks about or denies: an agent knows before it calls.
         "effects": effect_marks(reachable.iter().copied()),
@@ -77,6 +82,59 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
     out
 }
 
+/// A verb name's namespace.
+fn namespace(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(ns, _)| ns)
+}
+
+/// A verb's parameters as its signature shows them (`name`, `name?`,
+/// `name?=default`; required first): see `registry::schema::signature`.
+fn params_shown(v: &Verb) -> Vec<String> {
+    let schema = &v.params_schema;
+    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
+    let mut out = Vec::new();
+    for want_required in [true, false] {
+        for (name, p) in props.iter().filter(|(name, _)| required.contains(&name.as_str()) == want_required) {
+            let mut text = name.clone();
+            if !want_required {
+                text.push('?');
+            }
+            if let Some(d) = p.get("default").filter(|d| **d != Value::Bool(false)) {
+                text.push('=');
+                text.push_str(&d.to_string());
+            }
+            out.push(text);
+        }
+    }
+    out
+}
+
+/// Parameters (as shown) that every verb of a namespace with more than one
+/// verb takes, by namespace; namespaces with none are left out.
+fn namespace_params<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>) -> std::collections::BTreeMap<&'a str, Vec<String>> {
+    let mut by_ns: std::collections::BTreeMap<&str, Vec<Vec<String>>> = std::collections::BTreeMap::new();
+    for v in verbs {
+        by_ns.entry(namespace(&v.name)).or_default().push(params_shown(v));
+    }
+    by_ns
+        .into_iter()
+        .filter(|(_, lists)| lists.len() > 1)
+        .map(|(ns, lists)| (ns, lists[0].iter().filter(|p| lists[1..].iter().all(|l| l.contains(p))).cloned().collect::<Vec<_>>()))
+        .filter(|(_, common)| !common.is_empty())
+        .collect()
+}
+
+/// A verb's catalog line: `name(params) summary` — its signature (which
+/// `help "<verb>"` shows whole) made short for the catalog every discovery
+/// call pays for: parameters joined by `,`, the namespace's shared
+/// parameters left out, no ` — `, and no `-> job` (the `spawn` group says
+/// it).
+fn catalog_line(v: &Verb, shared: &[String]) -> String {
+    let params: Vec<String> = params_shown(v).into_iter().filter(|p| !shared.contains(p)).collect();
+    format!("{}({}) {}", v.name, params.join(","), v.summary.trim())
+}
+
 /// `help: "<verb>"`.
 pub fn verb_help(registry: &Registry, name: &str) -> Result<Value, OpError> {
     let verb = registry.resolve(name).ok_or_else(|| {
@@ -96,7 +154,10 @@ pub fn verb_help(registry: &Registry, name: &str) -> Result<Value, OpError> {
 /// Whether the verb runs code from the repository (build scripts, recipes,
 /// tests): callers and people deciding what to allow must know.
 fn runs_repo_code(v: &Verb) -> bool {
-    crate::exec::guard::runs_repository_code(v.programs.keys().map(String::as_str))
+    // What the verb declares, or, for a 0.1.0 verb, what its programs are
+    // known to do.
+    matches!(&v.effects, crate::runtime::model::Effects::Declared(e) if e.contains(&crate::runtime::model::Effect::RunsRepoCode))
+        || crate::exec::guard::runs_repository_code(v.programs.keys().map(String::as_str))
 }
 
 /// What each letter in the catalog's `effects` stands for.

@@ -31,6 +31,12 @@ impl Dispatcher {
         self.jobs.as_ref().ok_or_else(|| OpError::new(ErrorCode::Unavailable, "this verbgate has no job store"))
     }
 
+    /// The jobs `caller` may see and act on: its own, or all of them for
+    /// the local user and a token granted every job.
+    pub(crate) fn jobs_for(&self, caller: &Caller) -> Result<Jobs, OpError> {
+        Ok(self.jobs()?.viewed_by((!caller.all_jobs).then_some(caller.owner.as_str())))
+    }
+
     /// Run a host call planned by `verb`.
     /// A program it starts (an entity-aware kill) goes into `trail`, and
     /// the op's row is made durable again before that program runs.
@@ -45,9 +51,9 @@ impl Dispatcher {
         }
         let op = JobOp::parse(&call.name, &call.args)?;
         match &op {
-            JobOp::Result(a) => self.job_result(&a.id).await,
+            JobOp::Result(a) => self.job_result(&a.id, caller).await,
             JobOp::Kill(a) => self.job_kill(a, verb, caller, trail).await,
-            _ => self.jobs()?.run(&op).await,
+            _ => self.jobs_for(caller)?.run(&op).await,
         }
     }
 
@@ -62,7 +68,8 @@ impl Dispatcher {
     /// ([`crate::jobs::ops::kill`]). A job whose plugin is gone and that has
     /// no recorded entity cannot be asked for one; it is signalled.
     async fn job_kill(&self, args: &KillArgs, op_verb: &Verb, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
-        let jobs = self.jobs()?;
+        let jobs = self.jobs_for(caller)?;
+        let jobs = &jobs;
         let job = jobs.store().resolve(&args.id)?;
         let verb = self.registry().resolve(&job.verb).cloned();
         if job.status().terminal() || (job.status() != Status::Running && job.entity.is_none()) {
@@ -81,10 +88,19 @@ impl Dispatcher {
                 &format!("`{}`, which started it, is no longer loaded, so that CLI's own kill cannot be planned", job.verb),
             ));
         };
+        // The kill runs the job verb's plugin and a program it plans: a verb
+        // the policy now denies runs nothing, not even its kill-plan (and
+        // the job is not signalled either: no fallback).
+        let rule = self.policy().decide(&verb);
+        if rule.rule.decision == crate::config::Decision::Deny {
+            return Err(super::gate::denied(&verb, rule).with("id", job.id.as_str()));
+        }
         let cmd = self.runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
         let Some(cmd) = cmd else {
             return Err(kill::entity_refusal(&job, &entity, &format!("plugin `{}`'s kill-plan names no command for it", verb.plugin.name)));
         };
+        // Its checks and its run take the job verb's turn on the root.
+        let _turn = super::turns::Slot::take(&self.turns, super::turns::Access::of(&verb)).await?;
         let mut prepared = self.prepare(&verb, &cmd).await?;
         // The CLI's own kill stops a run started in another sandbox.
         if let Some(profile) = prepared.sandbox.as_mut() {
@@ -199,8 +215,9 @@ impl Dispatcher {
 
     /// `job.result`: a finished job's output mapped through the plugin that
     /// spawned it, saying so if that plugin changed since.
-    async fn job_result(&self, id: &str) -> Result<Value, OpError> {
-        let jobs = self.jobs()?;
+    async fn job_result(&self, id: &str, caller: &Caller) -> Result<Value, OpError> {
+        let jobs = self.jobs_for(caller)?;
+        let jobs = &jobs;
         let job = jobs.store().resolve(id)?;
         if !job.status().terminal() {
             return Err(OpError::new(ErrorCode::JobNotFinished, format!("job {} is {}; wait for it with job.wait", job.id, job.status().as_str()))

@@ -105,7 +105,7 @@ impl Dispatcher {
             capture_bytes: l.capture_bytes,
         };
         let runtime = registry.current().runtime().clone();
-        let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone()));
+        let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone(), config.git.transports.clone()));
         let sandboxed = config.sandbox.mode == crate::config::SandboxMode::Enforce && crate::sandbox::support().missing.is_none();
         let policy = policy::Policy::with_sandbox(&config.policy, sandboxed);
         let audit = audit.map(crate::audit::AuditWriter::start);
@@ -173,6 +173,9 @@ impl Dispatcher {
                 }
                 let mut ops: Vec<Option<request::OpRequest>> = ops.into_iter().map(Some).collect();
                 let mut outcomes = Vec::with_capacity(count);
+                // Dropped unfinished (the caller cancelled or went away), it
+                // stops the ops that have not begun to act.
+                let cancel = CancelOnDrop::default();
                 for phase in turns::phases(&accesses) {
                     // Each op runs in its own detached task: if the caller
                     // cancels or disconnects, dropping these handles stops
@@ -184,8 +187,9 @@ impl Dispatcher {
                             let me = Arc::clone(self);
                             let observer = Arc::clone(&observer);
                             let caller = Arc::clone(&caller);
+                            let flag = Arc::clone(&cancel.0);
                             tokio::spawn(async move {
-                                let mut trail = me.trail(&op.args);
+                                let mut trail = me.trail(&op.args).cancelled_by(&flag);
                                 let outcome = me.run_op_as(op, &caller, &mut trail).await;
                                 me.record(&caller, &outcome, trail);
                                 observer.done.fetch_add(1, Ordering::Relaxed);
@@ -204,8 +208,27 @@ impl Dispatcher {
                         }));
                     }
                 }
+                cancel.disarm();
                 Response { body: envelope(outcomes), is_error: false }
             }
+        }
+    }
+}
+
+/// Sets its flag when dropped before [`CancelOnDrop::disarm`].
+#[derive(Default)]
+struct CancelOnDrop(Arc<std::sync::atomic::AtomicBool>, bool);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.1 = true;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.store(true, Ordering::SeqCst);
         }
     }
 }

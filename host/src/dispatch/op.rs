@@ -98,6 +98,9 @@ impl Dispatcher {
         let reordered;
         let (target, req) = if verb.two_stage {
             let (target, args) = self.check_target(verb, req, caller).await?;
+            if let (Some(name), Some(fp)) = (target["name"].as_str(), target["fingerprint"].as_str()) {
+                slot.target = Some((name.to_string(), fp.to_string()));
+            }
             reordered = OpRequest { args, ..req.clone() };
             (Some(target), &reordered)
         } else {
@@ -170,7 +173,7 @@ impl Dispatcher {
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "exec", "command": prepared.to_json() } }));
                 }
                 self.consent(verb, req, rule, &[&prepared], caller, trail, slot).await?;
-                self.recheck(verb, slot, &[(&cmd, &prepared)]).await?;
+                self.recheck(verb, caller, slot, &[(&cmd, &prepared)]).await?;
                 self.begin(caller, verb, trail).await?;
                 // map-result's instance is made while the program runs.
                 let (outcome, ready) = tokio::join!(run_command(&prepared, self.run_limits.capture_bytes), runtime.ready(component));
@@ -191,7 +194,7 @@ impl Dispatcher {
                     );
                 }
                 self.consent(verb, req, rule, &[&prepared, &then], caller, trail, slot).await?;
-                self.recheck(verb, slot, &[(&run, &prepared), (&read_back, &then)]).await?;
+                self.recheck(verb, caller, slot, &[(&run, &prepared), (&read_back, &then)]).await?;
                 self.begin(caller, verb, trail).await?;
                 let (outcome, ready) = tokio::join!(self.run_then_read(verb, &prepared, &read_back, &then), runtime.ready(component));
                 return self.map_outcome(verb, &args_text, &outcome?, ready).await;
@@ -204,9 +207,10 @@ impl Dispatcher {
                     return self.dry_run(verb, json!({ "dry_run": true, "plan": { "kind": "spawn", "command": prepared.to_json() } }));
                 }
                 self.consent(verb, req, rule, &[&prepared], caller, trail, slot).await?;
-                self.recheck(verb, slot, &[(&cmd, &prepared)]).await?;
+                self.recheck(verb, caller, slot, &[(&cmd, &prepared)]).await?;
                 self.begin(caller, verb, trail).await?;
                 let job = self.jobs()?.spawn(SpawnRequest {
+                    owner: &caller.owner,
                     verb: &verb.name,
                     plugin: &verb.plugin.name,
                     plugin_digest: &verb.plugin.digest,
@@ -262,9 +266,22 @@ impl Dispatcher {
     /// the turn again and make the checks again: the root may have changed
     /// while the question was open, so the op runs only if its commands
     /// still resolve to exactly what the person was shown.
-    async fn recheck(&self, verb: &Verb, slot: &mut Slot<'_>, shown: &[(&Command, &Prepared)]) -> Result<(), OpError> {
+    /// A two-stage verb's target is resolved again too: its recipe may
+    /// have changed (a branch switched) while the argv stayed the same.
+    async fn recheck(&self, verb: &Arc<Verb>, caller: &Caller, slot: &mut Slot<'_>, shown: &[(&Command, &Prepared)]) -> Result<(), OpError> {
         if !slot.take_again().await? {
             return Ok(());
+        }
+        if let Some((name, fingerprint)) = slot.target.clone() {
+            let now = self.resolve_target(verb, &name, caller).await?;
+            if now.fingerprint != fingerprint {
+                return Err(OpError::new(
+                    ErrorCode::PlanRefused,
+                    format!("the target `{name}` changed while the person was asked (its fingerprint is now {}); nothing ran. Send the op again to be asked about it as it is now", now.fingerprint),
+                )
+                .with("target", name.as_str())
+                .with("target_fingerprint", now.fingerprint.as_str()));
+            }
         }
         for (cmd, prepared) in shown {
             let again = self.prepare(verb, cmd).await?;

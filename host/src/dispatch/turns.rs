@@ -45,8 +45,10 @@ pub enum Access {
 }
 
 impl Access {
-    /// The access `verb` needs, from its declared effects: `None` for a
-    /// verb that declares it neither reads nor changes the repository (the
+    /// The access `verb` needs, from its declared effects: alone when it
+    /// may change the root; beside others when it only reads — or declares
+    /// nothing about the repository but may still start a program there;
+    /// `None` only for a verb that declares no program at all (the host's
     /// job verbs: `job.wait` may wait minutes and must not hold writers
     /// back). A verb whose contract cannot declare effects (0.1.0) may do
     /// anything, so it runs alone.
@@ -54,7 +56,7 @@ impl Access {
         let changes = [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive].into_iter().any(|e| verb.effects.may(e));
         if changes {
             Some(Access::Exclusive)
-        } else if verb.effects.may(Effect::ReadsRepo) {
+        } else if verb.effects.may(Effect::ReadsRepo) || !verb.programs.is_empty() {
             Some(Access::Shared)
         } else {
             None
@@ -84,6 +86,20 @@ pub fn phases(accesses: &[Access]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// How long an op waits for its turn before it gives up (`unavailable`).
+pub const TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// `unavailable`: the root stayed busy past [`TURN_WAIT`].
+fn busy() -> OpError {
+    OpError::new(
+        ErrorCode::Unavailable,
+        format!(
+            "the root stayed busy for {} s (another op — maybe in another verbgate process — held it); nothing ran. Send the op again",
+            TURN_WAIT.as_secs()
+        ),
+    )
+}
+
 /// The turns of one root.
 #[derive(Debug)]
 pub struct Turns {
@@ -111,8 +127,13 @@ impl Turns {
         Turns { lock: Arc::new(RwLock::new(())), file }
     }
 
-    /// Wait for a turn of the kind `access` asks for.
+    /// Wait (at most [`TURN_WAIT`]) for a turn of the kind `access` asks
+    /// for.
     pub async fn take(&self, access: Access) -> Result<Turn, OpError> {
+        tokio::time::timeout(TURN_WAIT, self.take_unbounded(access)).await.unwrap_or_else(|_| Err(busy()))
+    }
+
+    async fn take_unbounded(&self, access: Access) -> Result<Turn, OpError> {
         // The in-process lock first: only one op per process then waits on
         // the file lock, in a blocking thread.
         match access {
@@ -141,13 +162,21 @@ impl Turns {
             )
             .with("path", self.file.display().to_string())
         };
+        let gate = self.file.with_extension("gate");
         let joined = tokio::task::spawn_blocking(move || -> Result<File, String> {
+            // `flock` grants a shared lock while an exclusive one waits, so
+            // readers of other processes could starve a writer for ever.
+            // A gate taken around the wait gives the writer precedence: a
+            // waiting writer holds the gate, and new readers queue behind it.
+            let gate = open_lock_file(&gate).map_err(|e| e.to_string())?;
+            gate.lock().map_err(|e| e.to_string())?;
             let file = open_lock_file(&path).map_err(|e| e.to_string())?;
             match access {
                 Access::Shared => file.lock_shared(),
                 Access::Exclusive => file.lock(),
             }
             .map_err(|e| e.to_string())?;
+            drop(gate);
             Ok(file)
         })
         .await;
@@ -162,6 +191,9 @@ pub struct Slot<'a> {
     access: Option<Access>,
     held: Option<Turn>,
     given_back: bool,
+    /// A two-stage verb's target as checked under this turn (name and
+    /// fingerprint): checked again if the turn is given back.
+    pub target: Option<(String, String)>,
 }
 
 impl<'a> Slot<'a> {
@@ -172,7 +204,7 @@ impl<'a> Slot<'a> {
             Some(a) => Some(turns.take(a).await?),
             None => None,
         };
-        Ok(Slot { turns, access, held, given_back: false })
+        Ok(Slot { turns, access, held, given_back: false, target: None })
     }
 
     /// Let other ops go while this one waits (for a person's answer).
@@ -239,6 +271,38 @@ mod tests {
         a.take(R).await.unwrap();
         let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&a.file).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn readers_of_other_processes_cannot_starve_a_writer() {
+        // Seen before the gate: four processes looping a 0.6 s read kept a
+        // git.add from another process waiting for over a minute (a shared
+        // flock is granted while an exclusive one waits).
+        let home = tempfile::tempdir().unwrap();
+        let root = Path::new("/r");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for i in 0..4u64 {
+            let (home, stop) = (home.path().to_path_buf(), Arc::clone(&stop));
+            readers.push(tokio::spawn(async move {
+                let turns = Turns::new(&home, root);
+                tokio::time::sleep(std::time::Duration::from_millis(i * 30)).await;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let held = turns.take(R).await.unwrap();
+                    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+                    drop(held);
+                }
+            }));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let writer = Turns::new(home.path(), root);
+        let got = tokio::time::timeout(std::time::Duration::from_secs(3), writer.take(W)).await;
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(got.is_ok(), "the writer waited past 3 s behind overlapping readers");
+        drop(got);
+        for r in readers {
+            r.await.unwrap();
+        }
     }
 
     #[tokio::test]

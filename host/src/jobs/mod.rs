@@ -47,6 +47,8 @@ pub struct SpawnRequest<'a> {
     pub args: &'a str,
     /// The checked command.
     pub prepared: &'a Prepared,
+    /// Who starts it (see [`crate::jobs::model::Job::owner`]).
+    pub owner: &'a str,
     /// Time limit the plan asked for (none = the default; clamped to the
     /// maximum either way).
     pub time_limit: Option<Duration>,
@@ -122,6 +124,11 @@ impl Jobs {
         prune::prune(&self.store, &self.limits, process::now_ms())
     }
 
+    /// These jobs as `owner` sees them (`None`: all of them).
+    pub fn viewed_by(&self, owner: Option<&str>) -> Jobs {
+        Jobs { store: self.store.viewed_by(owner), ..self.clone() }
+    }
+
     /// The store.
     pub fn store(&self) -> &Store {
         &self.store
@@ -150,6 +157,7 @@ impl Jobs {
             output_limit_bytes: self.limits.output_bytes,
             boot_id: process::boot_id(),
             created_ms: process::now_ms(),
+            owner: req.owner.to_string(),
             ..Job::default()
         };
         self.insert_bounded(&job)?;

@@ -310,6 +310,10 @@ pub struct Job {
     pub stdout_truncated: bool,
     /// stderr was cut at `output_limit_bytes`.
     pub stderr_truncated: bool,
+    /// Who started it: `local` (the machine's user: stdio, the command
+    /// line) or `token:<first 16 hex of its hash>` over HTTP. Only its
+    /// owner — or a caller granted every job — sees it.
+    pub owner: String,
 }
 
 impl Job {

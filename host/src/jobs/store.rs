@@ -25,7 +25,8 @@ const CAS_RETRIES: usize = 50;
 /// Schema version stored in `PRAGMA user_version`.
 /// 1: the first schema. 2: boot id, kill-sent time, output cap and
 /// truncation flags (added columns: a version-1 store migrates in place).
-const SCHEMA_VERSION: i64 = 2;
+/// 3: the caller that started the job (`owner`; older jobs are `local`'s).
+const SCHEMA_VERSION: i64 = 3;
 
 /// Schema 1, as first released.
 const SCHEMA_V1: &str = "CREATE TABLE IF NOT EXISTS jobs (
@@ -45,9 +46,13 @@ const MIGRATE_V2: &str = "ALTER TABLE jobs ADD COLUMN boot_id TEXT;
  ALTER TABLE jobs ADD COLUMN stdout_truncated INTEGER NOT NULL DEFAULT 0;
  ALTER TABLE jobs ADD COLUMN stderr_truncated INTEGER NOT NULL DEFAULT 0;";
 
+/// Schema 2 → 3: who started each job (jobs of older stores were started
+/// by the local user: tokens could not be told apart then).
+const MIGRATE_V3: &str = "ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT 'local';";
+
 const COLUMNS: &str = "id, verb, plugin, plugin_digest, args, label, program, argv, cwd, env, time_limit_ms, status, \
 reason_code, version, created_ms, started_ms, ended_ms, exit_code, signal, supervisor_pid, supervisor_start, pid, \
-pid_start, entity, kill_requested_ms, error, boot_id, kill_sent_ms, output_limit_bytes, stdout_truncated, stderr_truncated";
+pid_start, entity, kill_requested_ms, error, boot_id, kill_sent_ms, output_limit_bytes, stdout_truncated, stderr_truncated, owner";
 
 /// The statuses that count as running for `limits.max_running_jobs`.
 const LIVE: &str = "status IN ('preparing', 'running')";
@@ -59,6 +64,9 @@ pub struct Store {
     path: PathBuf,
     dir: PathBuf,
     pool: Arc<Mutex<Vec<Connection>>>,
+    /// Whose jobs this handle sees (`None`: every job). A job of another
+    /// owner answers `not_found` exactly like a missing one.
+    viewer: Option<Arc<str>>,
 }
 
 /// Most idle connections kept for reuse.
@@ -98,7 +106,7 @@ impl Store {
             // database file's permissions.
             std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path)?;
         }
-        let store = Store { path, dir: state_dir.to_path_buf(), pool: Arc::new(Mutex::new(Vec::new())) };
+        let store = Store { path, dir: state_dir.to_path_buf(), pool: Arc::new(Mutex::new(Vec::new())), viewer: None };
         let conn = store.conn()?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -106,6 +114,12 @@ impl Store {
             migrate(&conn, &store.path)?;
         }
         Ok(store)
+    }
+
+    /// This store as `owner` sees it: only the jobs `owner` started
+    /// (`None`: every job).
+    pub fn viewed_by(&self, owner: Option<&str>) -> Store {
+        Store { viewer: owner.map(Arc::from), ..self.clone() }
     }
 
     /// Directory for one job's output files.
@@ -193,8 +207,11 @@ impl Store {
             return Err(OpError::new(ErrorCode::NotFound, format!("no job {id_or_prefix:?}: job ids are letters and digits")).with("id", id_or_prefix));
         }
         let conn = self.conn().map_err(db_error)?;
-        let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT 6")).map_err(db_error)?;
-        let jobs: Vec<Job> = stmt.query_map([id_or_prefix], row_to_job).map_err(db_error)?.collect::<Result<_, _>>().map_err(db_error)?;
+        let mut stmt = conn
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id >= ?1 AND id < ?1 || '~' AND (?2 IS NULL OR owner = ?2) ORDER BY id LIMIT 6"))
+            .map_err(db_error)?;
+        let jobs: Vec<Job> =
+            stmt.query_map(params![id_or_prefix, self.viewer.as_deref()], row_to_job).map_err(db_error)?.collect::<Result<_, _>>().map_err(db_error)?;
         if let Some(exact) = jobs.iter().find(|j| j.id == id_or_prefix) {
             return Ok(exact.clone());
         }
@@ -211,8 +228,8 @@ impl Store {
     pub fn list(&self, limit: usize, status: Option<Status>, verb: Option<&str>) -> rusqlite::Result<Vec<Job>> {
         let conn = self.conn()?;
         let mut stmt =
-            conn.prepare(&format!("SELECT {COLUMNS} FROM jobs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR verb = ?2) ORDER BY id DESC LIMIT ?3"))?;
-        let rows = stmt.query_map(params![status.map(Status::as_str), verb, limit as i64], row_to_job)?;
+            conn.prepare(&format!("SELECT {COLUMNS} FROM jobs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR verb = ?2) AND (?4 IS NULL OR owner = ?4) ORDER BY id DESC LIMIT ?3"))?;
+        let rows = stmt.query_map(params![status.map(Status::as_str), verb, limit as i64, self.viewer.as_deref()], row_to_job)?;
         rows.collect()
     }
 
@@ -272,6 +289,9 @@ fn migrate(conn: &Connection, path: &Path) -> anyhow::Result<()> {
         if version < 2 {
             conn.execute_batch(MIGRATE_V2)?;
         }
+        if version < 3 {
+            conn.execute_batch(MIGRATE_V3)?;
+        }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         Ok(())
     })();
@@ -281,13 +301,13 @@ fn migrate(conn: &Connection, path: &Path) -> anyhow::Result<()> {
 
 fn insert_on(conn: &Connection, j: &Job) -> rusqlite::Result<()> {
     conn.execute(
-        &format!("INSERT INTO jobs ({COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31)"),
+        &format!("INSERT INTO jobs ({COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32)"),
         params![
             j.id, j.verb, j.plugin, j.plugin_digest, j.args, j.label, j.program, j.argv, j.cwd, j.env,
             j.time_limit_ms as i64, j.status().as_str(), j.reason_code().map(Reason::as_str), j.version, j.created_ms, j.started_ms(),
             j.ended_ms(), j.exit_code(), j.signal(), j.supervisor_pid, j.supervisor_start, j.pid(), j.state.started().and_then(|s| s.pid_start),
             j.entity, j.kill_requested_ms, j.error, j.boot_id, j.kill_sent_ms, j.output_limit_bytes as i64,
-            j.stdout_truncated, j.stderr_truncated
+            j.stdout_truncated, j.stderr_truncated, j.owner
         ],
     )?;
     Ok(())
@@ -348,6 +368,7 @@ fn row_to_job(r: &Row<'_>) -> rusqlite::Result<Job> {
         output_limit_bytes: r.get::<_, i64>(28)?.max(0) as u64,
         stdout_truncated: r.get(29)?,
         stderr_truncated: r.get(30)?,
+        owner: r.get(31)?,
     })
 }
 

@@ -448,7 +448,7 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
         match store.find(presented) {
             Ok(Some(t)) => {
                 let who = Identity::from(t.sha256.as_str());
-                Ok((Caller::new(&t.name, t.allow, Transport::Http), Some(who)))
+                Ok((t.caller(), Some(who)))
             }
             Ok(None) => match generated {
                 Some(digest) if constant_time_eq(sha256_hex(presented.as_bytes()).as_bytes(), digest.as_bytes()) => {

@@ -42,7 +42,11 @@ impl VerbgateServer {
     fn caller(&self, context: &RequestContext<RoleServer>) -> Arc<Caller> {
         let token = context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Arc<Caller>>()).cloned();
         let mut caller = match token {
-            Some(t) => Caller::new(&t.name, t.allow.clone(), self.transport),
+            Some(t) => {
+                let mut c = Caller::new(&t.name, t.allow.clone(), self.transport);
+                (c.owner, c.all_jobs) = (t.owner.clone(), t.all_jobs);
+                c
+            }
             None => Caller::new("local", None, self.transport),
         };
         caller.client = context.peer.peer_info().map(|info| client_label(&info.client_info));

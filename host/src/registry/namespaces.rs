@@ -4,7 +4,8 @@
 //! means the plugin the operator thinks it means. The rule is first-come,
 //! in load order:
 //!
-//! - the bundled namespaces (`job`, `git`, `cargo`, `just`, `rg`, `pytest`) belong to the
+//! - the bundled namespaces (`job`, `git`, `cargo`, `just`, `rg`, `pytest`, `npm`, `vitest`,
+//!   `jest`, `tsc`, `eslint`, `go`, `ruff`) belong to the
 //!   bundled plugin of that name, always — even when that plugin failed to
 //!   load, so no file can take its place;
 //! - any other namespace belongs to the first plugin that declares a verb
@@ -20,7 +21,21 @@ use super::fence::namespace;
 
 /// Namespaces of the bundled plugins, each owned by the bundled plugin of
 /// the same name (`job.` by the bundled core).
-pub const BUNDLED_NAMESPACES: &[(&str, &str)] = &[("job", "core"), ("git", "git"), ("cargo", "cargo"), ("just", "just"), ("rg", "rg"), ("pytest", "pytest")];
+pub const BUNDLED_NAMESPACES: &[(&str, &str)] = &[
+    ("job", "core"),
+    ("git", "git"),
+    ("cargo", "cargo"),
+    ("just", "just"),
+    ("rg", "rg"),
+    ("pytest", "pytest"),
+    ("npm", "npm"),
+    ("vitest", "vitest"),
+    ("jest", "jest"),
+    ("tsc", "tsc"),
+    ("eslint", "eslint"),
+    ("go", "go"),
+    ("ruff", "ruff"),
+];
 
 /// A namespace's owner.
 #[derive(Debug, Clone, PartialEq, Eq)]

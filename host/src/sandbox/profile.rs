@@ -84,6 +84,10 @@ impl Profile {
         }
         let mut network = i.effects.may(Effect::Network);
         read.extend(toolchain(i.program, i.env));
+        write.extend(toolchain_state(i.program, i.env));
+        if network {
+            read.extend(credentials(i.program, i.env));
+        }
         read.extend(i.also_read.iter().cloned());
         for w in i.widen.iter().filter(|w| crate::registry::fence::allowed(i.verb, Some(&w.verbs))) {
             read.extend(w.read.iter().cloned());
@@ -184,7 +188,50 @@ fn toolchain(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
             out.push(h.join(".config/git"));
         }
     }
+    if is(&["go"]) {
+        // The module cache (`GOMODCACHE`, else `$GOPATH/pkg/mod`, else
+        // `~/go/pkg/mod`): the dependencies the user downloaded; and the
+        // user's `go env -w` settings.
+        let gopath = env.get("GOPATH").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join("go")));
+        out.extend(env.get("GOMODCACHE").map(PathBuf::from).or_else(|| gopath.map(|g| g.join("pkg/mod"))));
+        out.extend(home.as_ref().map(|h| h.join(".config/go")));
+    }
     out
+}
+
+/// The user's state outside the root a program must write to work at
+/// all: the go command's build cache (`GOCACHE`, else
+/// `$XDG_CACHE_HOME/go-build`, else `~/.cache/go-build`; the user's own,
+/// kept across runs). Only what exists: a build cache go has not made yet
+/// stays closed.
+fn toolchain_state(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    if !is_program(program, &["go"]) {
+        return Vec::new();
+    }
+    let home = env.get("HOME").map(PathBuf::from);
+    let cache = env
+        .get("GOCACHE")
+        .map(PathBuf::from)
+        .or_else(|| env.get("XDG_CACHE_HOME").map(|x| Path::new(x).join("go-build")))
+        .or_else(|| home.map(|h| h.join(".cache/go-build")));
+    cache.into_iter().collect()
+}
+
+/// What a program that talks to the network reads to authenticate: git's
+/// credential store and the user's ssh configuration and keys (a
+/// `git.fetch` over ssh needs them); nothing for other programs.
+fn credentials(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let Some(home) = env.get("HOME").map(PathBuf::from) else { return Vec::new() };
+    if is_program(program, &["git"]) {
+        return vec![home.join(".ssh"), home.join(".git-credentials"), home.join(".config/git/credentials")];
+    }
+    Vec::new()
+}
+
+/// Whether `program` (as named, or after links) is one of `names`.
+fn is_program(program: &Path, names: &[&str]) -> bool {
+    let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
+    [program, real.as_path()].iter().any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| names.contains(&n)))
 }
 
 /// Absolute, existing paths, each once, none beneath another of the list.
@@ -251,6 +298,30 @@ mod tests {
         assert!(p.network);
         let other = Widening { verbs: vec!["z.*".into()], ..w };
         assert!(!derive(vec![Effect::ReadsRepo], tmp.path(), &[other]).network);
+    }
+
+    #[test]
+    fn go_writes_its_build_cache_and_reads_its_modules_and_git_online_reads_credentials() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        for d in [".cache/go-build", "go/pkg/mod", ".ssh"] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        let bin = tmp.path().join("goroot/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("go"), "").unwrap();
+        let env: BTreeMap<String, String> = [("HOME".to_string(), home.display().to_string())].into_iter().collect();
+        let root = tempfile::tempdir().unwrap();
+        let at = |program: &Path, effects: Vec<Effect>| {
+            Profile::derive(&Inputs { verb: "x.y", effects: &Effects::declared(effects), root: root.path(), program, env: &env, widen: &[], also_read: vec![] })
+        };
+        let go = at(&bin.join("go"), vec![Effect::ReadsRepo]);
+        assert!(go.write.contains(&home.join(".cache/go-build")), "{go:?}");
+        assert!(go.read.contains(&home.join("go/pkg/mod")) && !go.write.contains(&home.join("go/pkg/mod")), "{go:?}");
+        let git = Path::new("/usr/bin/git");
+        let env_home = |p: &Profile| p.read.contains(&home.join(".ssh"));
+        assert!(env_home(&at(git, vec![Effect::ReadsRepo, Effect::Network])));
+        assert!(!env_home(&at(git, vec![Effect::ReadsRepo])), "offline git reads no keys");
     }
 
     #[test]

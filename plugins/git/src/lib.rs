@@ -1,8 +1,10 @@
 //! The bundled `git` plugin. Read verbs map git's machine formats —
 //! `status --porcelain=v2 -z`, NUL/unit-separator `log --format`,
 //! `--numstat -z`, `for-each-ref` with unit separators — never human text;
-//! the write verbs (`git.add`, `git.commit`, `git.restore`, `git.switch`)
-//! are in [`write`].
+//! `blame --porcelain` ([`blame`]); the write verbs (`git.add`,
+//! `git.commit`, `git.restore`, `git.switch`) are in [`write`], the stash
+//! verbs in [`stash`], and `git.fetch`/`git.push`, the only ones that reach
+//! another repository, in [`remote`].
 //!
 //! Every command runs with `GIT_OPTIONAL_LOCKS=0` (status never takes the
 //! index lock) and `-c core.fsmonitor=false`, and diffs with
@@ -11,9 +13,12 @@
 //! type; its args struct is its params schema (every verb ends with the
 //! shared `repo`).
 
+mod blame;
 mod branches;
 mod diff;
 mod log;
+mod remote;
+mod stash;
 mod status;
 mod time;
 mod write;
@@ -72,7 +77,7 @@ struct Status;
 
 impl Verb for Status {
     const NAME: &'static str = "git.status";
-    const SUMMARY: &'static str = "Branch, upstream and changed files of the working tree";
+    const SUMMARY: &'static str = "Branch, upstream, changed files";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -133,7 +138,7 @@ struct Log;
 
 impl Verb for Log {
     const NAME: &'static str = "git.log";
-    const SUMMARY: &'static str = "Commits, newest first (hash, parents, author, UTC times)";
+    const SUMMARY: &'static str = "Commits, newest first";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -200,7 +205,7 @@ struct Diff;
 
 impl Verb for Diff {
     const NAME: &'static str = "git.diff";
-    const SUMMARY: &'static str = "Changes as per-file line counts plus the patch (bounded)";
+    const SUMMARY: &'static str = "Per-file line counts and the patch";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -275,7 +280,7 @@ struct Show;
 
 impl Verb for Show {
     const NAME: &'static str = "git.show";
-    const SUMMARY: &'static str = "One commit with its changed files";
+    const SUMMARY: &'static str = "One commit and its files";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -331,7 +336,7 @@ struct Branches;
 
 impl Verb for Branches {
     const NAME: &'static str = "git.branches";
-    const SUMMARY: &'static str = "Local and remote branches with upstream and last commit";
+    const SUMMARY: &'static str = "Branches, upstreams, last commits";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -356,5 +361,22 @@ impl Verb for Branches {
 verbgate_plugin_sdk::plugin!(Git {
     name: "git",
     version: "0.1.0",
-    verbs: [Status, Log, Diff, Show, Branches, write::Add, write::Commit, write::Restore, write::Switch],
+    verbs: [
+        Status,
+        Log,
+        Diff,
+        Show,
+        Branches,
+        blame::Blame,
+        stash::List,
+        write::Add,
+        write::Commit,
+        write::Restore,
+        write::Switch,
+        stash::Push,
+        stash::Pop,
+        stash::Drop,
+        remote::Fetch,
+        remote::Push
+    ],
 });

@@ -26,12 +26,12 @@ use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ExecRead, OpError, Outcome,
 use crate::{git, log, not_a_repository, status, status_cmd, Repo};
 
 /// `git` for a write: literal pathspecs, no automatic gc or maintenance.
-fn git_write(repo: &Repo) -> Cmd {
+pub(crate) fn git_write(repo: &Repo) -> Cmd {
     git(repo).env("LC_ALL", "C").lit("--literal-pathspecs").lit("-c").lit("gc.auto=0").lit("-c").lit("maintenance.auto=false")
 }
 
 /// Caller paths, confined by the host, after `--`.
-fn with_paths(mut c: Cmd, paths: &[String]) -> Cmd {
+pub(crate) fn with_paths(mut c: Cmd, paths: &[String]) -> Cmd {
     c = c.end_of_options();
     for p in paths {
         c = c.path(p);
@@ -41,7 +41,7 @@ fn with_paths(mut c: Cmd, paths: &[String]) -> Cmd {
 
 /// `run`, then the repository's status read back (cut at the host's
 /// capture bound rather than failing a write that already happened).
-fn then_status(run: Cmd, repo: &Repo) -> Plan {
+pub(crate) fn then_status(run: Cmd, repo: &Repo) -> Plan {
     Plan::ExecRead(ExecRead { run: run.into(), read_back: status_cmd(repo, true, false).truncate_stdout().into() })
 }
 
@@ -49,7 +49,7 @@ fn then_status(run: Cmd, repo: &Repo) -> Plan {
 /// failure here says so (the caller must not simply retry the write). A
 /// read-back cut at the capture bound was stopped there, so its exit
 /// status says nothing.
-fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpError> {
+pub(crate) fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpError> {
     let back = outcome.read_back().ok_or_else(|| errors::invalid_output(&format!("{verb} succeeded, but the host did not read the new state back")))?;
     if back.exit_code != Some(0) && !back.stdout_truncated {
         return Err(errors::invalid_output(&format!(
@@ -63,7 +63,7 @@ fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpError> {
 
 /// The status a write left, in `git.status`'s result form, and whether it
 /// was cut short (then only whole records are kept).
-fn status_after(outcome: &Outcome, verb: &str) -> Result<(Value, bool), OpError> {
+pub(crate) fn status_after(outcome: &Outcome, verb: &str) -> Result<(Value, bool), OpError> {
     let back = read_back(outcome, verb)?;
     let whole = if back.stdout_truncated { &back.stdout[..back.stdout.iter().rposition(|b| *b == 0).map_or(0, |at| at + 1)] } else { &back.stdout[..] };
     Ok((status::parse(whole).to_json(), back.stdout_truncated))
@@ -72,7 +72,7 @@ fn status_after(outcome: &Outcome, verb: &str) -> Result<(Value, bool), OpError>
 /// The errors the write verbs share: not a repository, a path git does not
 /// know (a missing file, or an option-looking name taken literally), a
 /// failure.
-fn check(outcome: &Outcome) -> Result<(), OpError> {
+pub(crate) fn check(outcome: &Outcome) -> Result<(), OpError> {
     not_a_repository(outcome)?;
     let stderr = outcome.stderr_text();
     if outcome.exit_code != Some(0) {
@@ -88,13 +88,13 @@ fn check(outcome: &Outcome) -> Result<(), OpError> {
     outcome.success()
 }
 
-fn status_schema() -> Value {
+pub(crate) fn status_schema() -> Value {
     let mut schema = status::result_schema();
     schema["description"] = json!("the repository's status after the write (as git.status returns it)");
     schema
 }
 
-fn truncated_schema() -> Value {
+pub(crate) fn truncated_schema() -> Value {
     json!({ "type": "boolean", "description": "the read-back outgrew the host's capture bound and was cut (whole records kept)" })
 }
 
@@ -114,7 +114,7 @@ pub struct Add;
 
 impl Verb for Add {
     const NAME: &'static str = "git.add";
-    const SUMMARY: &'static str = "Stage files (no hooks run)";
+    const SUMMARY: &'static str = "Stage files (no hooks)";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -169,7 +169,7 @@ pub struct Commit;
 
 impl Verb for Commit {
     const NAME: &'static str = "git.commit";
-    const SUMMARY: &'static str = "Commit what is staged; message via stdin (no hooks, no signing)";
+    const SUMMARY: &'static str = "Commit the index (no hooks, no signing)";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -305,7 +305,7 @@ pub struct Restore;
 
 impl Verb for Restore {
     const NAME: &'static str = "git.restore";
-    const SUMMARY: &'static str = "Discard working-tree changes or unstage files (no hooks)";
+    const SUMMARY: &'static str = "Discard or unstage changes";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
@@ -373,7 +373,7 @@ pub struct Switch;
 
 impl Verb for Switch {
     const NAME: &'static str = "git.switch";
-    const SUMMARY: &'static str = "Switch to or create a branch; keeps local changes (no hooks)";
+    const SUMMARY: &'static str = "Switch to or create a branch";
     const KIND: VerbKind = VerbKind::Exec;
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];

@@ -11,7 +11,11 @@
 //!   partial clone), `diff.submodule=short` (no `git diff` inside a
 //!   submodule, under its own config), `core.fsmonitor=false`.
 //! - **Environment**: `GIT_CEILING_DIRECTORIES` at the root's parent (never
-//!   walk above the root), `GIT_NO_LAZY_FETCH=1`, `GIT_OPTIONAL_LOCKS=0`.
+//!   walk above the root), `GIT_NO_LAZY_FETCH=1`, `GIT_OPTIONAL_LOCKS=0`,
+//!   and `GIT_ALLOW_PROTOCOL`, which outranks every config scope (a
+//!   repository's own `protocol.<name>.allow` included): empty — no
+//!   transport — for every command but `fetch` and `push`, which get the
+//!   operator's `[git] transports` (default `https:ssh`).
 //! - **Argv**: `--ignore-submodules=dirty` right after `status`/`diff`
 //!   (only the command line outranks a `.gitmodules` entry — in the work
 //!   tree, the index or `HEAD` — asking git to look inside a submodule); and
@@ -26,6 +30,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::config::GitTransport;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::run::Prepared;
 
@@ -77,10 +82,27 @@ const SAFE_C: &[(&str, Option<&[&str]>)] = &[
     ("maintenance.auto", Some(&["false"])),
 ];
 
-/// Host-side hardening of a git plan: the plan's global options, the
-/// ceiling, and the command-scope config.
+/// The git commands that reach another repository, and so the only ones
+/// given transports.
+pub const TRANSPORT_COMMANDS: &[&str] = &["fetch", "push"];
+
+/// Host-side hardening of a git plan with no transport open to any
+/// command (see [`harden_with`]).
 pub fn harden(p: &mut Prepared, root: &Path) -> Result<(), OpError> {
+    harden_with(p, root, &[])
+}
+
+/// Host-side hardening of a git plan: the plan's global options, the
+/// ceiling, the command-scope config, and the transports — `transports`
+/// for `fetch` and `push`, none for anything else.
+pub fn harden_with(p: &mut Prepared, root: &Path, transports: &[GitTransport]) -> Result<(), OpError> {
     let sub = check_global_options(&p.argv)?;
+    let reaches_out = sub.is_some_and(|i| TRANSPORT_COMMANDS.contains(&p.argv[i].as_str()));
+    let allowed: Vec<&str> = if reaches_out { transports.iter().map(|t| t.as_str()).collect() } else { Vec::new() };
+    // `GIT_ALLOW_PROTOCOL` acts as `protocol.allow=never` plus an allow
+    // list that no config scope can widen (git's transport.c reads it
+    // before any `protocol.*` key). Empty: no transport at all.
+    p.env.insert("GIT_ALLOW_PROTOCOL".into(), allowed.join(":"));
     if let Some(i) = sub.filter(|&i| SUBMODULE_WALKERS.contains(&p.argv[i].as_str())) {
         let end = p.argv.iter().position(|a| a == "--").unwrap_or(p.argv.len());
         // Each word keeps its mark of whether the caller gave it.
@@ -270,7 +292,9 @@ fn known_program_key(key: &str, value: &str) -> Option<&'static str> {
         Some((sub, name)) => (Some(sub), name),
         None => (None, rest),
     };
-    let shell_or_path = value.starts_with('!') || value.contains('/') || value.contains(' ');
+    // git runs a helper `x` as `git credential-x` through the shell: any
+    // character beyond a plain name's makes it a command line.
+    let shell_or_path = !value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     Some(match (section, sub.is_some(), name) {
         ("filter", true, "clean" | "smudge" | "process") => "a filter driver runs this program on file contents",
         ("diff", true, "command" | "textconv") => "a diff driver runs this program",
@@ -292,6 +316,14 @@ fn known_program_key(key: &str, value: &str) -> Option<&'static str> {
         ("url", true, "insteadof" | "pushinsteadof") if sub.is_some_and(|s| s.contains("::")) => "rewrites URLs to a remote helper transport",
         ("submodule", true, "update") if value.starts_with('!') => "a submodule update command",
         ("gc", false, "recentobjectshook") => "a program gc runs to keep objects",
+        // The host forces it off, but a repository naming a hook program
+        // is refused in its own right.
+        ("core", false, "fsmonitor") if !matches!(value.to_ascii_lowercase().as_str(), "" | "false" | "true" | "no" | "yes" | "off" | "on" | "0" | "1") => {
+            "an fsmonitor hook program"
+        }
+        // A repository must not lift the host's `protocol.allow=never` for
+        // one transport (`protocol.ext.allow=always` runs `ext::` commands).
+        ("protocol", true, "allow") => "allows a transport the host turns off",
         ("interactive", false, "difffilter") => "a filter program for interactive diffs",
         ("tar", true, "command") => "an archive compression program",
         ("trailer", true, "cmd" | "command") => "a program that makes a trailer",
@@ -335,6 +367,9 @@ mod tests {
             ("remote.origin.url", "ext::sh -c evil"),
             ("url.ext::sh -c evil .insteadOf", "https://"),
             ("credential.helper", "!sh"),
+            ("credential.helper", "store;touch${IFS}x;:"),
+            ("core.fsmonitor", "/tmp/hook.sh"),
+            ("protocol.ext.allow", "always"),
         ] {
             assert!(runs_program(k, v).is_some(), "{k}");
         }
@@ -450,6 +485,44 @@ mod tests {
         let mut log = Prepared { argv: argv(&["log", "-z"]), ..p.clone() };
         harden(&mut log, root).unwrap();
         assert_eq!(log.argv, argv(&["log", "-z"]));
+    }
+
+    #[test]
+    fn only_fetch_and_push_get_transports_and_only_the_configured_ones() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let root = Path::new("/r/root");
+        let prepared = |a: &[&str]| Prepared {
+            name: "git".into(),
+            program: "/usr/bin/git".into(),
+            argv: argv(a),
+            cwd: root.into(),
+            env: BTreeMap::new(),
+            stdin: None,
+            timeout: std::time::Duration::from_secs(1),
+            truncate_stdout: false,
+            caller_words: vec![],
+            sandbox: None,
+        };
+        let both = [GitTransport::Https, GitTransport::Ssh];
+        for (a, want) in [
+            (&["-c", "gc.auto=0", "fetch", "--porcelain", "origin"][..], "https:ssh"),
+            (&["push", "origin", "main"], "https:ssh"),
+            (&["log", "-z"], ""),
+            (&["pull", "origin"], ""),
+            (&["ls-remote", "origin"], ""),
+            (&["--no-pager", "remote", "update"], ""),
+        ] {
+            let mut p = prepared(a);
+            harden_with(&mut p, root, &both).unwrap();
+            assert_eq!(p.env["GIT_ALLOW_PROTOCOL"], want, "{a:?}");
+            assert_eq!(p.env["GIT_CONFIG_VALUE_4"], "never", "protocol.allow=never stays for {a:?}");
+        }
+        let mut p = prepared(&["push", "origin"]);
+        harden_with(&mut p, root, &[GitTransport::Https, GitTransport::Ssh, GitTransport::File]).unwrap();
+        assert_eq!(p.env["GIT_ALLOW_PROTOCOL"], "https:ssh:file");
+        let mut p = prepared(&["fetch", "origin"]);
+        harden(&mut p, root).unwrap();
+        assert_eq!(p.env["GIT_ALLOW_PROTOCOL"], "", "without a configured list nothing is open");
     }
 
     #[test]

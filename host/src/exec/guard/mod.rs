@@ -97,20 +97,23 @@ impl Guarded {
 #[derive(Debug, Default)]
 pub struct Guards {
     git: git_repo::GitGuard,
+    git_transports: Vec<crate::config::GitTransport>,
 }
 
 impl Guards {
     /// Guards that trust the config of the repositories listed (canonical
     /// paths of a work tree or git directory), as `trusted_repos` in the
     /// config says.
-    pub fn new(trusted_repos: Vec<PathBuf>) -> Guards {
-        Guards { git: git_repo::GitGuard::new(trusted_repos) }
+    /// `git_transports` are the transports `git fetch` and `git push` may
+    /// use (`[git] transports`); every other git command gets none.
+    pub fn new(trusted_repos: Vec<PathBuf>, git_transports: Vec<crate::config::GitTransport>) -> Guards {
+        Guards { git: git_repo::GitGuard::new(trusted_repos), git_transports }
     }
 
     /// Host-set environment and argv checks that need no subprocess.
     pub fn harden(&self, p: &mut Prepared, root: &Path) -> Result<(), OpError> {
         match Guarded::of(p) {
-            Some(Guarded::Git) => git::harden(p, root),
+            Some(Guarded::Git) => git::harden_with(p, root, &self.git_transports),
             Some(Guarded::Cargo) => ancestors::check_cargo(root),
             Some(Guarded::Just) => {
                 ancestors::pin_justfile(p)?;

@@ -1,0 +1,124 @@
+//! The bundled `jest` plugin: `jest.run`, a supervised job whose
+//! `job.result` gives per-test outcomes — file, describe path and title,
+//! status, duration, the test's line, the failure's message and where it
+//! happened — from `jest --json` (read by [`js_report`]); jest's terminal
+//! output is never read.
+//!
+//! `--json` puts the report alone on stdout and everything else (progress,
+//! the tests' console output) on stderr. `--ci` keeps jest from writing new
+//! snapshots, `--testLocationInResults` adds each test's line,
+//! `--no-watchman` keeps it from starting a watchman daemon, and
+//! `--passWithNoTests` makes an empty selection a result (`no_tests`).
+//! Tests are chosen by typed parameters only: files as confined paths
+//! (`--runTestsByPath`: exact paths, not patterns), the name pattern as a
+//! `--testNamePattern=` option.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use verbgate_plugin_sdk::{cmd, errors, json, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+
+/// `jest.run` args.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    /// test files to run, relative to dir
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 256), inner(length(min = 1)))]
+    files: Vec<String>,
+    /// only tests whose full name matches this regular expression
+    #[schemars(length(min = 1, max = 1024))]
+    name: Option<String>,
+    /// directory to run in (jest's rootDir unless its config says otherwise), relative to the root
+    #[schemars(length(min = 1))]
+    dir: Option<String>,
+}
+
+/// `jest.run`.
+struct Run;
+
+impl Verb for Run {
+    const NAME: &'static str = "jest.run";
+    const SUMMARY: &'static str = "Per-test outcomes";
+    const KIND: VerbKind = VerbKind::Spawn;
+    const PROGRAMS: &'static [&'static str] = &["jest"];
+    // The tests and the config are the repository's code, which may write
+    // files; a job.
+    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    type Args = RunArgs;
+
+    fn result_schema() -> Option<Value> {
+        Some(js_report::result_schema())
+    }
+
+    fn plan(args: &RunArgs) -> Result<Plan, OpError> {
+        let mut c = cmd("jest").env("NO_COLOR", "1").lit("--json").lit("--ci").lit("--testLocationInResults").lit("--no-watchman").lit("--passWithNoTests");
+        if let Some(dir) = &args.dir {
+            c = c.cwd(dir);
+        }
+        if let Some(name) = &args.name {
+            c = c.opt("testNamePattern", name);
+        }
+        if !args.files.is_empty() {
+            c = c.lit("--runTestsByPath");
+        }
+        // No `--` marker: jest's parser (yargs) reads options after it too,
+        // so the host's refusal of a path starting with `-` is what keeps
+        // each one a path.
+        for f in &args.files {
+            c = c.path(f);
+        }
+        Ok(Plan::Spawn(c.into()))
+    }
+
+    fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
+        map_outcome(outcome)
+    }
+}
+
+/// A finished (or running) jest job → the result.
+fn map_outcome(outcome: &Outcome) -> Result<Value, OpError> {
+    if outcome.is_running() {
+        // jest has no run id of its own: job.kill stops the group.
+        return Ok(json!({}));
+    }
+    let report = js_report::report(&outcome.stdout).map_err(|why| {
+        // No report: jest stopped before running anything (a config it
+        // cannot read, an unknown option in it); its reason is on stderr.
+        let mut e = errors::exit_nonzero(outcome);
+        e.message = format!("jest wrote no JSON report ({why}); {}", e.message);
+        e
+    })?;
+    let mut out = js_report::summarize(&report).map_err(|e| errors::invalid_output(&format!("jest's JSON report: {e}")))?;
+    out["status"] = json!(js_report::status(outcome.exit_code, &out["counts"]));
+    out["success"] = json!(outcome.exit_code == Some(0));
+    out["exit_code"] = json!(outcome.exit_code);
+    Ok(out)
+}
+
+verbgate_plugin_sdk::plugin!(Jest { name: "jest", version: "0.1.0", verbs: [Run] });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use verbgate_plugin_sdk::Arg;
+
+    #[test]
+    fn files_are_exact_confined_paths_and_the_name_an_option() {
+        let Plan::Spawn(c) = Jest::plan("jest.run", r#"{"files":["test/a.test.js"],"name":"adds"}"#).unwrap() else { panic!("not a spawn") };
+        let at = c.args.iter().position(|a| matches!(a, Arg::Literal(l) if l == "--runTestsByPath")).expect("exact paths");
+        assert!(matches!(&c.args[at + 1], Arg::Path(p) if p == "test/a.test.js"));
+        assert!(c.args.iter().any(|a| matches!(a, Arg::Option(o) if o.name == "testNamePattern" && o.value == "adds")));
+        let Plan::Spawn(c) = Jest::plan("jest.run", "{}").unwrap() else { panic!("not a spawn") };
+        assert!(!c.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--runTestsByPath")));
+    }
+
+    #[test]
+    fn a_suite_that_failed_to_run_is_an_error_entry() {
+        let report = r#"{"numFailedTestSuites":1,"numRuntimeErrorTestSuites":1,"testResults":[{"name":"/r/t/broken.test.js","status":"failed","message":"  ● Test suite failed to run\n\n    Cannot find module './x' from 't/broken.test.js'\n\n    > 1 | require('./x');\n","assertionResults":[]}]}"#;
+        let v = map_outcome(&Outcome::exited(1, report).with_stderr("FAIL t/broken.test.js")).unwrap();
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["tests"][0]["outcome"], "error");
+        assert_eq!(v["tests"][0]["message"], "Cannot find module './x' from 't/broken.test.js'", "{v}");
+        assert_eq!(v["counts"]["error"], 1);
+    }
+}
