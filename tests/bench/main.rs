@@ -326,6 +326,34 @@ async fn exec_end_to_end() -> Result<Row> {
     })
 }
 
+/// What the OS sandbox costs a started program: git.status confined (the
+/// default) vs the same verb with `[sandbox] mode = "off"`, interleaved.
+async fn sandbox_cost() -> Result<Row> {
+    let confined = Home::new(&[], "")?;
+    let open = Home::new(&[], "[sandbox]\nmode = \"off\"\n")?;
+    let (dc, _) = confined.dispatcher().await?;
+    let (du, _) = open.dispatcher().await?;
+    let req = json!({"ops": [{"op": "git.status"}]});
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..runs(60) {
+        for (d, out) in [(&dc, &mut with), (&du, &mut without)] {
+            let t = Instant::now();
+            let r = d.handle(&req).await.body;
+            anyhow::ensure!(r["status"] == "success", "{r}");
+            out.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let (w, b) = (median(with), median(without));
+    Ok(Row {
+        figure: "git.status in the OS sandbox".into(),
+        value: w,
+        unit: "ms",
+        baseline_name: "same verb, sandbox off".into(),
+        baseline: b,
+        goal: Some(("<=", 1.05 * b)),
+    })
+}
+
 /// Where git.status's time goes (`VERBGATE_BENCH_EXEC_BREAKDOWN=1`): the
 /// op without the program (dry run: plan + prepare), the host's process
 /// runner alone, std's `Command::output`, and the whole op.
@@ -565,6 +593,11 @@ async fn main() -> Result<()> {
     if std::env::var_os("VERBGATE_BENCH_EXEC_BREAKDOWN").is_some() {
         return exec_breakdown().await;
     }
+    if std::env::var_os("VERBGATE_BENCH_SANDBOX_ONLY").is_some() {
+        let r = sandbox_cost().await?;
+        println!("{}: {:.3} ms vs {:.3} ms unconfined (ratio {:.3})", r.figure, r.value, r.baseline, r.ratio());
+        return Ok(());
+    }
     let mut rows = Vec::new();
     for n in [5, 20, 100] {
         rows.push(tool_bytes(n).await?);
@@ -573,6 +606,7 @@ async fn main() -> Result<()> {
     rows.push(overhead().await?);
     rows.push(policy_audit_cost().await?);
     rows.push(exec_end_to_end().await?);
+    rows.push(sandbox_cost().await?);
     rows.extend(start_rows()?);
     rows.push(wake_latency().await?);
     let (stdio, home, batch, stdio_ms) = batch_throughput().await?;

@@ -53,10 +53,12 @@ async fn main() -> Result<()> {
     )?;
     println!("signed: {} by {}", sig["file"], sig["signer"]);
     let fixture_cli = bin_dir().join("verbgate-fixture-cli");
-    // The policy: reads run, code-running verbs ask a person by default;
-    // this demo lets cargo.check (and only it) build this repository.
-    let policy = "[[policy]]\nverbs = [\"cargo.check\"]\ndecision = \"allow\"\nreason = \"the demo builds this repository\"\n";
-    std::fs::write(home.join("verbgate.toml"), format!("{policy}\n[programs]\nverbgate-fixture-cli = {:?}\n", fixture_cli.display().to_string()))?;
+    // The policy's defaults: reads run; repository code runs in the OS
+    // sandbox without asking (the root, no network); writes ask a person.
+    std::fs::write(home.join("verbgate.toml"), format!("[programs]\nverbgate-fixture-cli = {:?}\n", fixture_cli.display().to_string()))?;
+    let doctor = verbgate(&home, &["--root", repo.to_str().unwrap(), "doctor"])?;
+    println!("OS sandbox: {} ({})", doctor["sandbox"]["mechanism"], doctor["sandbox"]["what_happens"]);
+    println!("git.status's profile: {}", doctor["verbs"]["git.status"]);
 
     let mut serve = tokio::process::Command::new(bin_dir().join("verbgate"));
     serve.env("VERBGATE_HOME", &home).arg("--root").arg(&repo).arg("serve");
@@ -82,8 +84,12 @@ async fn main() -> Result<()> {
         ),
         ("dry_run shows the plan without running it", json!({"ops": [{"op": "git.log", "args": {"limit": 1, "path": "README.md"}, "dry_run": true}]})),
         (
-            "the policy: cargo.metadata may run repository code, so a person is asked first — this client cannot be asked",
+            "the policy: cargo.metadata runs repository code, confined by the OS sandbox to the root without network, so it runs without asking",
             json!({"ops": [{"op": "cargo.metadata"}]}),
+        ),
+        (
+            "the policy: a git write asks a person first — this client cannot be asked, so nothing runs",
+            json!({"ops": [{"op": "git.add", "args": {"paths": ["README.md"]}}]}),
         ),
     ];
     for (title, request) in steps {

@@ -15,12 +15,7 @@ fn crate_env(lib_rs: &str) -> Env {
 }
 
 fn run_job(env: &Env, verb: &str, args: Value) -> Value {
-    let fp = env.request(&json!({"help": verb}))["help"]["schema_fingerprint"].clone();
-    let out = env.request(&json!({"ops": [{"op": verb, "args": args, "schema_fingerprint": fp}]}));
-    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string();
-    let w = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 240}));
-    assert_eq!(w["result"]["all_terminal"], true, "{w}");
-    let r = env.op("job.result", json!({"id": id}));
+    let r = env.run_job(verb, args);
     assert_eq!(r["ok"], true, "{r}");
     r["result"]["result"].clone()
 }

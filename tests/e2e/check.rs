@@ -166,22 +166,22 @@ fn a_nested_open_object_is_named_with_its_pointer_and_refused_at_load() {
     assert_eq!(typo["error"]["code"], "unknown_verb", "{typo}");
 }
 
-/// A namespace belongs to one plugin: a third-party `git.push` (a name no
+/// A namespace belongs to one plugin: a third-party `git.squatter` (a name no
 /// one has taken) is refused, so `allow = ["git.*"]` means the bundled git.
 #[test]
 fn a_verb_in_a_namespace_another_plugin_owns_is_refused() {
     let env = Env::new().with_config("allow = [\"git.*\"]");
     let (_, out) = check(&env, "fixture-collide");
     let e = out["errors"].as_array().unwrap().iter().find(|e| e["code"] == "namespace_owned").unwrap_or_else(|| panic!("{out}"));
-    assert_eq!(e["verb"], "git.push", "{e}");
+    assert_eq!(e["verb"], "git.squatter", "{e}");
     assert!(e["message"].as_str().unwrap().contains("`git`"), "{e}");
     env.install("fixture-collide");
     let verbs = env.verbs();
-    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["verb"] == "git.push").unwrap_or_else(|| panic!("{verbs}"));
+    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["verb"] == "git.squatter").unwrap_or_else(|| panic!("{verbs}"));
     assert_eq!(refusal["code"], "namespace_owned", "{refusal}");
     assert_eq!(refusal["plugin"], "fixture-collide", "{refusal}");
     assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["plugin"] == "fixture-collide"), "{verbs}");
-    assert_eq!(env.op("git.push", serde_json::json!({}))["error"]["code"], "unknown_verb");
+    assert_eq!(env.op("git.squatter", serde_json::json!({}))["error"]["code"], "unknown_verb");
 }
 
 /// `check` measures `describe` as a whole first, as loading does: past a

@@ -393,11 +393,24 @@ fn just_uses_exactly_the_justfile_of_its_directory() {
 #[test]
 fn code_running_verbs_say_so() {
     let env = Env::new();
-    for verb in ["cargo.build", "cargo.test", "cargo.check", "cargo.clippy", "cargo.metadata", "just.run", "pytest.run"] {
+    for verb in [
+        "cargo.build",
+        "cargo.test",
+        "cargo.check",
+        "cargo.clippy",
+        "cargo.metadata",
+        "just.run",
+        "pytest.run",
+        "npm.run",
+        "vitest.run",
+        "jest.run",
+        "eslint.check",
+        "go.test",
+    ] {
         let h = env.request(&json!({"help": verb}));
         assert_eq!(h["help"]["runs_repository_code"], true, "{verb}: {h}");
     }
-    for verb in ["git.status", "git.log", "job.list", "rg.search", "rg.files"] {
+    for verb in ["git.status", "git.log", "job.list", "rg.search", "rg.files", "tsc.check", "go.build", "go.vet", "ruff.check"] {
         let h = env.request(&json!({"help": verb}));
         assert_eq!(h["help"]["runs_repository_code"], false, "{verb}: {h}");
     }
@@ -405,7 +418,7 @@ fn code_running_verbs_say_so() {
     let catalog = env.request(&json!({"help": true}));
     let effects = catalog["help"]["effects"].as_object().unwrap_or_else(|| panic!("{catalog}"));
     let marked: Vec<&str> = effects.iter().filter(|(_, l)| l.as_str().unwrap().contains('x')).map(|(k, _)| k.as_str()).collect();
-    assert_eq!(marked, ["cargo.*", "cargo.metadata", "just.*", "pytest.*"], "{catalog}");
+    assert_eq!(marked, ["cargo.*", "cargo.metadata", "eslint.*", "go.test", "jest.*", "just.*", "npm.*", "pytest.*", "vitest.*"], "{catalog}");
     assert!(catalog["help"]["effect_letters"].as_str().unwrap().contains("x runs repo code"));
 }
 

@@ -6,10 +6,13 @@
 use std::path::PathBuf;
 use verbgate_tests::{component, verbgate_bin};
 
+/// The bundled components, as host/build.rs embeds them.
+const BUNDLED: [&str; 13] = ["core", "git", "cargo", "just", "rg", "pytest", "npm", "vitest", "jest", "tsc", "eslint", "go", "ruff"];
+
 #[test]
 fn committed_bundled_components_equal_a_fresh_build() {
     let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../host/bundled");
-    for name in ["core", "git", "cargo", "just", "rg", "pytest"] {
+    for name in BUNDLED {
         let fresh = std::fs::read(component(name)).unwrap();
         let kept = std::fs::read(committed.join(format!("{name}.wasm"))).unwrap_or_default();
         assert!(
@@ -28,7 +31,7 @@ fn version_names_the_contracts_and_the_bundled_digests() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with(&format!("verbgate {}", env!("CARGO_PKG_VERSION"))), "{text}");
     assert!(text.contains("verbgate:verbs@0.1.0"), "{text}");
-    for name in ["core", "git", "cargo", "just", "rg", "pytest"] {
+    for name in BUNDLED {
         let digest = verbgate::json::sha256_hex(&std::fs::read(component(name)).unwrap());
         assert!(text.contains(&format!("{name} sha256:{digest}")), "{name} digest missing from: {text}");
     }

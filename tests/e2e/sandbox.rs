@@ -71,16 +71,6 @@ impl Target {
     }
 }
 
-/// Run a spawn verb's job to its end; `job.result`'s mapped result.
-fn run_job(env: &Env, verb: &str, args: Value) -> Value {
-    let fp = env.request(&json!({"help": verb}))["help"]["schema_fingerprint"].clone();
-    let out = env.request(&json!({"ops": [{"op": verb, "args": args, "schema_fingerprint": fp}]}));
-    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string();
-    let w = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 240}));
-    assert_eq!(w["result"]["all_terminal"], true, "{w}");
-    env.op("job.result", json!({"id": id}))
-}
-
 fn rust_str(p: &Path) -> String {
     format!("{:?}", p.display().to_string())
 }
@@ -116,7 +106,7 @@ mod tests {{
     std::fs::write(t.env.root.join("Cargo.toml"), "[package]\nname = \"attack\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n").unwrap();
     std::fs::create_dir_all(t.env.root.join("src")).unwrap();
     std::fs::write(t.env.root.join("src/lib.rs"), lib).unwrap();
-    let r = run_job(&t.env, "cargo.test", json!({}));
+    let r = t.env.run_job("cargo.test", json!({}));
     // The crate built offline and its tests ran, inside the root.
     assert_eq!(r["result"]["result"]["tests"]["passed"], 2, "{r}");
     t.assert_contained("cargo.test", &r);
@@ -152,7 +142,7 @@ subprocess.run(["sh", "-c", "cat %s > sh-leak.txt; echo pwned > %s/sh-written.tx
         port = t.port()
     );
     std::fs::write(t.env.root.join("conftest.py"), conftest).unwrap();
-    let r = run_job(&t.env, "pytest.run", json!({"node_ids": ["tests/test_outcomes.py::test_passes"]}));
+    let r = t.env.run_job("pytest.run", json!({"node_ids": ["tests/test_outcomes.py::test_passes"]}));
     assert_eq!(r["result"]["result"]["counts"]["passed"], 1, "the suite still runs: {r}");
     t.assert_contained("pytest.run", &r);
 }
@@ -198,6 +188,9 @@ fn doctor_says_what_the_kernel_enforces_and_each_verbs_profile() {
     assert!(commit["write"].as_array().unwrap().contains(&json!(root)), "{commit}");
     let home = env.home.display().to_string();
     assert!(!out["verbs"].to_string().contains(&home), "no profile reaches VERBGATE_HOME: {out}");
+    // help says it too.
+    let h = env.request(&json!({"help": "git.commit"}));
+    assert_eq!(h["help"]["sandbox"], json!({"enforced": true, "root": "read-write", "network": false, "note": "`verbgate doctor` lists every path"}), "{h}");
 }
 
 #[test]
@@ -207,6 +200,7 @@ fn without_landlock_or_with_the_sandbox_off_it_is_said_not_silent() {
     let env = Env::new().with_config("[sandbox]\nmode = \"off\"\n");
     let h = env.request(&json!({"help": "cargo.test"}));
     assert_eq!(h["help"]["policy"]["rule"], "default:runs_repo_code", "{h}");
+    assert_eq!(h["help"]["sandbox"]["enforced"], false, "{h}");
     let out = env.run_ok(&["doctor"]);
     assert_eq!(out["sandbox"]["mode"], "off", "{out}");
     assert_eq!(out["verbs"]["git.status"], Value::Null, "no profile is applied: {out}");

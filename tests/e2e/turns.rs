@@ -164,3 +164,28 @@ fn another_process_switching_branches_cannot_lead_a_read_out_of_the_root() {
     switcher.join().unwrap();
     assert!(reads > 3, "the reads overlapped the switches ({reads} reads)");
 }
+
+#[test]
+fn an_op_still_waiting_for_its_turn_when_its_request_is_cancelled_never_runs() {
+    // Seen before: a git.add cancelled by its client after 40 s of waiting
+    // for its turn ran anyway once the turn came.
+    let env = Env::new().allowing(&["git.*"]);
+    git(&env.root, &["init", "-q", "-b", "main"]);
+    std::fs::write(env.root.join("a.txt"), "a\n").unwrap();
+    assert_eq!(env.op("git.status", json!({}))["ok"], true, "makes the lock file");
+    let lock =
+        std::fs::read_dir(env.home.join("state/locks")).unwrap().flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "lock")).unwrap();
+    // Another process holds the root.
+    let mut holder = std::process::Command::new("flock").arg("-x").arg(&lock).arg("sleep").arg("3").spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    verbgate_tests::runtime().block_on(async {
+        let s = verbgate_tests::mcp::Session::start(env.serve_command()).await.unwrap();
+        s.request_then_cancel(json!({"ops": [{"op": "git.add", "args": {"paths": ["a.txt"]}}]}), std::time::Duration::from_millis(500)).await.unwrap();
+        holder.wait().unwrap();
+        // The turn is free now; give the cancelled op the time it would
+        // have needed to run.
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        s.close().await.unwrap();
+    });
+    assert_eq!(git(&env.root, &["ls-files", "--cached"]), "", "the cancelled git.add ran");
+}

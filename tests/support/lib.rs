@@ -246,6 +246,17 @@ impl Env {
         env["results"][0].clone()
     }
 
+    /// Start a spawn verb's job (carrying the fingerprint `help` gives),
+    /// wait up to 240 s for its end, and return `job.result`'s entry.
+    pub fn run_job(&self, verb: &str, args: Value) -> Value {
+        let fp = self.request(&serde_json::json!({"help": verb}))["help"]["schema_fingerprint"].clone();
+        let out = self.request(&serde_json::json!({"ops": [{"op": verb, "args": args, "schema_fingerprint": fp}]}));
+        let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string();
+        let w = self.op("job.wait", serde_json::json!({"ids": [&id], "max_wait_seconds": 240}));
+        assert_eq!(w["result"]["all_terminal"], true, "{w}");
+        self.op("job.result", serde_json::json!({"id": id}))
+    }
+
     /// Sign component `name` with the test key and install it.
     pub fn install(&self, name: &str) -> PathBuf {
         self.install_from(name, &component(name))

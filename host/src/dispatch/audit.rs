@@ -191,7 +191,7 @@ impl Dispatcher {
     }
 
     /// Make the op's row durable *before* it acts: called right before a
-    /// program starts (or a job is spawned, or a job operation runs), with
+    /// program starts (or a job is spawned, or killed), with
     /// what is about to run in `trail`. The row says `started` until the
     /// op's end replaces it. If the row cannot be committed (the database
     /// is locked past its busy timeout, the disk is full), the op does not

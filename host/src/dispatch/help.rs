@@ -43,7 +43,8 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
     let shared = namespace_params(reachable.iter().copied());
     let mut groups = serde_json::Map::new();
     for kind in [VerbKind::Read, VerbKind::Exec, VerbKind::Spawn, VerbKind::Control] {
-        let lines: Vec<String> = verbs().filter(|v| v.kind == kind).map(|v| catalog_line(v, shared.get(namespace(&v.name)).map_or(&[][..], Vec::as_slice))).collect();
+        let lines: Vec<String> =
+            verbs().filter(|v| v.kind == kind).map(|v| catalog_line(v, shared.get(namespace(&v.name)).map_or(&[][..], Vec::as_slice))).collect();
         if !lines.is_empty() {
             groups.insert(kind.as_str().to_string(), json!(lines));
         }
@@ -51,7 +52,7 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
     let mut out = json!({
         "surface_version": surface_version_of(verbs()),
         "batch_cap": batch_cap,
-        "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{...}}]}; {\"help\":\"<verb>\"}: its schema and schema_fingerprint",
+        "usage": "{\"ops\":[{\"op\":\"<verb>\",\"args\":{}}]}; {\"help\":\"<verb>\"}: schema, schema_fingerprint",
         "fingerprint_required": ["spawn"],
         "verbs": Value::Object(groups),
         // Parameters every verb of a namespace takes, listed once here
@@ -161,7 +162,7 @@ fn runs_repo_code(v: &Verb) -> bool {
 }
 
 /// What each letter in the catalog's `effects` stands for.
-pub const EFFECT_LETTERS: &str = "r reads, w writes, x runs repo code, l long-running, n network, d destructive, ? undeclared";
+pub const EFFECT_LETTERS: &str = "r reads, w writes, x runs repo code, l long, n network, d destroys, ? undeclared";
 
 /// Each verb's effects as letters (see [`EFFECT_LETTERS`]), compactly: a
 /// namespace's most common set under `ns.*`, then the verbs that differ

@@ -128,6 +128,12 @@ impl Dispatcher {
         &self.policy
     }
 
+    /// The configuration ops run with (the MCP transport keeps its
+    /// tasks beside the job store, as long as jobs are kept).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The batch cap.
     pub fn batch_cap(&self) -> usize {
         self.config.limits.batch_cap

@@ -232,7 +232,12 @@ impl Dispatcher {
                 }
                 self.consent(verb, req, rule, &[], caller, trail, slot).await?;
                 slot.take_again().await?;
-                self.begin(caller, verb, trail).await?;
+                // Of the host's job operations only a kill acts (the others
+                // read the job store): its row is durable before it runs,
+                // the readers' rows are queued like a refusal's.
+                if call.name == "job.kill" {
+                    self.begin(caller, verb, trail).await?;
+                }
                 let result = self.host_call(verb, &call, caller, trail).await?;
                 Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }
             }

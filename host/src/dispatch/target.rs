@@ -91,6 +91,30 @@ impl Dispatcher {
         Ok(ResolvedTarget { schema, summary: resolved.summary, identity, fingerprint, validator })
     }
 
+    /// What the OS sandbox does to `verb`'s programs, for its contract: the
+    /// root's access and the network, or why nothing can run confined.
+    fn sandbox_note(&self, verb: &Verb) -> Value {
+        if self.config.sandbox.mode == crate::config::SandboxMode::Off {
+            return json!({ "enforced": false, "note": "the operator turned the sandbox off: programs run with the user's full rights" });
+        }
+        if let Some(why) = &crate::sandbox::support().missing {
+            return json!({ "enforced": false, "note": format!("ops that start a program answer sandbox_unavailable: {why}") });
+        }
+        let Some((name, program)) = verb.programs.iter().next() else { return json!({ "enforced": true, "note": "runs no program" }) };
+        let env: std::collections::BTreeMap<String, String> =
+            self.config.env_allow.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).collect();
+        let p = super::op::profile_for(&self.config, verb, name, program, &env);
+        let root = &self.config.root;
+        let access = if p.write.iter().any(|w| w == root) {
+            "read-write"
+        } else if p.read.iter().any(|r| r == root) {
+            "read-only"
+        } else {
+            "none"
+        };
+        json!({ "enforced": true, "root": access, "network": p.network, "note": "`verbgate doctor` lists every path" })
+    }
+
     /// `help: "<verb>"` for a two-stage verb gets its targets listed;
     /// `help: "<verb>:<target>"` gets the resolved contract.
     ///
@@ -106,6 +130,7 @@ impl Dispatcher {
         let mut contract = super::help::verb_help(&registry, verb_name)?;
         let verb = registry.resolve(verb_name).cloned().expect("verb_help found it");
         contract["policy"] = super::help::policy_note(&verb, &self.policy);
+        contract["sandbox"] = self.sandbox_note(&verb);
         if !verb.two_stage {
             if target.is_some() {
                 return Err(OpError::new(ErrorCode::InvalidRequest, format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name))

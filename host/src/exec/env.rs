@@ -26,12 +26,30 @@ pub const PER_PROGRAM: &[(&str, &[&str])] = &[
     ("just", &["JUST_COLOR", "JUST_UNSTABLE"]),
 ];
 
+/// Names a plan may set for one program to exactly one of a few values:
+/// each value narrows what the program does, while another value of the
+/// same name would widen it (`GOTOOLCHAIN=go1.99` downloads and runs a
+/// toolchain; `GOPROXY=https://…` picks where modules come from).
+pub const PER_PROGRAM_VALUES: &[(&str, &str, &[&str])] = &[
+    // The go verbs work offline with the installed toolchain.
+    ("go", "GOTOOLCHAIN", &["local"]),
+    ("go", "GOPROXY", &["off"]),
+    // vitest writes no new snapshot under CI.
+    ("vitest", "CI", &["true"]),
+];
+
 /// Check one variable a plan sets for `program` (its declared name).
 pub fn check_plan_env(program: &str, name: &str, value: &str) -> Result<(), OpError> {
     let refuse = |why: String| OpError::new(ErrorCode::PlanRefused, why).with("env", name).with("program", program);
     let well_formed = !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
     if !well_formed {
         return Err(refuse(format!("the plan sets environment variable {name:?}, which is not a plain upper-case name")));
+    }
+    if let Some((_, _, values)) = PER_PROGRAM_VALUES.iter().find(|(prog, n, _)| *prog == program && *n == name) {
+        if !values.contains(&value) {
+            return Err(refuse(format!("the plan sets {name}={value:?} for `{program}`; plugins may set it only to {}", values.join(" or "))));
+        }
+        return Ok(());
     }
     let allowed = ANY_PROGRAM.contains(&name)
         || ANY_PROGRAM_PREFIXES.iter().any(|p| name.starts_with(p))
@@ -56,6 +74,19 @@ pub fn check_plan_env(program: &str, name: &str, value: &str) -> Result<(), OpEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_narrowing_name_is_allowed_only_with_its_narrowing_value() {
+        assert!(check_plan_env("go", "GOTOOLCHAIN", "local").is_ok());
+        assert!(check_plan_env("go", "GOPROXY", "off").is_ok());
+        assert!(check_plan_env("vitest", "CI", "true").is_ok());
+        for (program, name, value) in
+            [("go", "GOTOOLCHAIN", "go1.99.0"), ("go", "GOPROXY", "https://proxy.example"), ("vitest", "CI", ""), ("cargo", "GOPROXY", "off")]
+        {
+            let e = check_plan_env(program, name, value).unwrap_err();
+            assert_eq!(e.code, ErrorCode::PlanRefused, "{program} {name}={value}");
+        }
+    }
 
     #[test]
     fn code_loading_families_are_refused_for_every_program() {

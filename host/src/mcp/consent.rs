@@ -1,7 +1,9 @@
 //! Asking the person behind an MCP client through elicitation (form mode):
 //! the form shows what will run and offers three answers — allow once,
 //! allow this verb for the session, deny. A client that did not declare the
-//! elicitation capability cannot be asked, and says so.
+//! elicitation capability cannot be asked, and says so. This is how a
+//! 2025-11-25 client is asked; a 2026-07-28 client gets the same form in an
+//! `InputRequiredResult` ([`super::mrtr`]).
 
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::service::ElicitationMode;
@@ -67,8 +69,9 @@ impl Asker for Elicit {
         if self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
             return None;
         }
-        let client = self.peer.peer_info().map(|i| format!("`{}`", super::server::client_text(&i.client_info.name))).unwrap_or_else(|| "this client".into());
-        Some(format!("the MCP client {client} did not declare the elicitation capability (form mode), so verbgate cannot ask its user"))
+        let info = self.peer.peer_info();
+        let client = super::server::client_phrase(info.as_ref().map(|i| &i.client_info));
+        Some(format!("{client} did not declare the `elicitation` capability (form mode) when it connected (`initialize`), so verbgate cannot ask its user"))
     }
 
     fn ask<'a>(&'a self, q: &'a Question) -> AskFuture<'a> {

@@ -47,7 +47,8 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use super::VerbgateServer;
+use super::scope::GrantBook;
+use super::{Eras, TokenIdentity, VerbgateServer};
 use crate::dispatch::{Caller, Dispatcher, Transport};
 use crate::json::sha256_hex;
 use crate::tokens::{constant_time_eq, TokenStore};
@@ -203,6 +204,8 @@ struct Owners {
 
 /// What every connection's handler shares.
 struct Shared {
+    /// Held consent rounds and 2026-07-28 grants (revoked with the token).
+    eras: Arc<Eras>,
     sessions: Arc<LocalSessionManager>,
     auth: Auth,
     max_body_bytes: usize,
@@ -246,6 +249,9 @@ impl Shared {
     }
 
     async fn close_where(&self, revoked: impl Fn(&str) -> bool) {
+        if let Some(book) = &self.eras.book {
+            book.forget(&revoked);
+        }
         let dead: Vec<String> = {
             let mut o = self.owners();
             o.revoked.retain(|who, ending| {
@@ -350,11 +356,22 @@ impl Gate {
                 }
             }
         }
+        let is_delete = parts.method == http::Method::DELETE;
         let mut req = Request::from_parts(parts, Full::new(body));
         req.extensions_mut().insert(Arc::new(caller));
-        let resp = self.mcp.handle(req).await;
+        req.extensions_mut().insert(TokenIdentity(who.clone().unwrap_or_else(|| Arc::from(""))));
+        let mut resp = self.mcp.handle(req).await;
         if let Some(o) = opening {
             o.opened(resp.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string));
+        }
+        if is_delete && resp.status() == StatusCode::ACCEPTED {
+            // rmcp answers a closed session with 202, which clients read as
+            // a failure (the Python SDK logs "Session termination failed:
+            // 202"): the session is gone, and nothing follows.
+            *resp.status_mut() = StatusCode::NO_CONTENT;
+            resp.headers_mut().remove(header::CONTENT_TYPE);
+            resp.headers_mut().remove(header::CONTENT_LENGTH);
+            *resp.body_mut() = Full::new(Bytes::new()).boxed();
         }
         (resp, ending)
     }
@@ -678,8 +695,14 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(opts.session_idle);
     let sessions = Arc::new(sessions);
-    let mcp = StreamableHttpService::new(move || Ok(VerbgateServer::new(dispatcher.clone(), Transport::Http)), sessions.clone(), config);
+    // One table of held consent rounds and one grant book for the whole
+    // server: a 2026-07-28 request has no session, so its retry (and its
+    // grants) may come on any request of the same token and client.
+    let eras = Arc::new(Eras::new(&dispatcher, Some(GrantBook::new(opts.session_idle, opts.max_sessions_per_token)))?);
+    let factory_eras = eras.clone();
+    let mcp = StreamableHttpService::new(move || Ok(VerbgateServer::new(dispatcher.clone(), Transport::Http, factory_eras.clone())), sessions.clone(), config);
     let shared = Arc::new(Shared {
+        eras,
         sessions,
         auth: opts.auth,
         max_body_bytes: opts.max_body_bytes,

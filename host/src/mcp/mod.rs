@@ -10,7 +10,10 @@
 
 mod consent;
 pub mod http;
+pub mod mrtr;
+pub mod scope;
 mod server;
+pub mod tasks;
 pub mod tool;
 
-pub use server::{serve_stdio, VerbgateServer};
+pub use server::{serve_stdio, Eras, TokenIdentity, VerbgateServer};

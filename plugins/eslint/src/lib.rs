@@ -196,7 +196,10 @@ mod tests {
         let v: Value = serde_json::from_str(&Eslint::map_result("eslint.check", "{}", &Outcome::exited(1, REPORT)).unwrap()).unwrap();
         assert_eq!(v["counts"], json!({ "errors": 2, "warnings": 1, "fixable_errors": 0, "fixable_warnings": 1, "fatal": 1 }));
         let f = v["findings"].as_array().unwrap();
-        assert_eq!((f[0]["file"].as_str(), f[0]["rule"].as_str(), f[0]["severity"].as_str(), f[0]["fixable"].as_bool()), (Some("src/a.js"), Some("no-var"), Some("warning"), Some(true)));
+        assert_eq!(
+            (f[0]["file"].as_str(), f[0]["rule"].as_str(), f[0]["severity"].as_str(), f[0]["fixable"].as_bool()),
+            (Some("src/a.js"), Some("no-var"), Some("warning"), Some(true))
+        );
         assert_eq!((f[1]["fixable"].as_bool(), f[1]["suggestions"].as_u64()), (Some(false), Some(1)));
         assert_eq!((f[2]["rule"].clone(), f[2]["fatal"].clone(), f[2]["end_line"].clone()), (Value::Null, json!(true), Value::Null));
         assert_eq!((v["success"].as_bool(), v["files"].as_u64()), (Some(false), Some(2)));

@@ -189,7 +189,11 @@ impl Verb for Blame {
         not_a_repository(outcome)?;
         let stderr = outcome.stderr_text();
         if outcome.exit_code != Some(0) && (stderr.contains("no such path") || stderr.contains("no such file")) {
-            return Err(errors::op_error("not_found", &format!("git has no file {:?} to blame ({})", args.path, stderr.trim()), Some(json!({ "path": args.path }))));
+            return Err(errors::op_error(
+                "not_found",
+                &format!("git has no file {:?} to blame ({})", args.path, stderr.trim()),
+                Some(json!({ "path": args.path })),
+            ));
         }
         if outcome.exit_code != Some(0) && stderr.contains("has only") && stderr.contains("lines") {
             return Err(errors::op_error("invalid_args", &format!("the line range is past the end of the file: {}", stderr.trim()), None));
@@ -221,7 +225,11 @@ a028564e2db2b3057613afaf05a77d49de721be9 2 4 1\n\tc\n\
                     "author": "A", "author_email": "a@x", "time": "2009-02-13T23:31:30Z", "summary": "first", "boundary": true })
         );
         assert_eq!((r[1]["start"].as_u64(), r[1]["end"].as_u64(), r[1]["author"].as_str()), (Some(2), Some(3), Some("B")));
-        assert_eq!((r[2]["start"].as_u64(), r[2]["orig_start"].as_u64(), r[2]["summary"].as_str()), (Some(4), Some(2), Some("first")), "a known commit keeps its details");
+        assert_eq!(
+            (r[2]["start"].as_u64(), r[2]["orig_start"].as_u64(), r[2]["summary"].as_str()),
+            (Some(4), Some(2), Some("first")),
+            "a known commit keeps its details"
+        );
         assert_eq!(r[3]["committed"], false);
         assert_eq!(v["lines"], json!(["a", "B", "C", "c", "e"]));
         assert!(parse(OUT, false).unwrap().get("lines").is_none());

@@ -348,7 +348,9 @@ mod tests {
 
     #[test]
     fn refspecs_are_typed_and_never_force() {
-        let Plan::Exec(c) = crate::Git::plan("git.push", r#"{"refspecs":[{"src":"HEAD","dst":"refs/heads/topic"}],"force_with_lease":true}"#).unwrap() else { panic!("not exec") };
+        let Plan::Exec(c) = crate::Git::plan("git.push", r#"{"refspecs":[{"src":"HEAD","dst":"refs/heads/topic"}],"force_with_lease":true}"#).unwrap() else {
+            panic!("not exec")
+        };
         let values: Vec<&str> = c.args.iter().filter_map(|a| if let Arg::Value(v) = a { Some(v.as_str()) } else { None }).collect();
         assert_eq!(values, ["origin", "HEAD:refs/heads/topic"]);
         assert!(c.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--force-with-lease")));

@@ -72,12 +72,10 @@ fn selector(index: u64) -> String {
 /// The errors a stash selector can meet.
 fn no_such_stash(outcome: &Outcome, index: u64) -> Result<(), OpError> {
     let err = outcome.stderr_text();
-    if outcome.exit_code != Some(0) && (err.contains("is not a valid reference") || err.contains("No stash entries found") || err.contains("not a stash-like commit")) {
-        return Err(errors::op_error(
-            "not_found",
-            &format!("there is no stash {} (git.stashes lists them)", selector(index)),
-            Some(json!({ "index": index })),
-        ));
+    if outcome.exit_code != Some(0)
+        && (err.contains("is not a valid reference") || err.contains("No stash entries found") || err.contains("not a stash-like commit"))
+    {
+        return Err(errors::op_error("not_found", &format!("there is no stash {} (git.stashes lists them)", selector(index)), Some(json!({ "index": index }))));
     }
     Ok(())
 }
@@ -148,7 +146,9 @@ impl Verb for Push {
         let list = parse_list(&back.stdout)?;
         // git says so, and exits 0, when there is nothing to stash (LC_ALL=C).
         let stashed = !outcome.stdout_text().contains("No local changes to save");
-        Ok(json!({ "stashed": stashed, "stash": if stashed { list.first().cloned() } else { None }, "stashes": list, "read_back_truncated": back.stdout_truncated }))
+        Ok(
+            json!({ "stashed": stashed, "stash": if stashed { list.first().cloned() } else { None }, "stashes": list, "read_back_truncated": back.stdout_truncated }),
+        )
     }
 }
 
@@ -305,7 +305,8 @@ mod tests {
 
     #[test]
     fn list_entries_parse_and_odd_ones_are_refused() {
-        let out = "stash@{0}\u{1f}abc\u{1f}2024-01-02T03:04:05+02:00\u{1f}On main: wip\0stash@{1}\u{1f}def\u{1f}2024-01-01T00:00:00+00:00\u{1f}WIP on main: 123 x\0";
+        let out =
+            "stash@{0}\u{1f}abc\u{1f}2024-01-02T03:04:05+02:00\u{1f}On main: wip\0stash@{1}\u{1f}def\u{1f}2024-01-01T00:00:00+00:00\u{1f}WIP on main: 123 x\0";
         let l = parse_list(out.as_bytes()).unwrap();
         assert_eq!(l[0], json!({ "index": 0, "commit": "abc", "time": "2024-01-02T01:04:05Z", "message": "On main: wip" }));
         assert_eq!(l[1]["index"], 1);

@@ -40,6 +40,13 @@ pub fn place(text: &str) -> Option<(String, u64, Option<u64>, String)> {
     Some((file, line, column, message.to_string()))
 }
 
+/// A vet position, `file:line:col` (any file: vet checks assembly too).
+pub fn position(posn: &str) -> Option<(&str, u64, u64)> {
+    let (rest, col) = posn.rsplit_once(':')?;
+    let (file, line) = rest.rsplit_once(':')?;
+    Some((file, line.parse().ok()?, col.parse().ok()?)).filter(|(f, _, _)| !f.is_empty())
+}
+
 /// The compiler errors of build events, and the packages that failed to build.
 #[derive(Debug, Default)]
 pub struct Build {
@@ -88,12 +95,20 @@ struct Test {
     failure: Option<Value>,
 }
 
+/// A package's ending: its outcome, seconds, and the build that failed.
+#[derive(Debug, Default)]
+struct Package {
+    outcome: Option<&'static str>,
+    elapsed: Option<f64>,
+    failed_build: Option<String>,
+}
+
 /// Everything a `go test -json` run said.
 #[derive(Debug, Default)]
 pub struct TestRun {
     tests: BTreeMap<(String, String), Test>,
     order: Vec<(String, String)>,
-    packages: BTreeMap<String, (Option<&'static str>, Option<f64>, Option<String>)>,
+    packages: BTreeMap<String, Package>,
     package_order: Vec<String>,
     /// Build errors (of the test binaries).
     pub build: Build,
@@ -156,7 +171,11 @@ pub fn test_run(stdout: &[u8]) -> TestRun {
                     let build_failed = e["FailedBuild"].as_str().map(str::to_string);
                     // A package whose test binary did not build is an
                     // error, not a failed test.
-                    *p = (if build_failed.is_some() { Some("error") } else { outcome }, e["Elapsed"].as_f64(), build_failed);
+                    *p = Package {
+                        outcome: if build_failed.is_some() { Some("error") } else { outcome },
+                        elapsed: e["Elapsed"].as_f64(),
+                        failed_build: build_failed,
+                    };
                 }
             }
         }
@@ -207,10 +226,10 @@ impl TestRun {
             .package_order
             .iter()
             .map(|p| {
-                let (outcome, elapsed, build) = &self.packages[p];
-                let outcome = outcome.unwrap_or("failed");
+                let pkg = &self.packages[p];
+                let outcome = pkg.outcome.unwrap_or("failed");
                 *package_counts.entry(outcome).or_default() += 1;
-                json!({ "package": p, "outcome": outcome, "duration": elapsed, "failed_build": build })
+                json!({ "package": p, "outcome": outcome, "duration": pkg.elapsed, "failed_build": pkg.failed_build })
             })
             .collect();
         json!({
@@ -244,14 +263,13 @@ pub fn vet(stdout: &[u8]) -> Result<(Vec<Value>, Vec<Value>, usize), String> {
                     if diagnostics.len() >= LISTED_DIAGNOSTICS {
                         continue;
                     }
-                    let posn = d["posn"].as_str().unwrap_or_default();
-                    let at = place(&format!("{posn}: x"));
+                    let at = position(d["posn"].as_str().unwrap_or_default());
                     diagnostics.push(json!({
                         "package": pkg,
                         "analyzer": analyzer,
-                        "file": at.as_ref().map(|a| a.0.clone()),
+                        "file": at.as_ref().map(|a| a.0),
                         "line": at.as_ref().map(|a| a.1),
-                        "column": at.as_ref().and_then(|a| a.2),
+                        "column": at.as_ref().map(|a| a.2),
                         "message": d["message"],
                     }));
                 }
@@ -301,7 +319,10 @@ mod tests {
         assert!(!r["tests"][1]["output"].as_str().unwrap().contains("=== RUN"), "{r}");
         assert!(r["tests"][2]["output"].as_str().unwrap().contains("not on this machine"), "{r}");
         assert_eq!(r["packages"][1]["outcome"], "error");
-        assert_eq!(r["build_errors"], json!([{ "package": "m/broken [m/broken.test]", "file": "broken/b_test.go", "line": 5, "column": 2, "message": "undefined: nope" }]));
+        assert_eq!(
+            r["build_errors"],
+            json!([{ "package": "m/broken [m/broken.test]", "file": "broken/b_test.go", "line": 5, "column": 2, "message": "undefined: nope" }])
+        );
     }
 
     #[test]
@@ -319,7 +340,12 @@ mod tests {
 "#;
         let (d, failures, total) = vet(out).unwrap();
         assert_eq!(total, 1);
-        assert_eq!(d[0], json!({ "package": "m/calc", "analyzer": "printf", "file": "/r/calc/calc.go", "line": 8, "column": 28, "message": "fmt.Sprintf format %s reads arg #2, but call has 1 arg" }));
+        assert_eq!(
+            d[0],
+            json!({ "package": "m/calc", "analyzer": "printf", "file": "/r/calc/calc.go", "line": 8, "column": 28, "message": "fmt.Sprintf format %s reads arg #2, but call has 1 arg" })
+        );
         assert_eq!(failures[0]["analyzer"], "copylocks");
+        assert_eq!(position("/r/asm/asm1.s:9:1"), Some(("/r/asm/asm1.s", 9, 1)), "vet checks assembly files too");
+        assert_eq!(position("nowhere"), None);
     }
 }

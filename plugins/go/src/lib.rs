@@ -330,7 +330,9 @@ mod tests {
 
     #[test]
     fn patterns_are_paths_or_values_and_never_leave_the_directory() {
-        let Plan::Spawn(c) = Go::plan("go.test", r#"{"packages":["./pkg/...","example.com/m/x"],"run":"TestA","short":true}"#).unwrap() else { panic!("not a spawn") };
+        let Plan::Spawn(c) = Go::plan("go.test", r#"{"packages":["./pkg/...","example.com/m/x"],"run":"TestA","short":true}"#).unwrap() else {
+            panic!("not a spawn")
+        };
         assert!(c.args.iter().any(|a| matches!(a, Arg::Path(p) if p == "./pkg/...")));
         assert!(c.args.iter().any(|a| matches!(a, Arg::Value(v) if v == "example.com/m/x")));
         assert!(c.args.iter().any(|a| matches!(a, Arg::Option(o) if o.name == "run" && o.value == "TestA")));
@@ -345,7 +347,8 @@ mod tests {
 
     #[test]
     fn a_build_that_refused_to_start_is_an_error_and_build_errors_have_places() {
-        let e = Go::map_result("go.build", "{}", &Outcome::exited(1, "").with_stderr("go: go.mod requires go >= 1.99 (running go 1.27; GOTOOLCHAIN=local)")).unwrap_err();
+        let e = Go::map_result("go.build", "{}", &Outcome::exited(1, "").with_stderr("go: go.mod requires go >= 1.99 (running go 1.27; GOTOOLCHAIN=local)"))
+            .unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
         assert!(e.message.contains("GOTOOLCHAIN=local"), "{}", e.message);
         let out = "{\"ImportPath\":\"m/b\",\"Action\":\"build-output\",\"Output\":\"# m/b\\n\"}\n{\"ImportPath\":\"m/b\",\"Action\":\"build-output\",\"Output\":\"b/b.go:3:23: undefined: x\\n\"}\n{\"ImportPath\":\"m/b\",\"Action\":\"build-fail\"}\n";

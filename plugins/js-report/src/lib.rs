@@ -144,7 +144,8 @@ fn head(text: &str, max: usize) -> String {
 /// One entry of the result's `tests`.
 fn test_entry(file: &str, t: &Value, detailed: bool) -> Result<(Outcome, Value), String> {
     let status = t["status"].as_str().unwrap_or_default();
-    let outcome = Outcome::of(status).ok_or_else(|| format!("the report gives test {:?} the status {status:?}, which verbgate does not know", t["fullName"]))?;
+    let outcome =
+        Outcome::of(status).ok_or_else(|| format!("the report gives test {:?} the status {status:?}, which verbgate does not know", t["fullName"]))?;
     let name: Vec<Value> = t["ancestorTitles"].as_array().cloned().unwrap_or_default().into_iter().chain([t["title"].clone()]).collect();
     let mut e = json!({
         "file": file,

@@ -20,10 +20,10 @@ const OUTPUT_TAIL: usize = 16 * 1024;
 /// Most of a script's command shown as its summary.
 const SUMMARY_BYTES: usize = 200;
 
-/// `npm` with the settings every call shares: no update check, no funding
-/// or audit chatter, no colour.
+/// `npm` with the settings every call shares, as npm's own flags: no
+/// update check (a registry call), no funding or audit chatter, no colour.
 fn npm() -> Cmd {
-    cmd("npm").env("npm_config_update_notifier", "false").env("npm_config_fund", "false").env("npm_config_audit", "false").env("npm_config_color", "false")
+    cmd("npm").lit("--update-notifier=false").lit("--fund=false").lit("--audit=false").lit("--color=false")
 }
 
 /// The command that lists the scripts.

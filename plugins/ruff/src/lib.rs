@@ -302,7 +302,10 @@ mod tests {
         let v: Value = serde_json::from_str(&Ruff::map_result("ruff.check", "{}", &Outcome::exited(1, OUT)).unwrap()).unwrap();
         assert_eq!(v["counts"], json!({ "findings": 2, "fixable": 1 }));
         let f = &v["findings"][0];
-        assert_eq!((f["code"].as_str(), f["line"].as_u64(), f["column"].as_u64(), f["fix"]["applicability"].as_str()), (Some("F401"), Some(1), Some(8), Some("safe")));
+        assert_eq!(
+            (f["code"].as_str(), f["line"].as_u64(), f["column"].as_u64(), f["fix"]["applicability"].as_str()),
+            (Some("F401"), Some(1), Some(8), Some("safe"))
+        );
         assert_eq!(v["findings"][1]["fix"], Value::Null);
         assert_eq!((v["success"].as_bool(), v["truncated"].as_bool()), (Some(false), Some(false)));
     }

@@ -50,13 +50,8 @@ impl Verb for Run {
     }
 
     fn plan(args: &RunArgs) -> Result<Plan, OpError> {
-        let mut c = cmd("vitest")
-            .env("CI", "true")
-            .env("NO_COLOR", "1")
-            .lit("run")
-            .lit("--reporter=json")
-            .lit("--includeTaskLocation")
-            .lit("--passWithNoTests");
+        let mut c =
+            cmd("vitest").env("CI", "true").env("NO_COLOR", "1").lit("run").lit("--reporter=json").lit("--includeTaskLocation").lit("--passWithNoTests");
         if let Some(dir) = &args.dir {
             c = c.cwd(dir);
         }
