@@ -25,8 +25,13 @@ fn polyglot(config: &str) -> Env {
 }
 
 /// A result with the verb's namespace and plugin name made neutral, so the
-/// three languages can be compared byte for byte.
+/// three languages can be compared byte for byte; the run's private
+/// `TMPDIR` (a fresh directory for every run) is blanked too.
 fn neutral(v: &Value, ns: &str, plugin: &str) -> String {
+    let mut v = v.clone();
+    if let Some(tmp) = v.pointer_mut("/result/env/TMPDIR") {
+        *tmp = Value::from("<run tmp>");
+    }
     v.to_string().replace(&format!("{ns}."), "NS.").replace(&format!("\"{plugin}\""), "\"PLUGIN\"").replace(&format!("`{plugin}`"), "`PLUGIN`")
 }
 
