@@ -31,7 +31,9 @@ impl Server {
     pub fn start(home: &Home) -> Result<Server> {
         static STARTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let name = format!("bench-{}", STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        let out = home.verbgate().args(["token", "add", &name]).output()?;
+        // The batches read a job the local user started: a token sees it
+        // only when granted every job.
+        let out = home.verbgate().args(["token", "add", &name, "--all-jobs"]).output()?;
         let said = || format!("`verbgate token add` printed {} {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         let v: Value = serde_json::from_slice(&out.stdout).with_context(said)?;
         let token = v["token"].as_str().with_context(said)?.to_string();
