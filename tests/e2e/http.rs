@@ -7,48 +7,14 @@
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use verbgate_tests::{target_dir, Env};
 
-/// A running `verbgate serve --http`; killed when dropped.
-struct Server {
-    child: Child,
-    /// `host:port` it is bound to.
-    addr: String,
-    /// `http://host:port/mcp`.
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+type Server = verbgate_tests::HttpServer;
 
 fn serve(env: &Env, extra: &[&str]) -> Server {
-    let mut args = vec!["serve", "--http", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    let mut child = env.cmd(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start verbgate serve --http");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !sent {
-                if let Some(rest) = line.split("serving MCP on ").nth(1) {
-                    let url = rest.split_whitespace().next().unwrap().to_string();
-                    let _ = tx.send(url);
-                    sent = true;
-                }
-            }
-            // Keep draining so the server never blocks on a full pipe.
-        }
-    });
-    let url = rx.recv_timeout(Duration::from_secs(120)).expect("verbgate serve --http printed its address");
-    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-    Server { child, addr, url }
+    env.serve_http(extra)
 }
 
 fn add_token(env: &Env, name: &str, allow: &[&str]) -> String {

@@ -5,29 +5,21 @@
 //! `jest --json`; selection by typed parameters only.
 
 use serde_json::{json, Value};
-use std::path::Path;
-use verbgate_tests::{copy_tree, require_test_tool, Env};
+use verbgate_tests::{require_test_tool, Env};
 
 /// An environment whose root is a copy of the fixture suite.
 fn suite_env() -> Env {
     require_test_tool("jest");
-    let env = Env::new();
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/jest-suite"), &env.root);
-    env
+    Env::new().with_fixture("jest-suite")
 }
 
 fn spawn(env: &Env, args: Value) -> Value {
-    let fp = env.request(&json!({"help": "jest.run"}))["help"]["schema_fingerprint"].clone();
-    env.request(&json!({"ops": [{"op": "jest.run", "args": args, "schema_fingerprint": fp}]}))["results"][0].clone()
+    env.spawn("jest.run", args)
 }
 
 /// Run a job to its end; the mapped result.
 fn run_job(env: &Env, args: Value) -> Value {
-    let started = spawn(env, args);
-    let id = started["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
-    let w = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 120}));
-    assert_eq!(w["result"]["all_terminal"], true, "{w}");
-    let r = env.op("job.result", json!({"id": id}));
+    let r = env.run_job("jest.run", args);
     assert_eq!(r["ok"], true, "{r}");
     r["result"]["result"].clone()
 }

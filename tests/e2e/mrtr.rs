@@ -6,10 +6,8 @@
 //! elicitation. Both must give the same envelopes, codes and audit rows.
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 use verbgate_tests::{git, target_dir, verbgate_bin, Env};
 
 const MODES: [&str; 2] = ["auto", "legacy"];
@@ -56,43 +54,10 @@ fn stdio(env: &Env, mode: &str) -> Value {
     json!({"mode": mode, "stdio": [verbgate_bin(), env.home, env.root, env.plugins]})
 }
 
-/// A running `verbgate serve --http` on a free loopback port; killed when
-/// dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+type Server = verbgate_tests::HttpServer;
 
 fn serve_http(env: &Env) -> Server {
-    let mut child = env
-        .cmd(&["serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start verbgate serve --http");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !sent {
-                if let Some(rest) = line.split("serving MCP on ").nth(1) {
-                    let _ = tx.send(rest.split_whitespace().next().unwrap().to_string());
-                    sent = true;
-                }
-            }
-        }
-    });
-    let url = rx.recv_timeout(Duration::from_secs(120)).expect("verbgate serve --http printed its address");
-    Server { child, url }
+    env.serve_http(&[])
 }
 
 fn token(env: &Env, name: &str) -> String {

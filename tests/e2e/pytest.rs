@@ -11,25 +11,18 @@ use verbgate_tests::{copy_tree, require_test_tool, Env};
 /// An environment whose root is a copy of the fixture suite.
 fn suite_env() -> Env {
     require_test_tool("pytest");
-    // An operator's rule lets pytest run without asking (it runs the
-    // repository's code, which the default policy asks about).
-    let env = Env::new().allowing(&["pytest.*"]);
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"), &env.root);
-    env
+    // An operator's rule lets pytest run without asking even with the
+    // sandbox off (the policy tests are below and in `e2e/policy`).
+    Env::new().allowing(&["pytest.*"]).with_fixture("pytest-suite")
 }
 
 fn spawn(env: &Env, args: Value) -> Value {
-    let fp = env.request(&json!({"help": "pytest.run"}))["help"]["schema_fingerprint"].clone();
-    env.request(&json!({"ops": [{"op": "pytest.run", "args": args, "schema_fingerprint": fp}]}))["results"][0].clone()
+    env.spawn("pytest.run", args)
 }
 
 /// Run a job to its end; `job.result`'s answer.
 fn run_job(env: &Env, args: Value) -> Value {
-    let started = spawn(env, args);
-    let id = started["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
-    let w = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 120}));
-    assert_eq!(w["result"]["all_terminal"], true, "{w}");
-    let r = env.op("job.result", json!({"id": id}));
+    let r = env.run_job("pytest.run", args);
     assert_eq!(r["ok"], true, "{r}");
     r["result"].clone()
 }

@@ -13,9 +13,8 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use verbgate_tests::{runtime, target_dir, verbgate_bin, Env};
 
@@ -257,47 +256,7 @@ fn python_sdk_tasks_extension_over_stdio_and_http() {
     let env = Env::with_plugin("fixture-echo");
     let first = env.run_ok(&["token", "add", "first"])["token"].as_str().unwrap().to_string();
     let second = env.run_ok(&["token", "add", "second"])["token"].as_str().unwrap().to_string();
-    let server = Server::start(&env);
+    let server = env.serve_http(&[]);
     let v = python(&json!({"url": server.url, "token": first, "token2": second}));
     check_python(&v, true);
-}
-
-/// A running `verbgate serve --http`; killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(env: &Env) -> Server {
-        let mut child = env
-            .cmd(&["serve", "--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start verbgate serve --http");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if !sent {
-                    if let Some(rest) = line.split("serving MCP on ").nth(1) {
-                        let _ = tx.send(rest.split_whitespace().next().unwrap().to_string());
-                        sent = true;
-                    }
-                }
-            }
-        });
-        let url = rx.recv_timeout(Duration::from_secs(120)).expect("verbgate serve --http printed its address");
-        Server { child, url }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

@@ -246,12 +246,24 @@ impl Env {
         env["results"][0].clone()
     }
 
-    /// Start a spawn verb's job (carrying the fingerprint `help` gives),
-    /// wait up to 240 s for its end, and return `job.result`'s entry.
-    pub fn run_job(&self, verb: &str, args: Value) -> Value {
+    /// One op of a spawn verb carrying the fingerprint `help` gives; the
+    /// op's entry (`{ok, op, result: {job, next}}` or its error).
+    pub fn spawn(&self, verb: &str, args: Value) -> Value {
         let fp = self.request(&serde_json::json!({"help": verb}))["help"]["schema_fingerprint"].clone();
-        let out = self.request(&serde_json::json!({"ops": [{"op": verb, "args": args, "schema_fingerprint": fp}]}));
-        let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string();
+        self.request(&serde_json::json!({"ops": [{"op": verb, "args": args, "schema_fingerprint": fp}]}))["results"][0].clone()
+    }
+
+    /// A root holding a copy of the fixture project `tests/fixtures/<name>`.
+    pub fn with_fixture(self, name: &str) -> Env {
+        copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name), &self.root);
+        self
+    }
+
+    /// Start a spawn verb's job ([`Env::spawn`]), wait up to 240 s for its
+    /// end, and return `job.result`'s entry.
+    pub fn run_job(&self, verb: &str, args: Value) -> Value {
+        let out = self.spawn(verb, args);
+        let id = out["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string();
         let w = self.op("job.wait", serde_json::json!({"ids": [&id], "max_wait_seconds": 240}));
         assert_eq!(w["result"]["all_terminal"], true, "{w}");
         self.op("job.result", serde_json::json!({"id": id}))
@@ -425,6 +437,56 @@ fn copy_private(from: &Path, to: &Path) {
 impl Default for Env {
     fn default() -> Self {
         Env::new()
+    }
+}
+
+/// A running `verbgate serve --http 127.0.0.1:0`; killed when dropped.
+pub struct HttpServer {
+    child: std::process::Child,
+    /// `host:port` it is bound to.
+    pub addr: String,
+    /// `http://host:port/mcp`.
+    pub url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Env {
+    /// `verbgate serve --http 127.0.0.1:0` (plus `extra` flags) in this
+    /// environment, once it printed the address it serves; its stderr is
+    /// drained so it never blocks on a full pipe.
+    pub fn serve_http(&self, extra: &[&str]) -> HttpServer {
+        use std::io::{BufRead, BufReader};
+        let mut args = vec!["serve", "--http", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = self
+            .cmd(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start verbgate serve --http");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !sent {
+                    if let Some(rest) = line.split("serving MCP on ").nth(1) {
+                        let _ = tx.send(rest.split_whitespace().next().unwrap_or_default().to_string());
+                        sent = true;
+                    }
+                }
+            }
+        });
+        let url = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("verbgate serve --http printed its address");
+        let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        HttpServer { child, addr, url }
     }
 }
 

@@ -235,7 +235,7 @@ impl Dispatcher {
                 // Of the host's job operations only a kill acts (the others
                 // read the job store): its row is durable before it runs,
                 // the readers' rows are queued like a refusal's.
-                if call.name == "job.kill" {
+                if crate::jobs::ops::acts(&call.name) {
                     self.begin(caller, verb, trail).await?;
                 }
                 let result = self.host_call(verb, &call, caller, trail).await?;

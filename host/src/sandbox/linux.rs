@@ -144,3 +144,54 @@ impl Confinement {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run `python3 -c code` (with `arg`) confined by a profile that reads
+    /// only the system directories, or unconfined; its exit code.
+    fn python(code: &str, arg: &str, confined: bool) -> Option<i32> {
+        let tmp = tempfile::tempdir().unwrap();
+        let profile = Profile {
+            read: super::super::profile::SYSTEM_READ.iter().map(PathBuf::from).collect(),
+            write: vec!["/dev/null".into()],
+            network: false,
+            signals: false,
+        };
+        let mut cmd = std::process::Command::new("/usr/bin/python3");
+        cmd.arg("-c").arg(code).arg(arg).stderr(std::process::Stdio::null());
+        let c = Confinement::new(&profile, tmp.path()).unwrap();
+        if confined {
+            c.install(&mut cmd);
+        }
+        cmd.status().unwrap().code()
+    }
+
+    #[test]
+    fn what_landlock_does_not_cover_seccomp_and_scopes_refuse() {
+        if kernel_abi().is_none_or(|v| v < 6) {
+            panic!("this test needs Landlock ABI 6+ (the machines verbgate is tested on have it)");
+        }
+        // A process outside the sandbox to aim at (not this test: an
+        // unconfined ptrace would stop it).
+        let mut target = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = target.id().to_string();
+        // Each attempt exits 0 when the kernel let it happen.
+        let udp = "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)";
+        let netlink = "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)";
+        let signal = "import os, signal, sys; os.kill(int(sys.argv[1]), signal.SIGCONT)";
+        // ptrace of its own child: what Landlock allows inside a domain,
+        // seccomp refuses.
+        let ptrace = "import ctypes, os, sys, time\npid = os.fork()\nif pid == 0:\n    time.sleep(5); os._exit(0)\nr = ctypes.CDLL(None, use_errno=True).ptrace(16, pid, 0, 0)\nos.kill(pid, 9)\nsys.exit(0 if r == 0 else 1)";
+        let uring = "import ctypes, sys; l = ctypes.CDLL(None, use_errno=True); p = ctypes.create_string_buffer(120); fd = l.syscall(425, 4, p); sys.exit(0 if fd >= 0 else 1)";
+        for (what, code) in
+            [("a UDP socket", udp), ("a netlink socket", netlink), ("a signal to a process outside", signal), ("ptrace", ptrace), ("io_uring", uring)]
+        {
+            assert_eq!(python(code, &pid, false), Some(0), "unconfined, {what} works (the attack is real)");
+            assert_ne!(python(code, &pid, true), Some(0), "confined, {what} must be refused");
+        }
+        let _ = target.kill();
+        let _ = target.wait();
+    }
+}

@@ -15,7 +15,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
 
 /// `jest.run` args.
 #[derive(Deserialize, JsonSchema)]
@@ -71,28 +71,8 @@ impl Verb for Run {
     }
 
     fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
-        map_outcome(outcome)
+        js_report::map_outcome("jest", outcome)
     }
-}
-
-/// A finished (or running) jest job → the result.
-fn map_outcome(outcome: &Outcome) -> Result<Value, OpError> {
-    if outcome.is_running() {
-        // jest has no run id of its own: job.kill stops the group.
-        return Ok(json!({}));
-    }
-    let report = js_report::report(&outcome.stdout).map_err(|why| {
-        // No report: jest stopped before running anything (a config it
-        // cannot read, an unknown option in it); its reason is on stderr.
-        let mut e = errors::exit_nonzero(outcome);
-        e.message = format!("jest wrote no JSON report ({why}); {}", e.message);
-        e
-    })?;
-    let mut out = js_report::summarize(&report).map_err(|e| errors::invalid_output(&format!("jest's JSON report: {e}")))?;
-    out["status"] = json!(js_report::status(outcome.exit_code, &out["counts"]));
-    out["success"] = json!(outcome.exit_code == Some(0));
-    out["exit_code"] = json!(outcome.exit_code);
-    Ok(out)
 }
 
 verbgate_plugin_sdk::plugin!(Jest { name: "jest", version: "0.1.0", verbs: [Run] });
@@ -115,7 +95,7 @@ mod tests {
     #[test]
     fn a_suite_that_failed_to_run_is_an_error_entry() {
         let report = r#"{"numFailedTestSuites":1,"numRuntimeErrorTestSuites":1,"testResults":[{"name":"/r/t/broken.test.js","status":"failed","message":"  ● Test suite failed to run\n\n    Cannot find module './x' from 't/broken.test.js'\n\n    > 1 | require('./x');\n","assertionResults":[]}]}"#;
-        let v = map_outcome(&Outcome::exited(1, report).with_stderr("FAIL t/broken.test.js")).unwrap();
+        let v = js_report::map_outcome("jest", &Outcome::exited(1, report).with_stderr("FAIL t/broken.test.js")).unwrap();
         assert_eq!(v["status"], "error");
         assert_eq!(v["tests"][0]["outcome"], "error");
         assert_eq!(v["tests"][0]["message"], "Cannot find module './x' from 't/broken.test.js'", "{v}");

@@ -340,3 +340,26 @@ mod tests {
         assert_eq!(frame("    at new Promise (<anonymous>)"), None);
     }
 }
+
+/// A finished (or running) job of `runner` (`vitest`, `jest`) → the verb's
+/// result: the summary of its JSON report with the run's status, success
+/// and exit code. Without a report the runner stopped before running
+/// anything (a config it cannot load, a filter it refuses), and its reason
+/// is on stderr: `exit_nonzero` saying so.
+pub fn map_outcome(runner: &str, outcome: &verbgate_plugin_sdk::Outcome) -> Result<Value, verbgate_plugin_sdk::OpError> {
+    use verbgate_plugin_sdk::{errors, OutcomeExt};
+    if outcome.is_running() {
+        // Neither runner has a run id of its own: job.kill stops the group.
+        return Ok(json!({}));
+    }
+    let report = report(&outcome.stdout).map_err(|why| {
+        let mut e = errors::exit_nonzero(outcome);
+        e.message = format!("{runner} wrote no JSON report ({why}); {}", e.message);
+        e
+    })?;
+    let mut out = summarize(&report).map_err(|e| errors::invalid_output(&format!("{runner}'s JSON report: {e}")))?;
+    out["status"] = json!(status(outcome.exit_code, &out["counts"]));
+    out["success"] = json!(outcome.exit_code == Some(0));
+    out["exit_code"] = json!(outcome.exit_code);
+    Ok(out)
+}

@@ -14,7 +14,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
 
 /// `vitest.run` args.
 #[derive(Deserialize, JsonSchema)]
@@ -67,28 +67,8 @@ impl Verb for Run {
     }
 
     fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
-        map_outcome(outcome)
+        js_report::map_outcome("vitest", outcome)
     }
-}
-
-/// A finished (or running) vitest job → the result.
-fn map_outcome(outcome: &Outcome) -> Result<Value, OpError> {
-    if outcome.is_running() {
-        // vitest has no run id of its own: job.kill stops the group.
-        return Ok(json!({}));
-    }
-    let report = js_report::report(&outcome.stdout).map_err(|why| {
-        // No report: vitest stopped before running anything (a config it
-        // cannot load, a filter it refuses); its reason is on stderr.
-        let mut e = errors::exit_nonzero(outcome);
-        e.message = format!("vitest wrote no JSON report ({why}); {}", e.message);
-        e
-    })?;
-    let mut out = js_report::summarize(&report).map_err(|e| errors::invalid_output(&format!("vitest's JSON report: {e}")))?;
-    out["status"] = json!(js_report::status(outcome.exit_code, &out["counts"]));
-    out["success"] = json!(outcome.exit_code == Some(0));
-    out["exit_code"] = json!(outcome.exit_code);
-    Ok(out)
 }
 
 verbgate_plugin_sdk::plugin!(Vitest { name: "vitest", version: "0.1.0", verbs: [Run] });
@@ -109,11 +89,11 @@ mod tests {
 
     #[test]
     fn a_run_without_a_report_is_the_program_failing() {
-        let e = map_outcome(&Outcome::exited(1, "").with_stderr("Error: failed to load config")).unwrap_err();
+        let e = js_report::map_outcome("vitest", &Outcome::exited(1, "").with_stderr("Error: failed to load config")).unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
         assert!(e.message.contains("no JSON report") && e.message.contains("failed to load config"), "{}", e.message);
         let report = r#"{"numTotalTestSuites":1,"testResults":[{"name":"/r/a.test.js","status":"passed","assertionResults":[{"ancestorTitles":[],"title":"t","status":"passed","duration":1,"failureMessages":[]}]}]}"#;
-        let v = map_outcome(&Outcome::exited(0, report)).unwrap();
+        let v = js_report::map_outcome("vitest", &Outcome::exited(0, report)).unwrap();
         assert_eq!((v["status"].as_str(), v["counts"]["passed"].as_u64(), v["success"].as_bool()), (Some("passed"), Some(1), Some(true)));
     }
 }

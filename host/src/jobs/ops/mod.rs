@@ -42,6 +42,13 @@ pub enum JobOp {
 /// Every operation name.
 pub const NAMES: &[&str] = &["job.status", "job.list", "job.output", "job.result", "job.wait", "job.kill"];
 
+/// Whether the operation named `name` changes anything (a kill); the others
+/// only read the job store. The audit trail makes an acting op's row
+/// durable before it runs.
+pub fn acts(name: &str) -> bool {
+    name == "job.kill"
+}
+
 impl JobOp {
     /// Parse host call `name` with JSON `args`.
     pub fn parse(name: &str, args: &str) -> Result<JobOp, OpError> {
