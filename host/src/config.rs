@@ -1,6 +1,6 @@
 //! Configuration: where verbgate keeps its files, which directory commands
 //! run in, which verbs are reachable, and the limits. Every default is
-//! documented here and in README.md.
+//! documented here and in docs/configuration.md (a test keeps the two equal).
 //!
 //! Precedence: command-line flags, then `verbgate.toml` (`--config FILE`, or
 //! `$VERBGATE_HOME/verbgate.toml` when present), then the defaults below.
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 pub const MAX_CONCURRENT_CALLS: u32 = 4096;
 
 /// Limits applied to plugins and programs.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// Wall-clock deadline for one plugin call (`plan`, `map-result`), ms.
@@ -332,7 +332,7 @@ fn check_policy(rules: &[PolicyRule]) -> Result<()> {
 }
 
 /// `[consent]`: how asking a person behaves.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ConsentSettings {
     /// How long an op waits for the person's answer, ms; no answer in time
@@ -347,7 +347,7 @@ impl Default for ConsentSettings {
 }
 
 /// Whether programs run in the OS sandbox.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxMode {
     /// Every program runs confined; where the kernel cannot confine it,
@@ -370,7 +370,7 @@ pub struct SandboxSettings {
 }
 
 /// The audit trail (`$VERBGATE_HOME/state/audit.db`).
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditSettings {
     /// Record every op. Default true.
@@ -393,7 +393,7 @@ impl Default for AuditSettings {
 
 /// A transport git may use to reach another repository (git's own
 /// protocol names, as `GIT_ALLOW_PROTOCOL` takes them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GitTransport {
     /// `https://` (through git's curl helper).
@@ -423,7 +423,7 @@ impl GitTransport {
 }
 
 /// `[git]`: how git verbs may reach other repositories.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitSettings {
     /// The transports `git fetch` and `git push` may use. Default `https`
@@ -729,6 +729,81 @@ mod tests {
         assert_eq!(f.git.transports, [GitTransport::Https, GitTransport::File]);
         let err = toml::from_str::<FileConfig>("[git]\ntransports = [\"ext\"]").unwrap_err();
         assert!(err.to_string().contains("ext"), "{err}");
+    }
+
+    /// Every key of `verbgate.toml` with its default (`None`: worked out at
+    /// start-up, so documented in words), from the real defaults. Taking
+    /// `FileConfig` apart without `..` makes a new setting fail to compile
+    /// here until it is listed.
+    fn real_defaults() -> BTreeMap<String, Option<serde_json::Value>> {
+        use serde_json::{json, to_value};
+        let FileConfig { root, allow, plugin_dirs, env_allow, limits, programs, components, trusted_repos, policy, consent, audit, sandbox, git } =
+            FileConfig::default();
+        let SandboxSettings { mode, allow: widenings } = sandbox;
+        assert!(root.is_none() && allow.is_none() && plugin_dirs.is_none() && env_allow.is_none());
+        assert!(programs.is_empty() && components.is_empty() && trusted_repos.is_empty() && policy.is_empty() && widenings.is_empty());
+        let mut out: BTreeMap<String, Option<serde_json::Value>> = BTreeMap::from([
+            ("root".into(), None),
+            ("allow".into(), None),
+            ("plugin_dirs".into(), Some(json!([]))),
+            ("env_allow".into(), Some(json!(DEFAULT_ENV_ALLOW))),
+            ("trusted_repos".into(), Some(json!([]))),
+            ("programs".into(), Some(json!({}))),
+            ("components".into(), Some(json!({}))),
+            ("policy".into(), Some(json!([]))),
+            ("sandbox.mode".into(), Some(to_value(mode).unwrap())),
+            ("sandbox.allow".into(), Some(json!([]))),
+        ]);
+        let sections = [("limits", to_value(limits)), ("consent", to_value(consent)), ("audit", to_value(audit)), ("git", to_value(git))];
+        for (section, value) in sections {
+            for (key, v) in value.unwrap().as_object().unwrap() {
+                out.insert(format!("{section}.{key}"), Some(v.clone()));
+            }
+        }
+        out
+    }
+
+    /// docs/configuration.md's defaults table (`| key | default | what |`):
+    /// each key with its default cell.
+    fn documented_defaults(text: &str) -> Vec<(String, String)> {
+        let rows = text.lines().skip_while(|l| !l.replace(' ', "").starts_with("|key|default|what|")).skip(2);
+        let mut out = Vec::new();
+        for line in rows.take_while(|l| l.starts_with('|')) {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+            let key = cells[0].strip_prefix('`').and_then(|k| k.strip_suffix('`'));
+            let key = key.unwrap_or_else(|| panic!("docs/configuration.md: the first cell is not a `key`: {line}"));
+            assert!(cells.len() == 3 && !cells[2].is_empty(), "docs/configuration.md: `{key}` needs a default and what it does: {line}");
+            out.push((key.to_string(), cells[1].to_string()));
+        }
+        out
+    }
+
+    #[test]
+    fn docs_configuration_md_gives_every_real_default() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+        let real = real_defaults();
+        let documented = documented_defaults(&text);
+        let mut problems = Vec::new();
+        for (key, cell) in &documented {
+            // A default written as one code span is a TOML value.
+            let value = cell.strip_prefix('`').and_then(|c| c.strip_suffix('`')).filter(|c| !c.contains('`'));
+            let value = value.map(|v| toml::from_str::<toml::Table>(&format!("v = {v}")).map(|mut t| serde_json::to_value(t.remove("v")).unwrap()));
+            match (real.get(key), value) {
+                (None, _) => problems.push(format!("`{key}` is not a setting")),
+                (Some(Some(want)), Some(Ok(got))) if &got == want => {}
+                (Some(Some(want)), Some(Ok(got))) => problems.push(format!("`{key}`: documented {got}, the default is {want}")),
+                (Some(Some(want)), _) => problems.push(format!("`{key}`: write its default {want} as one TOML value in backticks, not {cell:?}")),
+                (Some(None), None) => {}
+                (Some(None), Some(_)) => problems.push(format!("`{key}` has no fixed default (it is worked out at start-up); say what it is in words")),
+            }
+        }
+        for key in real.keys() {
+            if !documented.iter().any(|(k, _)| k == key) {
+                problems.push(format!("`{key}` is not documented"));
+            }
+        }
+        assert!(problems.is_empty(), "docs/configuration.md is out of step with the defaults in host/src/config.rs:\n  {}", problems.join("\n  "));
     }
 
     #[test]

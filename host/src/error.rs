@@ -9,185 +9,127 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// Every error code verbgate emits, request-level or per-op.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ErrorCode {
+/// Declares [`ErrorCode`], its wire names and [`ErrorCode::ALL`] from one
+/// list: a code cannot exist without its wire name or be missing from `ALL`
+/// (and so from the check that docs/errors.md documents every code).
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident => $wire:literal,)+) => {
+        /// Every error code verbgate emits, request-level or per-op.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $($(#[$doc])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in documentation order (the golden list).
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+
+            /// The snake_case wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
     /// The request itself is malformed (not an object, `ops` not a list, …).
-    InvalidRequest,
+    InvalidRequest => "invalid_request",
     /// No verb (or alias) by that name is reachable.
-    UnknownVerb,
+    UnknownVerb => "unknown_verb",
     /// An argument the verb's schema does not declare.
-    UnknownParam,
+    UnknownParam => "unknown_param",
     /// An argument has the wrong type, range or format, or is missing.
-    InvalidArgs,
+    InvalidArgs => "invalid_args",
     /// A spawn verb was called without `schema_fingerprint`.
-    FingerprintRequired,
+    FingerprintRequired => "fingerprint_required",
     /// `schema_fingerprint` does not match the verb's current schema.
-    FingerprintStale,
+    FingerprintStale => "fingerprint_stale",
     /// More ops than the batch cap; nothing ran.
-    BatchTooLarge,
+    BatchTooLarge => "batch_too_large",
     /// The plan would put a caller value where a program reads options, or
     /// contains NUL: refused before anything ran.
-    UnsafeArgv,
+    UnsafeArgv => "unsafe_argv",
     /// The plan names a program (or working directory) the verb did not
     /// declare or may not use.
-    PlanRefused,
+    PlanRefused => "plan_refused",
     /// The plugin trapped (panic, unreachable, stack overflow).
-    PluginTrap,
+    PluginTrap => "plugin_trap",
     /// The plugin ran past its wall-clock deadline.
-    PluginTimeout,
+    PluginTimeout => "plugin_timeout",
     /// The plugin hit a resource limit (memory, output size).
-    PluginLimit,
+    PluginLimit => "plugin_limit",
     /// The plugin reported an error with a code outside this vocabulary.
-    PluginError,
+    PluginError => "plugin_error",
     /// The program could not be started.
-    LaunchFailed,
+    LaunchFailed => "launch_failed",
     /// The program exited non-zero.
-    ExitNonzero,
+    ExitNonzero => "exit_nonzero",
     /// The plugin's result is not JSON or does not match its result schema.
-    InvalidOutput,
+    InvalidOutput => "invalid_output",
     /// The program wrote more than the capture bound.
-    OutputOverflow,
+    OutputOverflow => "output_overflow",
     /// The program ran past its timeout and was killed.
-    Timeout,
+    Timeout => "timeout",
     /// Something named by the caller does not exist.
-    NotFound,
+    NotFound => "not_found",
     /// An id prefix matches more than one record.
-    AmbiguousId,
+    AmbiguousId => "ambiguous_id",
     /// The verb exists but cannot run here (missing program, no job store).
-    Unavailable,
+    Unavailable => "unavailable",
     /// `job.result` of a job that has not ended yet.
-    JobNotFinished,
+    JobNotFinished => "job_not_finished",
     /// An entity-aware kill (the fronted CLI's own kill) failed; the job was
     /// not signalled.
-    KillFailed,
+    KillFailed => "kill_failed",
     /// The repository's own config names a program git could run (a filter,
     /// diff or merge driver, signature program, …); nothing ran.
-    RepoConfigRunsPrograms,
+    RepoConfigRunsPrograms => "repo_config_runs_programs",
     /// The repository git would use (its git directory or work tree) is
     /// outside the root; nothing ran.
-    RepoOutsideRoot,
+    RepoOutsideRoot => "repo_outside_root",
     /// A git verb's directory is in no repository (git would fall back to
     /// comparing plain files, `--no-index`, with any path it is given);
     /// nothing ran.
-    NotARepository,
+    NotARepository => "not_a_repository",
     /// Configuration a program would read from outside the root belongs to
     /// another user or is writable by others; nothing ran.
-    UntrustedConfig,
+    UntrustedConfig => "untrusted_config",
     /// A file or directory verbgate would trust (its home, `cache/`,
     /// `trust/`, `state/`, `plugins/`, `keys/`, `verbgate.toml`) is owned by another
     /// user or writable by group or others: refused before anything runs.
-    InsecureFile,
+    InsecureFile => "insecure_file",
     /// A spawn was refused: `limits.max_running_jobs` jobs are already
     /// preparing or running.
-    JobLimit,
-    /// The verb is outside the calling token's allow list; nothing ran.
-    NotAllowed,
+    JobLimit => "job_limit",
+    /// The verb is outside an allow list (the config's or the calling
+    /// token's); nothing ran. Ops answer `unknown_verb` instead, so a caller
+    /// cannot learn that the verb exists.
+    NotAllowed => "not_allowed",
     /// A `[[policy]]` rule (named in `rule`) denies the verb; nothing ran.
-    PolicyDenied,
+    PolicyDenied => "policy_denied",
     /// The policy asks a person first, but this client cannot be asked (no
     /// MCP elicitation capability, no terminal); nothing ran. The error names
     /// the rule and the config lines that would allow the verb.
-    ConsentRequired,
+    ConsentRequired => "consent_required",
     /// The person asked said no (or did not answer in time); nothing ran.
-    ConsentDeclined,
+    ConsentDeclined => "consent_declined",
     /// The op's audit row could not be made durable before it would act
     /// (the database locked past its busy timeout, a full disk), so it did
     /// not run: no op runs unrecorded.
-    AuditUnavailable,
+    AuditUnavailable => "audit_unavailable",
     /// The OS sandbox cannot enforce the program's profile here (no
     /// Landlock), so it did not run; `[sandbox] mode = "off"` is the
     /// operator's explicit way to run unconfined.
-    SandboxUnavailable,
+    SandboxUnavailable => "sandbox_unavailable",
     /// A bug in verbgate; the message says what failed.
-    Internal,
+    Internal => "internal",
 }
 
 impl ErrorCode {
-    /// Every code, in documentation order (the golden list).
-    pub const ALL: &'static [ErrorCode] = &[
-        ErrorCode::InvalidRequest,
-        ErrorCode::UnknownVerb,
-        ErrorCode::UnknownParam,
-        ErrorCode::InvalidArgs,
-        ErrorCode::FingerprintRequired,
-        ErrorCode::FingerprintStale,
-        ErrorCode::BatchTooLarge,
-        ErrorCode::UnsafeArgv,
-        ErrorCode::PlanRefused,
-        ErrorCode::PluginTrap,
-        ErrorCode::PluginTimeout,
-        ErrorCode::PluginLimit,
-        ErrorCode::PluginError,
-        ErrorCode::LaunchFailed,
-        ErrorCode::ExitNonzero,
-        ErrorCode::InvalidOutput,
-        ErrorCode::OutputOverflow,
-        ErrorCode::Timeout,
-        ErrorCode::NotFound,
-        ErrorCode::AmbiguousId,
-        ErrorCode::Unavailable,
-        ErrorCode::JobNotFinished,
-        ErrorCode::KillFailed,
-        ErrorCode::RepoConfigRunsPrograms,
-        ErrorCode::RepoOutsideRoot,
-        ErrorCode::NotARepository,
-        ErrorCode::UntrustedConfig,
-        ErrorCode::InsecureFile,
-        ErrorCode::JobLimit,
-        ErrorCode::NotAllowed,
-        ErrorCode::PolicyDenied,
-        ErrorCode::ConsentRequired,
-        ErrorCode::ConsentDeclined,
-        ErrorCode::AuditUnavailable,
-        ErrorCode::SandboxUnavailable,
-        ErrorCode::Internal,
-    ];
-
-    /// The snake_case wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidRequest => "invalid_request",
-            ErrorCode::UnknownVerb => "unknown_verb",
-            ErrorCode::UnknownParam => "unknown_param",
-            ErrorCode::InvalidArgs => "invalid_args",
-            ErrorCode::FingerprintRequired => "fingerprint_required",
-            ErrorCode::FingerprintStale => "fingerprint_stale",
-            ErrorCode::BatchTooLarge => "batch_too_large",
-            ErrorCode::UnsafeArgv => "unsafe_argv",
-            ErrorCode::PlanRefused => "plan_refused",
-            ErrorCode::PluginTrap => "plugin_trap",
-            ErrorCode::PluginTimeout => "plugin_timeout",
-            ErrorCode::PluginLimit => "plugin_limit",
-            ErrorCode::PluginError => "plugin_error",
-            ErrorCode::LaunchFailed => "launch_failed",
-            ErrorCode::ExitNonzero => "exit_nonzero",
-            ErrorCode::InvalidOutput => "invalid_output",
-            ErrorCode::OutputOverflow => "output_overflow",
-            ErrorCode::Timeout => "timeout",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::AmbiguousId => "ambiguous_id",
-            ErrorCode::Unavailable => "unavailable",
-            ErrorCode::JobNotFinished => "job_not_finished",
-            ErrorCode::KillFailed => "kill_failed",
-            ErrorCode::RepoConfigRunsPrograms => "repo_config_runs_programs",
-            ErrorCode::RepoOutsideRoot => "repo_outside_root",
-            ErrorCode::NotARepository => "not_a_repository",
-            ErrorCode::UntrustedConfig => "untrusted_config",
-            ErrorCode::InsecureFile => "insecure_file",
-            ErrorCode::JobLimit => "job_limit",
-            ErrorCode::NotAllowed => "not_allowed",
-            ErrorCode::PolicyDenied => "policy_denied",
-            ErrorCode::ConsentRequired => "consent_required",
-            ErrorCode::ConsentDeclined => "consent_declined",
-            ErrorCode::AuditUnavailable => "audit_unavailable",
-            ErrorCode::SandboxUnavailable => "sandbox_unavailable",
-            ErrorCode::Internal => "internal",
-        }
-    }
-
     /// Parse a wire name.
     pub fn from_wire(name: &str) -> Option<ErrorCode> {
         ErrorCode::ALL.iter().copied().find(|c| c.as_str() == name)
@@ -258,6 +200,39 @@ mod tests {
             let via_serde = serde_json::to_value(code).unwrap();
             assert_eq!(via_serde, Value::String(code.as_str().into()));
         }
+    }
+
+    /// The codes of docs/errors.md's table (`| code | meaning | what to do |`),
+    /// each row checked for a meaning and an action.
+    fn documented_codes(text: &str) -> Vec<String> {
+        let rows = text.lines().skip_while(|l| !l.replace(' ', "").starts_with("|code|meaning|whattodo|")).skip(2);
+        let mut codes = Vec::new();
+        for line in rows.take_while(|l| l.starts_with('|')) {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+            let code = cells[0]
+                .strip_prefix('`')
+                .and_then(|c| c.strip_suffix('`'))
+                .unwrap_or_else(|| panic!("docs/errors.md: the first cell is not a `code`: {line}"));
+            assert!(cells.len() == 3 && cells[1..].iter().all(|c| !c.is_empty()), "docs/errors.md: `{code}` needs a meaning and what to do: {line}");
+            codes.push(code.to_string());
+        }
+        codes
+    }
+
+    #[test]
+    fn docs_errors_md_lists_every_code_and_no_other() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+        let documented = documented_codes(&text);
+        let real: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        let missing: Vec<&&str> = real.iter().filter(|c| !documented.iter().any(|d| d == *c)).collect();
+        let unknown: Vec<&String> = documented.iter().filter(|d| ErrorCode::from_wire(d).is_none()).collect();
+        let twice: Vec<&String> = documented.iter().enumerate().filter(|(i, d)| documented[..*i].contains(d)).map(|(_, d)| d).collect();
+        assert!(
+            missing.is_empty() && unknown.is_empty() && twice.is_empty(),
+            "docs/errors.md is out of step with ErrorCode (host/src/error.rs):\n  codes it does not document: {missing:?}\n  \
+             codes it documents that do not exist: {unknown:?}\n  codes it documents twice: {twice:?}"
+        );
     }
 
     #[test]

@@ -27,9 +27,13 @@ pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
+#[cfg(test)]
+mod doc_citations;
 pub mod error;
 pub mod exec;
 pub mod jobs;
+#[cfg(test)]
+mod layering;
 pub mod json;
 pub mod mcp;
 pub mod private_files;

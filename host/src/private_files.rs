@@ -100,9 +100,35 @@ pub fn check_home(home: &Path, config_file: Option<&Path>) -> Result<()> {
         };
         check_private(&path, &meta)?;
     }
-    // The bearer-token file decides who a server lets in: the same rule,
-    // with a fix that also says to look for planted tokens.
-    crate::tokens::TokenStore::at_home(home).check()
+    check_token_file(&home.join(TOKENS_FILE))
+}
+
+/// The bearer-token file's name in the home.
+pub const TOKENS_FILE: &str = "tokens.json";
+
+/// Check the bearer-token file (an absent file is fine: no tokens). It
+/// decides who a server lets in: the rule of [`check_private`], with a fix
+/// that also says to look for planted tokens. Follows a symlink, as the
+/// home check does for the config: what matters is who can write what it
+/// leads to.
+pub fn check_token_file(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) => check_token_meta(path, &meta),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot check {}", path.display())),
+    }
+}
+
+/// [`check_token_file`] on metadata already read (from an open descriptor).
+pub fn check_token_meta(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
+    if let Err(mut insecure) = check_private(path, meta) {
+        // Whoever could write it may have added a token of their own:
+        // fixing the mode is not enough.
+        let tighten = if insecure.problem.contains("owned by") { insecure.fix.clone() } else { format!("`chmod 600 {}`", path.display()) };
+        insecure.fix = format!("{tighten}, then look for tokens you did not make with `verbgate token list` and revoke them");
+        return Err(insecure.into());
+    }
+    Ok(())
 }
 
 /// Create a private directory (0700, parents too) or check an existing

@@ -21,11 +21,9 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-use crate::dispatch::Caller;
 use crate::json::sha256_hex;
 
-/// The token file's name under verbgate's home.
-pub const TOKENS_FILE: &str = "tokens.json";
+pub use crate::private_files::TOKENS_FILE;
 
 /// Largest token file read, bytes (thousands of tokens; a bigger file is
 /// not one verbgate wrote).
@@ -51,13 +49,6 @@ pub struct TokenRecord {
     /// (`verbgate token add --all-jobs`). Default false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all_jobs: bool,
-}
-
-impl TokenRecord {
-    /// The caller requests with this token run as.
-    pub fn caller(&self) -> Caller {
-        Caller::for_token(&self.name, &self.sha256, self.allow.clone(), self.all_jobs, crate::dispatch::caller::Transport::Http)
-    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -88,22 +79,7 @@ impl TokenStore {
     /// as the home check does for the config: what matters is who can
     /// write what it leads to.
     pub fn check(&self) -> Result<()> {
-        match std::fs::metadata(&self.path) {
-            Ok(meta) => self.check_meta(&meta),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e).with_context(|| format!("cannot check {}", self.path.display())),
-        }
-    }
-
-    fn check_meta(&self, meta: &std::fs::Metadata) -> Result<()> {
-        if let Err(mut insecure) = crate::private_files::check_private(&self.path, meta) {
-            // Whoever could write it may have added a token of their own:
-            // fixing the mode is not enough.
-            let tighten = if insecure.problem.contains("owned by") { insecure.fix.clone() } else { format!("`chmod 600 {}`", self.path.display()) };
-            insecure.fix = format!("{tighten}, then look for tokens you did not make with `verbgate token list` and revoke them");
-            return Err(insecure.into());
-        }
-        Ok(())
+        crate::private_files::check_token_file(&self.path)
     }
 
     /// The file's bytes, `None` when it does not exist: opened without
@@ -122,7 +98,7 @@ impl TokenStore {
         if !meta.is_file() {
             bail!("{} is not a regular file; remove it and make tokens again with `verbgate token add`", self.path.display());
         }
-        self.check_meta(&meta)?;
+        crate::private_files::check_token_meta(&self.path, &meta)?;
         if meta.len() > TOKENS_FILE_BYTES {
             bail!("{} is {} bytes, more than the {TOKENS_FILE_BYTES}-byte cap for a token file; verbgate did not write it", self.path.display(), meta.len());
         }
@@ -187,12 +163,6 @@ impl TokenStore {
         Ok(true)
     }
 
-    /// The caller a presented token authenticates as, if any (see
-    /// [`TokenStore::find`]).
-    pub fn authenticate(&self, presented: &str) -> Result<Option<Caller>> {
-        Ok(self.find(presented)?.map(|t| t.caller()))
-    }
-
     /// The stored record of a presented token, if any. Hashes the text
     /// once and compares it with *every* stored digest without an early
     /// exit. The record's `sha256` is the token's identity: a token made
@@ -221,30 +191,15 @@ impl TokenStore {
 /// A new token's text: the prefix and 32 bytes from the kernel's
 /// generator, in hex. Stored nowhere; keep only its [`sha256_hex`].
 pub fn generate() -> Result<String> {
-    Ok(format!("{PREFIX}{}", hex::encode(random_bytes()?)))
+    Ok(format!("{PREFIX}{}", hex::encode(crate::private_files::random_bytes(32)?)))
 }
 
-/// Equality that takes the same time wherever the inputs differ. Both
-/// sides are hex SHA-256 digests (64 bytes), so the length test leaks
-/// nothing about a secret.
+/// Equality that takes the same time wherever the inputs differ
+/// (RustCrypto's `ctutils`). Both sides are hex SHA-256 digests (64 bytes),
+/// so the length test leaks nothing about a secret.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut diff = 0u8;
-    for (x, y) in a.iter().zip(b) {
-        diff |= x ^ y;
-    }
-    // Keep the optimiser from turning the fold into an early exit.
-    std::hint::black_box(diff) == 0
-}
-
-/// 32 bytes from the kernel's generator.
-fn random_bytes() -> Result<[u8; 32]> {
-    use std::io::Read;
-    let mut buf = [0u8; 32];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).context("cannot read /dev/urandom to make a token")?;
-    Ok(buf)
+    use ctutils::CtEq;
+    a.ct_eq(b).to_bool()
 }
 
 /// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
@@ -265,12 +220,12 @@ mod tests {
         assert!(!file.contains(&text), "the token text must never be stored");
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(store.path()).unwrap().permissions().mode() & 0o777, 0o600);
-        let caller = store.authenticate(&text).unwrap().expect("the token authenticates");
+        let caller = store.find(&text).unwrap().expect("the token authenticates");
         assert_eq!((caller.name.as_str(), caller.allow), ("ci", Some(vec!["git.*".to_string()])));
-        assert!(store.authenticate("vgt_wrong").unwrap().is_none());
+        assert!(store.find("vgt_wrong").unwrap().is_none());
         assert!(store.add("ci", None).is_err(), "names are unique");
         assert!(store.revoke("ci").unwrap());
-        assert!(store.authenticate(&text).unwrap().is_none());
+        assert!(store.find(&text).unwrap().is_none());
         assert!(!store.revoke("ci").unwrap());
     }
 
@@ -282,7 +237,7 @@ mod tests {
         let text = store.add("ci", None).unwrap();
         for mode in [0o666, 0o620, 0o602] {
             std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(mode)).unwrap();
-            for err in [store.authenticate(&text).unwrap_err(), store.list().unwrap_err(), store.add("x", None).unwrap_err(), store.check().unwrap_err()] {
+            for err in [store.find(&text).unwrap_err(), store.list().unwrap_err(), store.add("x", None).unwrap_err(), store.check().unwrap_err()] {
                 let insecure = err.downcast_ref::<crate::private_files::InsecureFile>().unwrap_or_else(|| panic!("{mode:o}: {err:#}"));
                 assert!(insecure.problem.contains(&format!("mode {mode:o}")), "{insecure}");
                 assert!(insecure.fix.contains("chmod 600") && insecure.fix.contains("verbgate token list"), "{insecure}");
@@ -290,7 +245,7 @@ mod tests {
         }
         // Readable by others is not a danger (only hashes are stored).
         std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(store.authenticate(&text).unwrap().is_some());
+        assert!(store.find(&text).unwrap().is_some());
     }
 
     #[test]

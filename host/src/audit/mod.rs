@@ -13,6 +13,6 @@ mod record;
 mod store;
 mod writer;
 
-pub use record::{clip_value, redact, Record, REDACTED, VALUE_BYTES};
+pub use record::{clip_value, redact, Answer, Record, RowOutcome, Transport, REDACTED, VALUE_BYTES};
 pub use store::{AuditStore, Filter, PruneReport};
 pub use writer::AuditWriter;

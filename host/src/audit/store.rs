@@ -42,6 +42,15 @@ const UPGRADE_V2: &str = "ALTER TABLE audit ADD COLUMN read_back TEXT;";
 /// once; a writer waits this long for another's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A write the store is asked to make (the writer thread batches them).
+pub enum Write {
+    /// Append a row.
+    Insert(Record),
+    /// Replace the row with this id (written before its op ran) with the
+    /// op's end.
+    Update(i64, Record),
+}
+
 /// The audit file, one connection shared by the process's ops.
 pub struct AuditStore {
     path: PathBuf,
@@ -125,8 +134,7 @@ impl AuditStore {
     }
 
     /// Inserts and updates in one transaction (all or none), in order.
-    pub fn write_all(&self, writes: &[super::writer::Write]) -> rusqlite::Result<()> {
-        use super::writer::Write;
+    pub fn write_all(&self, writes: &[Write]) -> rusqlite::Result<()> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let tx = conn.transaction()?;
         for w in writes {
@@ -275,9 +283,15 @@ fn insert(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::{RowOutcome, Transport};
 
     fn rec(verb: &str, outcome: &str, time_ms: i64) -> Record {
-        Record { time_ms, transport: "cli".into(), caller: "local".into(), verb: verb.into(), args: "{}".into(), outcome: outcome.into(), ..Record::default() }
+        let outcome = match outcome {
+            "ok" => RowOutcome::Ok,
+            "started" => RowOutcome::Started,
+            code => RowOutcome::Failed(crate::error::ErrorCode::from_wire(code).expect("a known code")),
+        };
+        Record { time_ms, transport: Transport::Cli, caller: "local".into(), verb: verb.into(), args: "{}".into(), outcome, ..Record::default() }
     }
 
     #[test]
@@ -310,6 +324,26 @@ mod tests {
         // Reopening keeps the schema and the rows.
         drop(store);
         assert_eq!(AuditStore::open(&state).unwrap().query(&all).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_value_outside_a_columns_closed_set_is_refused_by_name() {
+        // The trail lives in VERBGATE_HOME, which is hostile input: a
+        // transport, decision, answer or outcome this verbgate never writes
+        // is an error naming it, never shown as if it were one of ours.
+        let dir = tempfile::tempdir().unwrap();
+        let store = AuditStore::open(dir.path()).unwrap();
+        store.append(&rec("git.log", "ok", 1)).unwrap();
+        assert_eq!(store.query(&Filter { limit: 10, ..Filter::default() }).unwrap()[0].outcome, RowOutcome::Ok);
+        for (column, value) in [("transport", "\u{1b}[2Jtelnet"), ("decision", "maybe"), ("answer", "yes!"), ("outcome", "all_good")] {
+            let conn = Connection::open(dir.path().join("audit.db")).unwrap();
+            conn.execute(&format!("UPDATE audit SET {column} = ?1"), [value]).unwrap();
+            let err = store.query(&Filter { limit: 10, ..Filter::default() }).unwrap_err().to_string();
+            assert!(err.contains(&format!("unknown {column}")) && !err.contains('\u{1b}'), "{column}: {err}");
+            let fix = if column == "transport" { "'cli'" } else if column == "outcome" { "'ok'" } else { "NULL" };
+            conn.execute(&format!("UPDATE audit SET {column} = {fix}"), []).unwrap();
+        }
+        assert_eq!(store.query(&Filter { limit: 10, ..Filter::default() }).unwrap().len(), 1);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::record::Record;
-use super::store::AuditStore;
+use super::store::{AuditStore, Write};
 
 /// Most rows committed in one transaction.
 const BATCH: usize = 512;
@@ -20,15 +20,6 @@ const BATCH: usize = 512;
 /// commits them: one transaction per few milliseconds of ops, instead of
 /// one per op competing with the ops for the CPU.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
-
-/// What the writer is asked to do.
-pub enum Write {
-    /// Append a row.
-    Insert(Record),
-    /// Replace the row with this id (written before its op ran) with the
-    /// op's end.
-    Update(i64, Record),
-}
 
 /// The trail's writer thread and its queue.
 pub struct AuditWriter {
@@ -120,7 +111,7 @@ fn write_loop(store: &AuditStore, rx: &Receiver<Write>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::Filter;
+    use crate::audit::{Filter, RowOutcome, Transport};
 
     #[test]
     fn every_queued_row_is_written_by_the_time_the_writer_is_dropped() {
@@ -130,10 +121,10 @@ mod tests {
         for i in 0..2000 {
             writer.record(Record {
                 time_ms: i,
-                transport: "cli".into(),
+                transport: Transport::Cli,
                 caller: "local".into(),
                 verb: format!("v.n{i}"),
-                outcome: "ok".into(),
+                outcome: RowOutcome::Ok,
                 ..Record::default()
             });
         }

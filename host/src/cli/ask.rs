@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use crate::dispatch::consent::{Answer, AskFuture, Asker, Question};
+use crate::dispatch::ask::{Answer, AskFuture, Asker, Question};
 
 /// Asks on the controlling terminal.
 pub struct Terminal;

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::context::Context;
-use super::{print_json, GlobalArgs};
+use super::global::{print_json, GlobalArgs};
 use crate::exec::Programs;
 use crate::json::sha256_hex;
 use crate::registry::bounds::check_describe;

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use std::sync::Arc;
 
-use super::GlobalArgs;
+use super::global::GlobalArgs;
 use crate::audit::AuditStore;
 use crate::config::Config;
 use crate::dispatch::Dispatcher;

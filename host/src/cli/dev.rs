@@ -11,7 +11,7 @@ use std::process::{ExitCode, Stdio};
 
 use super::check::check_bytes;
 use super::context::Context;
-use super::{print_json, GlobalArgs};
+use super::global::{print_json, GlobalArgs};
 use crate::config::Config;
 use crate::registry::Source;
 use crate::trust::keys::{generate, public_of, read_secret_key};

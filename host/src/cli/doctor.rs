@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use std::process::ExitCode;
 
 use super::context::Context;
-use super::GlobalArgs;
+use super::global::GlobalArgs;
 use crate::config::SandboxMode;
 
 /// `verbgate doctor`.
@@ -34,7 +34,7 @@ pub async fn run(g: &GlobalArgs, _args: DoctorArgs) -> Result<ExitCode> {
     let mut verbs = Map::new();
     for verb in ctx.registry().verbs() {
         let profile = match verb.programs.iter().next() {
-            Some((name, program)) if enforced => crate::dispatch::op::profile_for(&ctx.config, verb, name, program, &env).to_json(),
+            Some((name, program)) if enforced => crate::dispatch::prepare::profile_for(&ctx.config, verb, name, program, &env).to_json(),
             _ => Value::Null,
         };
         verbs.insert(verb.name.clone(), profile);

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use std::process::ExitCode;
 
-use super::GlobalArgs;
+use super::global::GlobalArgs;
 use crate::config::Config;
 use crate::jobs::{JobLimits, Jobs};
 
@@ -30,7 +30,7 @@ pub fn run(g: &GlobalArgs, c: JobsCommand) -> Result<ExitCode> {
     let report = jobs.prune()?;
     let failed = report.pruned.iter().any(|p| p.files_error.is_some());
     if json {
-        super::print_json(&serde_json::to_value(&report)?);
+        super::global::print_json(&serde_json::to_value(&report)?);
     } else {
         for p in &report.pruned {
             match &p.files_error {

@@ -5,7 +5,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{print_json, GlobalArgs};
+use super::global::{print_json, GlobalArgs};
 use crate::config::Config;
 use crate::json::sha256_hex;
 use crate::trust::keys::{generate, public_of, read_public_key, read_secret_key};

@@ -4,6 +4,7 @@
 //! 2 usage error (clap); 4 a request that could not run at all.
 
 mod ask;
+mod global;
 mod audit;
 mod check;
 mod context;
@@ -22,7 +23,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::config::Overrides;
+use global::{print_json, GlobalArgs};
 
 /// verbgate: signed WebAssembly verbs for AI agents, behind one MCP tool.
 #[derive(Debug, Parser)]
@@ -47,30 +48,6 @@ fn long_version() -> &'static str {
         }
         text
     })
-}
-
-/// Options every subcommand accepts.
-#[derive(Debug, clap::Args, Clone)]
-pub struct GlobalArgs {
-    /// verbgate's home (trust/, plugins/, state/, cache/, keys/).
-    /// Default: $VERBGATE_HOME, else $XDG_DATA_HOME/verbgate, else ~/.local/share/verbgate.
-    #[arg(long, global = true, value_name = "DIR")]
-    home: Option<PathBuf>,
-    /// Config file. Default: $VERBGATE_HOME/verbgate.toml when present.
-    #[arg(long, global = true, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Directory programs run in. Default: the current directory.
-    #[arg(long, global = true, value_name = "DIR")]
-    root: Option<PathBuf>,
-    /// Extra plugin directory to load signed components from (repeatable).
-    #[arg(long = "plugins", global = true, value_name = "DIR")]
-    plugins: Vec<PathBuf>,
-}
-
-impl GlobalArgs {
-    fn overrides(&self) -> Overrides {
-        Overrides { home: self.home.clone(), config: self.config.clone(), root: self.root.clone(), plugin_dirs: self.plugins.clone() }
-    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -172,9 +149,4 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("VERBGATE_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
-}
-
-/// Print JSON (compact, one line) on stdout.
-pub(crate) fn print_json(v: &serde_json::Value) {
-    println!("{v}");
 }

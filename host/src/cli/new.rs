@@ -11,7 +11,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{print_json, GlobalArgs};
+use super::global::{print_json, GlobalArgs};
 use crate::registry::bundled::BUNDLED;
 use crate::registry::fence::{CORE_NAMESPACE, RESERVED_NAMESPACES};
 use crate::registry::lint::plugin_name_problem;

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use super::ask;
 use super::context::Context;
-use super::{print_json, GlobalArgs};
-use crate::dispatch::consent::Asker;
+use super::global::{print_json, GlobalArgs};
+use crate::dispatch::ask::Asker;
 use crate::dispatch::{Caller, Observer, Transport};
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use super::context::Context;
-use super::GlobalArgs;
+use super::global::GlobalArgs;
 use crate::mcp::http::{
     Auth, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_TOKEN,
     DEFAULT_SESSION_IDLE, MCP_PATH,

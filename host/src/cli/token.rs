@@ -7,7 +7,7 @@ use clap::Subcommand;
 use serde_json::json;
 use std::process::ExitCode;
 
-use super::{print_json, GlobalArgs};
+use super::global::{print_json, GlobalArgs};
 use crate::config::Config;
 use crate::tokens::TokenStore;
 

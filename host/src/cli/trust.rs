@@ -7,7 +7,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{print_json, GlobalArgs};
+use super::global::{print_json, GlobalArgs};
 use crate::config::Config;
 use crate::trust::TrustStore;
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::context::Context;
-use super::{print_json, GlobalArgs};
+use super::global::{print_json, GlobalArgs};
 use crate::dispatch::help::surface_version;
 use crate::trust::TrustStore;
 

@@ -7,42 +7,12 @@
 //! verb answers `unknown_verb` exactly as a verb that does not exist, with
 //! suggestions drawn only from what the caller reaches.
 
-use serde_json::{json, Value};
 use std::sync::Arc;
 
-use super::audit::Trail;
-use super::consent::{Asker, Grants};
-use super::op::OpOutcome;
-use super::request::OpRequest;
-use super::Dispatcher;
+use super::ask::{Asker, Grants};
+pub use crate::audit::Transport;
 use crate::error::{ErrorCode, OpError};
-use crate::json::near_matches;
 use crate::registry::fence;
-
-/// How a request arrived (recorded in the audit trail).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// MCP over stdin/stdout (`verbgate serve`).
-    Stdio,
-    /// MCP over Streamable HTTP (`verbgate serve --http`).
-    Http,
-    /// `verbgate request`.
-    Cli,
-    /// A program embedding the dispatcher (benchmarks, tests).
-    Library,
-}
-
-impl Transport {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Stdio => "stdio",
-            Transport::Http => "http",
-            Transport::Cli => "cli",
-            Transport::Library => "library",
-        }
-    }
-}
 
 /// The caller of one request: who it is, what it may reach, how it came,
 /// and how (whether) a person can be asked on its behalf. Carried through
@@ -130,52 +100,5 @@ impl Caller {
         )
         .with("verb", verb)
         .with("caller", self.name.as_str())
-    }
-}
-
-impl Dispatcher {
-    /// Run one op for `caller`: a verb outside the caller's allow list is
-    /// refused before anything about it runs, as if it did not exist.
-    pub(crate) async fn run_op_as(&self, req: OpRequest, caller: &Caller, trail: &mut Trail) -> OpOutcome {
-        if caller.allow.is_none() {
-            return self.run_op(req, caller, trail).await;
-        }
-        let registry = self.registry_for(&req.op).await;
-        match registry.resolve(&req.op) {
-            Some(verb) if caller.permits(&verb.name) => self.run_op(req, caller, trail).await,
-            _ => {
-                // Outside the list or unknown: one answer, so the caller
-                // cannot learn which verbs exist.
-                let err = self.unknown_for(&req.op, caller);
-                OpOutcome { op: req.op, verb: None, result: Err(err) }
-            }
-        }
-    }
-
-    /// `help: "<verb>"` for `caller`.
-    pub(crate) async fn help_as(&self, name: &str, caller: &Caller) -> Result<Value, OpError> {
-        if caller.allow.is_some() {
-            let verb_name = name.split_once(':').map_or(name, |(v, _)| v);
-            let registry = self.registry_for(verb_name).await;
-            if !registry.resolve(verb_name).is_some_and(|verb| caller.permits(&verb.name)) {
-                return Err(self.unknown_for(verb_name, caller));
-            }
-        }
-        self.help_with_target(name, caller).await
-    }
-
-    fn unknown_for(&self, name: &str, caller: &Caller) -> OpError {
-        let registry = self.registry();
-        if caller.permits(name) {
-            if let Some(err) = registry.unavailable_error(name) {
-                return err;
-            }
-        }
-        let hints = near_matches(name, registry.verb_names().filter(|n| caller.permits(n)));
-        let msg = match hints.first() {
-            Some(h) => format!("no verb named `{name}`; did you mean `{h}`?"),
-            None => format!("no verb named `{name}`; ask {{\"help\": true}} for the catalog"),
-        };
-        OpError::new(ErrorCode::UnknownVerb, msg).with("verb", name).with("did_you_mean", json!(hints))
     }
 }

@@ -4,10 +4,14 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+use super::caller::Caller;
+use super::policy::Policy;
+use super::resolve::unknown_verb;
+use super::turns::{Access, Slot};
+use super::Dispatcher;
 use crate::config::Decision;
-use crate::dispatch::policy::Policy;
 use crate::error::{ErrorCode, OpError};
-use crate::json::{near_matches, sha256_hex};
+use crate::json::sha256_hex;
 use crate::registry::{Registry, Source, Verb};
 use crate::runtime::model::VerbKind;
 
@@ -30,14 +34,14 @@ fn surface_version_of<'a>(verbs: impl Iterator<Item = &'a std::sync::Arc<Verb>>)
 /// ([`catalog_line`]) and the namespace parameters keep the catalog under
 /// 100 bytes a verb.
 pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Value {
-    catalog_for(registry, batch_cap, loading, &crate::dispatch::Caller::local(), &Policy::new(&[]))
+    catalog_for(registry, batch_cap, loading, &Caller::local(), &Policy::new(&[]))
 }
 
 /// The catalog as `caller` sees it: only the verbs its allow list reaches
 /// (and a surface version over those), with each verb's effects and the
 /// verbs the policy asks about or denies, compactly (`ns.*` when a whole
 /// namespace shares the mark).
-pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], caller: &crate::dispatch::Caller, policy: &Policy) -> Value {
+pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], caller: &Caller, policy: &Policy) -> Value {
     let verbs = || registry.verbs().filter(|v| caller.permits(&v.name));
     let reachable: Vec<&Arc<Verb>> = verbs().collect();
     let shared = namespace_params(reachable.iter().copied());
@@ -138,17 +142,7 @@ fn catalog_line(v: &Verb, shared: &[String]) -> String {
 
 /// `help: "<verb>"`.
 pub fn verb_help(registry: &Registry, name: &str) -> Result<Value, OpError> {
-    let verb = registry.resolve(name).ok_or_else(|| {
-        if let Some(err) = registry.unavailable_error(name) {
-            return err;
-        }
-        let hints = near_matches(name, registry.verb_names());
-        let msg = match hints.first() {
-            Some(h) => format!("no verb named `{name}`; did you mean `{h}`?"),
-            None => format!("no verb named `{name}`; ask {{\"help\": true}} for the catalog"),
-        };
-        OpError::new(ErrorCode::UnknownVerb, msg).with("verb", name).with("did_you_mean", hints)
-    })?;
+    let verb = registry.resolve(name).ok_or_else(|| unknown_verb(registry, name, |_| true))?;
     Ok(verb_contract(verb))
 }
 
@@ -270,4 +264,114 @@ pub fn verb_contract(v: &Verb) -> Value {
             "source": source,
         },
     })
+}
+
+impl Dispatcher {
+    /// `help: true` for `caller`: the catalog of what it reaches.
+    pub(crate) fn catalog(&self, caller: &Caller) -> Value {
+        catalog_for(&self.registry(), self.batch_cap(), &self.live_registry().loading(), caller, self.policy())
+    }
+
+    /// `help: "<verb>"` (or `"<verb>:<target>"`) for `caller`: a verb
+    /// outside its allow list answers as one that does not exist.
+    pub(crate) async fn help_as(&self, name: &str, caller: &Caller) -> Result<Value, OpError> {
+        if caller.allow.is_some() {
+            let verb_name = name.split_once(':').map_or(name, |(v, _)| v);
+            self.resolve_verb(verb_name, caller).await?;
+        }
+        self.help_with_target(name, caller).await
+    }
+
+    /// What the OS sandbox does to `verb`'s programs, for its contract: the
+    /// root's access and the network, or why nothing can run confined.
+    fn sandbox_note(&self, verb: &Verb) -> Value {
+        if self.config.sandbox.mode == crate::config::SandboxMode::Off {
+            return json!({ "enforced": false, "note": "the operator turned the sandbox off: programs run with the user's full rights" });
+        }
+        if let Some(why) = &crate::sandbox::support().missing {
+            return json!({ "enforced": false, "note": format!("ops that start a program answer sandbox_unavailable: {why}") });
+        }
+        let Some((name, program)) = verb.programs.iter().next() else { return json!({ "enforced": true, "note": "runs no program" }) };
+        let env: std::collections::BTreeMap<String, String> =
+            self.config.env_allow.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).collect();
+        let p = super::prepare::profile_for(&self.config, verb, name, program, &env);
+        let root = &self.config.root;
+        let access = if p.write.iter().any(|w| w == root) {
+            "read-write"
+        } else if p.read.iter().any(|r| r == root) {
+            "read-only"
+        } else {
+            "none"
+        };
+        json!({ "enforced": true, "root": access, "network": p.network, "note": "`verbgate doctor` lists every path" })
+    }
+
+    /// `help: "<verb>"` for a two-stage verb gets its targets listed;
+    /// `help: "<verb>:<target>"` gets the resolved contract.
+    ///
+    /// A verb the policy denies gets its contract but runs nothing, not
+    /// even its target resolution; a resolution takes a shared turn on the
+    /// root like any reading op.
+    pub(crate) async fn help_with_target(&self, name: &str, caller: &Caller) -> Result<Value, OpError> {
+        let (verb_name, target) = match name.split_once(':') {
+            Some((v, t)) => (v, Some(t)),
+            None => (name, None),
+        };
+        let registry = self.registry_for(verb_name).await;
+        let mut contract = verb_help(&registry, verb_name)?;
+        let verb = registry.resolve(verb_name).cloned().expect("verb_help found it");
+        contract["policy"] = policy_note(&verb, &self.policy);
+        contract["sandbox"] = self.sandbox_note(&verb);
+        if !verb.two_stage {
+            if target.is_some() {
+                return Err(OpError::new(ErrorCode::InvalidRequest, format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name))
+                    .with("verb", verb.name.as_str()));
+            }
+            return Ok(contract);
+        }
+        let rule = self.policy().decide(&verb);
+        let denied = (rule.rule.decision == Decision::Deny).then(|| super::policy::denied(&verb, rule));
+        let _turn = match denied {
+            Some(_) => None,
+            None => Some(Slot::take(&self.turns, Some(Access::Shared)).await?),
+        };
+        match target {
+            None | Some("") => {
+                // The contract stands even when the targets cannot be listed
+                // (no justfile here, say): the reason is shown beside it.
+                let listing = match denied {
+                    Some(e) => Err(e),
+                    None => self.resolve_target(&verb, "", caller).await,
+                };
+                match listing {
+                    Ok(listing) => contract["targets"] = listing.identity.get("targets").cloned().unwrap_or(Value::Array(vec![])),
+                    Err(e) => {
+                        contract["targets"] = Value::Null;
+                        contract["targets_error"] = e.to_json();
+                    }
+                }
+                contract["target_help"] = json!(format!("{{\"help\": \"{}:<target>\"}} gives a target's parameters and fingerprint", verb.name));
+                Ok(contract)
+            }
+            Some(t) => {
+                if let Some(e) = denied {
+                    return Err(e);
+                }
+                let r = self.resolve_target(&verb, t, caller).await?;
+                Ok(json!({
+                    "verb": verb.name,
+                    "target": t,
+                    "kind": verb.kind.as_str(),
+                    "summary": r.summary,
+                    "params_schema": r.schema,
+                    "schema_fingerprint": r.fingerprint,
+                    "fingerprint_required": verb.kind == crate::runtime::model::VerbKind::Spawn,
+                    "resolved": r.identity,
+                    "effects": contract["effects"],
+                    "policy": contract["policy"],
+                    "plugin": contract["plugin"],
+                }))
+            }
+        }
+    }
 }

@@ -1,16 +1,16 @@
-//! Host plans: the native operations behind the bundled core component's
+//! Host plans (a part of the run stage): the native operations behind the bundled core component's
 //! job verbs. Only the bundled core may plan them — a plugin from disk that
 //! asks for a host call is refused, so installing a component can never
 //! grant it control over jobs.
 
 use serde_json::{json, Value};
 
-use super::audit::Trail;
+use super::record::Trail;
 use super::caller::Caller;
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::run_command;
-use crate::jobs::model::{Job, Status};
+use crate::jobs::model::{Job, Status, Stream};
 use crate::jobs::ops::{kill, JobOp, KillArgs};
 use crate::jobs::output::{read_all, read_prefix};
 use crate::jobs::{process, Jobs};
@@ -93,7 +93,7 @@ impl Dispatcher {
         // the job is not signalled either: no fallback).
         let rule = self.policy().decide(&verb);
         if rule.rule.decision == crate::config::Decision::Deny {
-            return Err(super::gate::denied(&verb, rule).with("id", job.id.as_str()));
+            return Err(super::policy::denied(&verb, rule).with("id", job.id.as_str()));
         }
         let cmd = self.runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
         let Some(cmd) = cmd else {
@@ -107,7 +107,7 @@ impl Dispatcher {
             profile.signals = true;
         }
         trail.ran(&prepared);
-        self.begin(caller, op_verb, trail).await?;
+        self.ledger.begin(caller, op_verb, trail).await?;
         let store = jobs.store();
         // Both marks go on before the CLI's kill runs: an end observed after
         // `kill_sent_ms` is the kill's; one before it is the job's own.
@@ -199,7 +199,7 @@ impl Dispatcher {
     /// and store it on the job.
     async fn extract_entity(&self, verb: &Verb, job: &Job) -> Option<String> {
         let jobs = self.jobs.as_ref()?;
-        let stdout = read_prefix(jobs.store(), &job.id, "stdout", ENTITY_OUTPUT_BYTES);
+        let stdout = read_prefix(jobs.store(), &job.id, Stream::Stdout, ENTITY_OUTPUT_BYTES);
         let outcome = Outcome { stdout, running: true, ..Outcome::default() };
         let text = self.runtime.map_result(&verb.plugin.component, &verb.name, &job.args, &outcome, None).await.ok()?.ok()?;
         let value: Value = serde_json::from_str(&text).ok()?;
@@ -224,17 +224,17 @@ impl Dispatcher {
                 .with("id", job.id.as_str())
                 .with("status", job.status().as_str()));
         }
-        let read = |stream: &str| -> Result<Vec<u8>, OpError> {
+        let read = |stream: Stream| -> Result<Vec<u8>, OpError> {
             read_all(jobs.store(), &job.id, stream, RESULT_OUTPUT_BYTES)?.ok_or_else(|| {
                 OpError::new(
                     ErrorCode::OutputOverflow,
-                    format!("job {}'s {stream} is larger than {RESULT_OUTPUT_BYTES} bytes; page through it with job.output", job.id),
+                    format!("job {}'s {} is larger than {RESULT_OUTPUT_BYTES} bytes; page through it with job.output", job.id, stream.name()),
                 )
-                .with("stream", stream)
+                .with("stream", stream.name())
                 .with("limit_bytes", RESULT_OUTPUT_BYTES)
             })
         };
-        let outcome = Outcome { exit_code: job.exit_code(), signal: job.signal(), stdout: read("stdout")?, stderr: read("stderr")?, ..Outcome::default() };
+        let outcome = Outcome { exit_code: job.exit_code(), signal: job.signal(), stdout: read(Stream::Stdout)?, stderr: read(Stream::Stderr)?, ..Outcome::default() };
         let verb = self.registry().resolve(&job.verb).cloned().ok_or_else(|| {
             OpError::new(
                 ErrorCode::Unavailable,

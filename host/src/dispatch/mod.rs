@@ -15,17 +15,31 @@
 //! the error has `schema_fingerprint` (and the help call to make), and the
 //! schema itself appears once in the envelope's `schemas` map, however many
 //! ops failed against it.
+//!
+//! One op's path is [`pipeline`]: its stages, in order, are [`resolve`],
+//! [`policy`], [`args`], [`plan`], [`prepare`], [`consent`], [`run`] (with
+//! the job operations of [`host`]), [`map`] and [`record`]. The data that
+//! flows between them lives in leaf modules that know no stage
+//! ([`request`], [`caller`], [`ask`], [`outcome`], [`record`]'s trail),
+//! and this module imports nothing but those leaves, [`policy`] and
+//! [`turns`]: no module of dispatch imports one that imports it.
 
-mod audit;
+mod args;
+pub mod ask;
 pub mod caller;
-pub mod consent;
-mod gate;
+mod consent;
 pub mod help;
 mod host;
-pub mod kind;
-pub mod op;
+mod map;
+pub mod outcome;
+mod pipeline;
+mod plan;
 pub mod policy;
+pub mod prepare;
+mod record;
 pub mod request;
+mod resolve;
+mod run;
 pub mod target;
 pub mod turns;
 
@@ -42,7 +56,8 @@ use crate::registry::live::LiveRegistry;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 pub use caller::{Caller, Transport};
-use op::OpOutcome;
+use outcome::OpOutcome;
+use record::Ledger;
 use request::Request;
 
 /// Codes whose error carries the verb's schema.
@@ -80,9 +95,9 @@ pub struct Dispatcher {
     guards: Arc<crate::exec::Guards>,
     /// The operator's `[[policy]]` rules and the defaults.
     policy: policy::Policy,
-    /// Where every op is recorded (`None` with `audit.enabled = false`);
+    /// Where every op is recorded (nowhere with `audit.enabled = false`);
     /// dropping the dispatcher writes every queued row.
-    audit: Option<crate::audit::AuditWriter>,
+    ledger: Ledger,
     /// Ops take turns on the root: a writer alone, readers together.
     turns: turns::Turns,
 }
@@ -108,9 +123,9 @@ impl Dispatcher {
         let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone(), config.git.transports.clone()));
         let sandboxed = config.sandbox.mode == crate::config::SandboxMode::Enforce && crate::sandbox::support().missing.is_none();
         let policy = policy::Policy::with_sandbox(&config.policy, sandboxed);
-        let audit = audit.map(crate::audit::AuditWriter::start);
+        let ledger = Ledger::new(audit, config.audit.args_bytes);
         let turns = turns::Turns::new(&config.home, &config.root);
-        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards, policy, audit, turns })
+        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards, policy, ledger, turns })
     }
 
     /// The registry as it is now (take it once per op: it may grow).
@@ -139,6 +154,12 @@ impl Dispatcher {
         self.config.limits.batch_cap
     }
 
+    /// Record a request a transport refused before dispatch could decode
+    /// it (nothing ran; the attempt is in the audit trail).
+    pub fn record_refused_request(&self, caller: &Caller, request: &Value, error: &OpError) {
+        self.ledger.refused_request(caller, request, error);
+    }
+
     /// Handle one request.
     pub async fn handle(self: &Arc<Self>, request: &Value) -> Response {
         self.handle_observed(request, Arc::new(Observer::default())).await
@@ -156,12 +177,12 @@ impl Dispatcher {
         let decoded = match request::decode(request, self.batch_cap()) {
             Ok(r) => r,
             Err(e) => {
-                self.record_refused_request(&caller, request, &e);
+                self.ledger.refused_request(&caller, request, &e);
                 return request_error(e);
             }
         };
         match decoded {
-            Request::Catalog => success_help(help::catalog_for(&self.registry(), self.batch_cap(), &self.registry.loading(), &caller, &self.policy)),
+            Request::Catalog => success_help(self.catalog(&caller)),
             Request::HelpVerb(name) => match self.help_as(&name, &caller).await {
                 Ok(h) => success_help(h),
                 Err(e) => request_error(e),
@@ -195,9 +216,8 @@ impl Dispatcher {
                             let caller = Arc::clone(&caller);
                             let flag = Arc::clone(&cancel.0);
                             tokio::spawn(async move {
-                                let mut trail = me.trail(&op.args).cancelled_by(&flag);
-                                let outcome = me.run_op_as(op, &caller, &mut trail).await;
-                                me.record(&caller, &outcome, trail);
+                                let trail = me.ledger.trail(&op.args).cancelled_by(&flag);
+                                let outcome = me.run_op(op, &caller, trail).await;
                                 observer.done.fetch_add(1, Ordering::Relaxed);
                                 outcome
                             })

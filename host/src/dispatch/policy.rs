@@ -1,4 +1,4 @@
-//! The per-op policy: which ops run, which wait for a person, which are
+//! Stage 2 of an op — the per-op policy: which ops run, which wait for a person, which are
 //! refused. Decided here, in dispatch, because only dispatch sees the verb,
 //! its declared effects and (for `ask`) the plan — an MCP host's own
 //! permission prompt sees one tool, `request`, for every op.
@@ -11,6 +11,7 @@
 use serde_json::{json, Value};
 
 use crate::config::{Decision, PolicyRule, UNDECLARED};
+use crate::error::{ErrorCode, OpError};
 use crate::registry::fence;
 use crate::registry::Verb;
 use crate::runtime::model::{Effect, Effects};
@@ -161,6 +162,20 @@ impl Policy {
         self.rules.iter().find(|r| r.matches(verb, aliases, effects)).unwrap_or_else(|| self.rules.last().expect("the defaults end with a catch-all"))
     }
 }
+
+/// `policy_denied` for `verb` under `rule`: nothing about the verb runs,
+/// not even its plugin's `plan`.
+pub fn denied(verb: &Verb, rule: &Rule) -> OpError {
+    let why = rule.rule.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+    OpError::new(
+        ErrorCode::PolicyDenied,
+        format!("`{}` is denied by {}{why}; nothing ran. The operator can change that rule in verbgate.toml", verb.name, rule.name()),
+    )
+    .with("verb", verb.name.as_str())
+    .with("rule", rule.name())
+    .with("effects", verb.effects.to_json())
+}
+
 
 /// The `verbgate.toml` lines that would let `verb` run without asking
 /// (for `consent_required` and `policy_denied` messages).

@@ -10,26 +10,8 @@ use std::io::{Read, Write};
 use std::process::ExitStatus;
 use std::sync::mpsc::Sender;
 
+use super::model::Stream;
 use super::testhook;
-
-/// Which stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    /// The program's stdout.
-    Stdout,
-    /// The program's stderr.
-    Stderr,
-}
-
-impl Stream {
-    /// The stream's name (also its file name in the job directory).
-    pub fn name(self) -> &'static str {
-        match self {
-            Stream::Stdout => "stdout",
-            Stream::Stderr => "stderr",
-        }
-    }
-}
 
 /// What the supervisor hears about while a job runs.
 #[derive(Debug)]

@@ -13,6 +13,7 @@
 //! restart without losing a job's end.
 
 mod capture;
+mod limits;
 pub mod model;
 pub mod observe;
 pub mod ops;
@@ -31,6 +32,7 @@ use std::time::Duration;
 
 use crate::error::{ErrorCode, OpError};
 use crate::exec::Prepared;
+pub use limits::JobLimits;
 use model::{End, Job, Reason};
 use ops::JobOp;
 use store::{db_error, Store};
@@ -54,47 +56,9 @@ pub struct SpawnRequest<'a> {
     pub time_limit: Option<Duration>,
 }
 
-/// The bounds every job runs within (from `[limits]`, see `config.rs`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobLimits {
-    /// Jobs preparing or running at once (`limits.max_running_jobs`).
-    pub max_running: usize,
-    /// Cap on each of stdout and stderr, bytes (`limits.job_output_bytes`).
-    pub output_bytes: u64,
-    /// Time limit of a plan that sets none (`limits.job_timeout_ms`).
-    pub default_time_limit: Duration,
-    /// Most time limit a plan may set (`limits.job_timeout_max_ms`).
-    pub max_time_limit: Duration,
-    /// Ended jobs older than this are pruned (`limits.job_retain_days`).
-    pub retain_age: Duration,
-    /// At most this many ended jobs are kept (`limits.job_retain_count`).
-    pub retain_count: usize,
-}
-
-impl From<&crate::config::Limits> for JobLimits {
-    fn from(l: &crate::config::Limits) -> Self {
-        JobLimits {
-            max_running: l.max_running_jobs,
-            output_bytes: l.job_output_bytes,
-            default_time_limit: Duration::from_millis(l.job_timeout_ms),
-            max_time_limit: Duration::from_millis(l.job_timeout_max_ms),
-            retain_age: Duration::from_secs(l.job_retain_days.saturating_mul(86_400)),
-            retain_count: l.job_retain_count,
-        }
-    }
-}
-
 impl Default for JobLimits {
     fn default() -> Self {
         JobLimits::from(&crate::config::Limits::default())
-    }
-}
-
-impl JobLimits {
-    /// The time limit a job runs with: the plan's, clamped to the maximum,
-    /// or the default when it set none.
-    pub fn time_limit(&self, asked: Option<Duration>) -> Duration {
-        asked.unwrap_or(self.default_time_limit).min(self.max_time_limit)
     }
 }
 
@@ -153,8 +117,8 @@ impl Jobs {
             argv: serde_json::to_string(&p.argv).unwrap_or_default(),
             cwd: p.cwd.display().to_string(),
             env: serde_json::to_string(&p.env).unwrap_or_default(),
-            time_limit_ms: self.limits.time_limit(req.time_limit).as_millis() as u64,
-            output_limit_bytes: self.limits.output_bytes,
+            time_limit_ms: Some(self.limits.time_limit(req.time_limit)).filter(|d| !d.is_zero()).map(|d| d.as_millis() as u64),
+            output_limit_bytes: Some(self.limits.output_bytes).filter(|b| *b > 0),
             boot_id: process::boot_id(),
             created_ms: process::now_ms(),
             owner: req.owner.to_string(),

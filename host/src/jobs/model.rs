@@ -4,6 +4,27 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Which stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    /// The program's stdout (the default).
+    #[default]
+    Stdout,
+    /// The program's stderr.
+    Stderr,
+}
+
+impl Stream {
+    /// The stream's name (also its file name in the job directory).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -63,7 +84,7 @@ impl Status {
     }
 }
 
-/// Why a job ended: a closed set, documented in README, written to the
+/// Why a job ended: a closed set, documented in docs/jobs.md, written to the
 /// store and the wire as its snake_case name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -279,8 +300,8 @@ pub struct Job {
     pub cwd: String,
     /// Environment (JSON object text).
     pub env: String,
-    /// Time limit, ms (0 = none).
-    pub time_limit_ms: u64,
+    /// Time limit, ms, if it has one.
+    pub time_limit_ms: Option<u64>,
     /// Where it is in its life, with what that stage recorded.
     pub state: State,
     /// CAS version: every status write bumps it.
@@ -303,9 +324,9 @@ pub struct Job {
     /// When a kill's signal (or the fronted CLI's own kill) was sent, epoch
     /// ms: an end observed before it is the program's own, not the kill's.
     pub kill_sent_ms: Option<i64>,
-    /// Cap on each of stdout and stderr, bytes (0 = none: a job recorded
+    /// Cap on each of stdout and stderr, bytes (none: a job recorded
     /// before the cap existed).
-    pub output_limit_bytes: u64,
+    pub output_limit_bytes: Option<u64>,
     /// stdout was cut at `output_limit_bytes`.
     pub stdout_truncated: bool,
     /// stderr was cut at `output_limit_bytes`.
@@ -338,8 +359,8 @@ impl Job {
             "supervisor_pid": self.supervisor_pid,
             "entity": self.entity,
             "error": self.error,
-            "time_limit_ms": (self.time_limit_ms > 0).then_some(self.time_limit_ms),
-            "output_limit_bytes": (self.output_limit_bytes > 0).then_some(self.output_limit_bytes),
+            "time_limit_ms": self.time_limit_ms,
+            "output_limit_bytes": self.output_limit_bytes,
             "truncated": self.truncated_streams(),
             "kill_requested_ms": self.kill_requested_ms,
         })
@@ -347,15 +368,14 @@ impl Job {
 
     /// The streams cut at the output cap.
     pub fn truncated_streams(&self) -> Vec<&'static str> {
-        [("stdout", self.stdout_truncated), ("stderr", self.stderr_truncated)].into_iter().filter(|(_, t)| *t).map(|(s, _)| s).collect()
+        [Stream::Stdout, Stream::Stderr].into_iter().filter(|s| self.truncated(*s)).map(Stream::name).collect()
     }
 
     /// Whether `stream` was cut at the output cap.
-    pub fn truncated(&self, stream: &str) -> bool {
+    pub fn truncated(&self, stream: Stream) -> bool {
         match stream {
-            "stdout" => self.stdout_truncated,
-            "stderr" => self.stderr_truncated,
-            _ => false,
+            Stream::Stdout => self.stdout_truncated,
+            Stream::Stderr => self.stderr_truncated,
         }
     }
 

@@ -3,6 +3,7 @@
 
 use std::io::Read;
 
+use super::model::Stream;
 use super::store::Store;
 use crate::error::{ErrorCode, OpError};
 
@@ -19,17 +20,17 @@ pub(crate) fn io(e: std::io::Error) -> OpError {
 }
 
 /// The first `bound` bytes of a job's stream (empty if there is none yet).
-pub fn read_prefix(store: &Store, id: &str, stream: &str, bound: usize) -> Vec<u8> {
+pub fn read_prefix(store: &Store, id: &str, stream: Stream, bound: usize) -> Vec<u8> {
     let mut buf = Vec::new();
-    if let Ok(f) = open_stream(&store.job_dir(id).join(stream)) {
+    if let Ok(f) = open_stream(&store.job_dir(id).join(stream.name())) {
         let _ = f.take(bound as u64).read_to_end(&mut buf);
     }
     buf
 }
 
 /// The whole of a finished job's stream, bounded; `None` if over the bound.
-pub fn read_all(store: &Store, id: &str, stream: &str, bound: usize) -> Result<Option<Vec<u8>>, OpError> {
-    let path = store.job_dir(id).join(stream);
+pub fn read_all(store: &Store, id: &str, stream: Stream, bound: usize) -> Result<Option<Vec<u8>>, OpError> {
+    let path = store.job_dir(id).join(stream.name());
     match open_stream(&path) {
         Ok(f) => {
             let mut buf = Vec::new();

@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::path::Path;
 
 use super::store::Store;
-use super::JobLimits;
+use super::limits::JobLimits;
 
 /// One pruned job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -304,9 +304,9 @@ fn insert_on(conn: &Connection, j: &Job) -> rusqlite::Result<()> {
         &format!("INSERT INTO jobs ({COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32)"),
         params![
             j.id, j.verb, j.plugin, j.plugin_digest, j.args, j.label, j.program, j.argv, j.cwd, j.env,
-            j.time_limit_ms as i64, j.status().as_str(), j.reason_code().map(Reason::as_str), j.version, j.created_ms, j.started_ms(),
+            j.time_limit_ms.unwrap_or(0) as i64, j.status().as_str(), j.reason_code().map(Reason::as_str), j.version, j.created_ms, j.started_ms(),
             j.ended_ms(), j.exit_code(), j.signal(), j.supervisor_pid, j.supervisor_start, j.pid(), j.state.started().and_then(|s| s.pid_start),
-            j.entity, j.kill_requested_ms, j.error, j.boot_id, j.kill_sent_ms, j.output_limit_bytes as i64,
+            j.entity, j.kill_requested_ms, j.error, j.boot_id, j.kill_sent_ms, j.output_limit_bytes.unwrap_or(0) as i64,
             j.stdout_truncated, j.stderr_truncated, j.owner
         ],
     )?;
@@ -354,7 +354,8 @@ fn row_to_job(r: &Row<'_>) -> rusqlite::Result<Job> {
         argv: r.get(7)?,
         cwd: r.get(8)?,
         env: r.get(9)?,
-        time_limit_ms: r.get::<_, i64>(10)? as u64,
+        // 0 in the table: none (the column predates NULLs).
+        time_limit_ms: Some(r.get::<_, i64>(10)?).filter(|ms| *ms > 0).map(|ms| ms as u64),
         state,
         version: r.get(13)?,
         created_ms: r.get(14)?,
@@ -365,7 +366,7 @@ fn row_to_job(r: &Row<'_>) -> rusqlite::Result<Job> {
         error: r.get(25)?,
         boot_id: r.get(26)?,
         kill_sent_ms: r.get(27)?,
-        output_limit_bytes: r.get::<_, i64>(28)?.max(0) as u64,
+        output_limit_bytes: Some(r.get::<_, i64>(28)?).filter(|b| *b > 0).map(|b| b as u64),
         stdout_truncated: r.get(29)?,
         stderr_truncated: r.get(30)?,
         owner: r.get(31)?,
@@ -464,12 +465,12 @@ pub(crate) mod tests {
         let store = Store::open(dir.path()).unwrap();
         let old = store.get("00old1").unwrap().unwrap();
         assert_eq!((old.status(), old.reason_code(), old.version), (Status::Succeeded, Some(Reason::ExitedZero), 3));
-        assert_eq!((old.boot_id, old.kill_sent_ms, old.output_limit_bytes, old.stdout_truncated), (None, None, 0, false));
+        assert_eq!((old.boot_id, old.kill_sent_ms, old.output_limit_bytes, old.stdout_truncated), (None, None, None, false));
         // Opening again (already migrated) is a no-op; new rows round-trip the new fields.
         let store = Store::open(dir.path()).unwrap();
         let mut j = sample("00new1");
         j.boot_id = Some("b".into());
-        j.output_limit_bytes = 7;
+        j.output_limit_bytes = Some(7);
         j.stderr_truncated = true;
         store.insert(&j).unwrap();
         assert_eq!(store.get("00new1").unwrap().unwrap(), j);

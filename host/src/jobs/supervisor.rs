@@ -24,7 +24,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::capture::{pump, Event, Stream};
+use super::capture::{pump, Event};
+use super::model::Stream;
 use super::model::{End, Job, Reason, Started, State, Status};
 use super::process::{boot_id, now_ms, signal_group, start_time};
 use super::store::Store;
@@ -126,7 +127,7 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         // written through.
         let open =
             |name: &str| std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(dir.join(name));
-        let files = (open("stdout")?, open("stderr")?);
+        let files = (open(Stream::Stdout.name())?, open(Stream::Stderr.name())?);
         let argv: Vec<String> = serde_json::from_str(&job.argv)?;
         let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&job.env)?;
         Ok((files, argv, env))
@@ -177,7 +178,7 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         (child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>), stdout_file, Stream::Stdout),
         (child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>), stderr_file, Stream::Stderr),
     ] {
-        let (tx, cap) = (tx.clone(), if job.output_limit_bytes > 0 { job.output_limit_bytes } else { u64::MAX });
+        let (tx, cap) = (tx.clone(), job.output_limit_bytes.unwrap_or(u64::MAX));
         if let Some(pipe) = pipe {
             // Unbuffered: what the program wrote is in the file at once, for
             // `job.output` and for naming a running job's entity.
@@ -212,7 +213,7 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         let status = child.wait();
         let _ = tx.send(Event::Exited(status, now_ms()));
     });
-    let limit = (job.time_limit_ms > 0).then(|| Duration::from_millis(job.time_limit_ms));
+    let limit = job.time_limit_ms.map(Duration::from_millis);
     let (mut run, status, exit_ms) = watch(&rx, pid, limit)?;
     // The program is gone; keep what its leftover children still write, for
     // a moment.

@@ -12,7 +12,7 @@ use rmcp::RoleServer;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::dispatch::consent::{Answer, AskFuture, Asker, Question};
+use crate::dispatch::ask::{Answer, AskFuture, Asker, Question};
 
 /// The form field holding the answer.
 const FIELD: &str = "decision";
@@ -70,7 +70,7 @@ impl Asker for Elicit {
             return None;
         }
         let info = self.peer.peer_info();
-        let client = super::server::client_phrase(info.as_ref().map(|i| &i.client_info));
+        let client = super::client::phrase(info.as_ref().map(|i| &i.client_info));
         Some(format!("{client} did not declare the `elicitation` capability (form mode) when it connected (`initialize`), so verbgate cannot ask its user"))
     }
 

@@ -465,7 +465,7 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
         match store.find(presented) {
             Ok(Some(t)) => {
                 let who = Identity::from(t.sha256.as_str());
-                Ok((t.caller(), Some(who)))
+                Ok((token_caller(&t), Some(who)))
             }
             Ok(None) => match generated {
                 Some(digest) if constant_time_eq(sha256_hex(presented.as_bytes()).as_bytes(), digest.as_bytes()) => {
@@ -781,6 +781,12 @@ pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))
 }
 
+/// The caller requests with the token `t` run as: its jobs are its own
+/// (by the token's hash) unless it was granted every job.
+fn token_caller(t: &crate::tokens::TokenRecord) -> Caller {
+    Caller::for_token(&t.name, &t.sha256, t.allow.clone(), t.all_jobs, crate::dispatch::Transport::Http)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -856,3 +862,4 @@ mod tests {
         }
     }
 }
+

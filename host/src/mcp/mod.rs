@@ -8,6 +8,7 @@
 //! result with `isError: true` and a structured error object; only a call to
 //! a tool that does not exist is a protocol error.
 
+pub(crate) mod client;
 mod consent;
 pub mod http;
 pub mod mrtr;

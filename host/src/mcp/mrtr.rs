@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 
 use super::consent::{answer, form};
-use crate::dispatch::consent::{Answer, AskFuture, Asker, Question};
+use crate::dispatch::ask::{Answer, AskFuture, Asker, Question};
 use crate::dispatch::{Observer, Response};
 use crate::error::{ErrorCode, OpError};
 use crate::private_files::random_bytes;

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::dispatch::consent::Grants;
+use crate::dispatch::ask::Grants;
 
 /// Grants of 2026-07-28 HTTP callers, by token identity and client.
 #[derive(Debug)]

@@ -22,7 +22,7 @@ use super::mrtr::{Rounds, Step};
 use super::scope::GrantBook;
 use super::tasks::Tasks;
 use super::tool::{tool, TOOL_NAME};
-use crate::dispatch::consent::Grants;
+use crate::dispatch::ask::Grants;
 use crate::dispatch::{Caller, Dispatcher, Observer, Response, Transport};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use std::sync::atomic::Ordering;
@@ -101,7 +101,7 @@ impl VerbgateServer {
             None => Caller::new("local", None, self.transport),
         };
         // From `_meta` on 2026-07-28, from `initialize` before.
-        caller.client = context.client_info().map(|info| client_label(&info));
+        caller.client = context.client_info().map(|info| crate::mcp::client::label(&info));
         caller.grants = match (&self.eras.book, modern) {
             (Some(book), true) => book.grants(&identity(context), caller.client.as_deref().unwrap_or("")),
             _ => self.grants.clone(),
@@ -123,15 +123,6 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
-/// How a client is named in a message: "the MCP client `name`", or "this
-/// MCP client" when it gave no name.
-pub(crate) fn client_phrase(info: Option<&Implementation>) -> String {
-    match info.map(|i| i.name.as_str()).filter(|n| !n.is_empty()) {
-        Some(name) => format!("the MCP client `{}`", client_text(name)),
-        None => "this MCP client".to_string(),
-    }
-}
-
 /// Why a 2026-07-28 client cannot be asked: its requests declare no form
 /// elicitation, so a question in an `InputRequiredResult` would reach no
 /// one. `None` when it can be asked.
@@ -144,30 +135,8 @@ fn modern_unavailable(context: &RequestContext<RoleServer>) -> Option<String> {
     }
     Some(format!(
         "{} declares no `elicitation` (form mode) in its client capabilities (the `io.modelcontextprotocol/clientCapabilities` entry of each request's `_meta`, protocol 2026-07-28), so verbgate cannot send it the question in an InputRequiredResult",
-        client_phrase(context.client_info().as_ref())
+        super::client::phrase(context.client_info().as_ref())
     ))
-}
-
-/// Longest part of an MCP client's `clientInfo` name, and of its version,
-/// that verbgate keeps (bytes, after escaping). The client chooses both,
-/// and they are recorded in every audit row of the session and quoted in
-/// messages: a 3 MB name once grew the audit trail by 44 MB for one
-/// request.
-pub const CLIENT_TEXT_BYTES: usize = 256;
-
-/// How a client is named in the audit trail: `name/version` from
-/// `initialize`, each cut at [`CLIENT_TEXT_BYTES`] (the cut says how much
-/// is missing) with control, bidi and invisible characters escaped (see
-/// [`crate::text`]), so what the client sent cannot bloat the trail or
-/// rewrite a terminal that shows it. Bounded here, where it enters, for
-/// stdio and HTTP sessions alike.
-pub(crate) fn client_label(info: &Implementation) -> String {
-    format!("{}/{}", client_text(&info.name), client_text(&info.version))
-}
-
-/// One client-chosen text, bounded and escaped (see [`client_label`]).
-pub(crate) fn client_text(text: &str) -> String {
-    crate::text::escape(text, CLIENT_TEXT_BYTES)
 }
 
 impl ServerHandler for VerbgateServer {
@@ -363,9 +332,9 @@ mod tests {
     #[test]
     fn a_client_name_is_bounded_and_escaped_where_it_enters() {
         let info = Implementation::new(format!("\u{1b}[2J{}", "n".repeat(3 << 20)), "1\u{202e}0");
-        let label = client_label(&info);
-        assert!(label.len() < 2 * CLIENT_TEXT_BYTES + 64, "{} bytes", label.len());
+        let label = crate::mcp::client::label(&info);
+        assert!(label.len() < 2 * crate::mcp::client::CLIENT_TEXT_BYTES + 64, "{} bytes", label.len());
         assert!(label.starts_with("\\u{1b}[2Jnnn") && label.contains("bytes not shown)/") && label.ends_with("/1\\u{202e}0"), "{label}");
-        assert_eq!(client_label(&Implementation::new("claude-code", "2.0.1")), "claude-code/2.0.1");
+        assert_eq!(crate::mcp::client::label(&Implementation::new("claude-code", "2.0.1")), "claude-code/2.0.1");
     }
 }

@@ -265,7 +265,14 @@ fn lint_sensitive(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
 fn text_bound(spec: &VerbSpec, b: &PluginBounds) -> Option<Finding> {
     let name = clip(&spec.name, NAME_BYTES);
     let over = |e: Exceeded, what: &str| {
-        Some(finding("plugin_limit", Severity::Error, Some(&name), None, e.describe(what), "keep names, summaries and schemas within the bounds in README"))
+        Some(finding(
+            "plugin_limit",
+            Severity::Error,
+            Some(&name),
+            None,
+            e.describe(what),
+            "keep names, summaries and schemas within the bounds in docs/configuration.md",
+        ))
     };
     let longest = |items: &[String]| items.iter().map(String::len).max().unwrap_or(0);
     let checks = [
@@ -381,6 +388,33 @@ mod tests {
         let mut big = spec("a.b", "fine");
         big.params_schema = " ".repeat(PluginBounds::default().schema_bytes + 1);
         assert_eq!(codes(&big), ["plugin_limit"]);
+    }
+
+    #[test]
+    fn misdeclared_effects_and_sensitive_params_are_named_at_their_verb_with_their_severity() {
+        let found = |spec: &VerbSpec| -> Vec<(&'static str, Severity, Option<String>)> {
+            lint_verb(spec, false, &PluginBounds::default()).into_iter().map(|f| (f.code, f.severity, f.verb)).collect()
+        };
+        let verb = Some("a.b".to_string());
+        // A spawn verb that does not say it is long-running: an error, so it does not load.
+        let mut spawn = spec("a.b", "fine");
+        spawn.kind = VerbKind::Spawn;
+        spawn.programs = vec!["x".into()];
+        spawn.result_schema = Some(r#"{"type":"object"}"#.into());
+        spawn.effects = Effects::declared(vec![Effect::ReadsRepo]);
+        assert_eq!(found(&spawn), [("effects_mismatch", Severity::Error, verb.clone())]);
+        // A verb running cargo that does not say it runs repository code: a warning.
+        let mut quiet = spec("a.b", "fine");
+        quiet.kind = VerbKind::Exec;
+        quiet.programs = vec!["cargo".into()];
+        quiet.effects = Effects::declared(vec![Effect::ReadsRepo]);
+        assert_eq!(found(&quiet), [("effects_mismatch", Severity::Warning, verb.clone())]);
+        quiet.effects = Effects::declared(vec![Effect::ReadsRepo, Effect::RunsRepoCode]);
+        assert!(found(&quiet).is_empty());
+        // A sensitive param the schema does not have: an error.
+        let mut secret = spec("a.b", "fine");
+        secret.sensitive = vec!["token".into()];
+        assert_eq!(found(&secret), [("unknown_sensitive_param", Severity::Error, verb)]);
     }
 
     #[test]

@@ -21,7 +21,8 @@
 //! component is recompiled from its verified bytes.
 
 use anyhow::Result;
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
@@ -113,7 +114,7 @@ impl CompileCache {
         let why = match read_regular_capped(path, ENTRY_CAP) {
             Err(ReadRefusal::Missing) => return None,
             Err(ReadRefusal::Refused(why)) => why,
-            Ok(entry) if entry.len() > TAG_LEN && ct_eq(&entry[..TAG_LEN], &self.tag(key, digest, &entry[TAG_LEN..])) => {
+            Ok(entry) if entry.len() > TAG_LEN && self.authenticates(key, digest, &entry) => {
                 // SAFETY: `deserialize` trusts its input to be compiled code
                 // from a compatible engine. This entry is a regular file
                 // owned by us, not writable by others, and its tag proves
@@ -137,6 +138,18 @@ impl CompileCache {
     /// HMAC-SHA256 over the domain, the component digest, the engine key and
     /// the compiled code.
     fn tag(&self, key: &[u8; TAG_LEN], digest: &str, code: &[u8]) -> [u8; TAG_LEN] {
+        self.mac(key, digest, code).finalize().into_bytes().into()
+    }
+
+    /// Whether `entry` starts with the tag of the code that follows it,
+    /// compared in constant time (`verify_slice`), so the time taken does
+    /// not say how much of a forged tag was right.
+    fn authenticates(&self, key: &[u8; TAG_LEN], digest: &str, entry: &[u8]) -> bool {
+        let (tag, code) = entry.split_at(TAG_LEN);
+        self.mac(key, digest, code).verify_slice(tag).is_ok()
+    }
+
+    fn mac(&self, key: &[u8; TAG_LEN], digest: &str, code: &[u8]) -> HmacSha256 {
         hmac_sha256(key, &[DOMAIN, digest.as_bytes(), b"\0", self.engine_key.as_bytes(), b"\0", code])
     }
 }
@@ -166,25 +179,17 @@ fn mac_key(dir: &Path) -> Result<[u8; TAG_LEN]> {
     anyhow::bail!("cannot set up the cache key {}", path.display())
 }
 
-/// HMAC-SHA256 (RFC 2104) over the concatenation of `parts`.
-fn hmac_sha256(key: &[u8; TAG_LEN], parts: &[&[u8]]) -> [u8; TAG_LEN] {
-    let mut block = [0u8; 64];
-    block[..TAG_LEN].copy_from_slice(key);
-    let pad = |byte: u8| block.map(|b| b ^ byte);
-    let mut inner = Sha256::new();
-    inner.update(pad(0x36));
-    for p in parts {
-        inner.update(p);
-    }
-    let mut outer = Sha256::new();
-    outer.update(pad(0x5c));
-    outer.update(inner.finalize());
-    outer.finalize().into()
-}
+/// HMAC-SHA256 (RFC 2104), from RustCrypto's `hmac`.
+type HmacSha256 = Hmac<Sha256>;
 
-/// Compare without an early exit, so timing does not reveal the tag.
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// An HMAC-SHA256 over the concatenation of `parts`, ready to finalize or
+/// verify.
+fn hmac_sha256(key: &[u8; TAG_LEN], parts: &[&[u8]]) -> HmacSha256 {
+    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
+    for p in parts {
+        mac.update(p);
+    }
+    mac
 }
 
 #[cfg(test)]
@@ -198,8 +203,15 @@ mod tests {
         // same zero padding gives the same MAC.
         let mut key = [0u8; TAG_LEN];
         key[..4].copy_from_slice(b"Jefe");
-        let tag = hmac_sha256(&key, &[b"what do ya want ", b"for nothing?"]);
-        assert_eq!(hex::encode(tag), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        let expected = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+        let tag = hmac_sha256(&key, &[b"what do ya want ", b"for nothing?"]).finalize().into_bytes();
+        assert_eq!(hex::encode(tag), expected);
+        // Verification takes the right tag and nothing else.
+        let mut tag = hex::decode(expected).unwrap();
+        assert!(hmac_sha256(&key, &[b"what do ya want for nothing?"]).verify_slice(&tag).is_ok());
+        tag[31] ^= 1;
+        assert!(hmac_sha256(&key, &[b"what do ya want for nothing?"]).verify_slice(&tag).is_err());
+        assert!(hmac_sha256(&key, &[b"what do ya want for nothing?"]).verify_slice(&tag[..31]).is_err());
     }
 
     #[test]

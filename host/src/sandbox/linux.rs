@@ -16,7 +16,8 @@ use std::sync::Arc;
 use landlock::{Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI};
 use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
 
-use super::{Profile, Support};
+use super::profile::Profile;
+use super::support::Support;
 
 /// The Landlock ABI the kernel speaks (`None`: no Landlock).
 pub fn kernel_abi() -> Option<i32> {

@@ -8,7 +8,8 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{Profile, Support};
+use super::profile::Profile;
+use super::support::Support;
 
 extern "C" {
     fn sandbox_init(profile: *const libc::c_char, flags: u64, errorbuf: *mut *mut libc::c_char) -> libc::c_int;

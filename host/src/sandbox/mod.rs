@@ -26,6 +26,7 @@
 //! off (`[sandbox] mode = "off"`): never a silent unconfined run.
 
 pub mod profile;
+mod support;
 
 #[cfg(target_os = "linux")]
 pub mod linux;
@@ -35,21 +36,9 @@ pub mod macos;
 use std::path::{Path, PathBuf};
 
 pub use profile::Profile;
+pub use support::Support;
 
 use crate::error::{ErrorCode, OpError};
-
-/// What the kernel of this machine can enforce.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Support {
-    /// The mechanism (`landlock+seccomp`, `seatbelt`), or `None`.
-    pub mechanism: Option<&'static str>,
-    /// Landlock's ABI version (Linux), when there is one.
-    pub landlock_abi: Option<i32>,
-    /// What each part covers here, for `verbgate doctor`.
-    pub covers: Vec<String>,
-    /// Why the sandbox cannot be enforced, when it cannot.
-    pub missing: Option<String>,
-}
 
 /// What this machine enforces (probed once per process).
 pub fn support() -> &'static Support {

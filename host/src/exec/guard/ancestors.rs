@@ -65,9 +65,9 @@ const PYTEST_ANCESTOR_FILES: &[&str] = &["pytest.toml", ".pytest.toml", "pytest.
 /// lets it read them — they passed this guard's ownership check — and
 /// nothing else above the root.
 pub fn read_above_root(name: &str, program: &Path, root: &Path) -> Vec<PathBuf> {
-    let names = match super::Guarded::of_program(name, program) {
-        Some(super::Guarded::Cargo) => CARGO_ANCESTOR_FILES,
-        Some(super::Guarded::Pytest) => PYTEST_ANCESTOR_FILES,
+    let names = match super::guarded::Guarded::of_program(name, program) {
+        Some(super::guarded::Guarded::Cargo) => CARGO_ANCESTOR_FILES,
+        Some(super::guarded::Guarded::Pytest) => PYTEST_ANCESTOR_FILES,
         _ => return Vec::new(),
     };
     root.ancestors().skip(1).flat_map(|dir| names.iter().map(move |n| dir.join(n))).filter(|p| p.is_file()).collect()

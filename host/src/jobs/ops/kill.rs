@@ -25,7 +25,7 @@
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-use super::KillArgs;
+use super::args::KillArgs;
 use crate::error::{ErrorCode, OpError};
 use crate::jobs::model::{End, Job, Reason, Started, State, Status};
 use crate::jobs::observe;

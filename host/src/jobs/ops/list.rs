@@ -2,15 +2,10 @@
 
 use serde_json::{json, Value};
 
-use super::ListArgs;
+use super::args::ListArgs;
 use crate::error::OpError;
 use crate::jobs::model::Job;
 use crate::jobs::store::{db_error, Store};
-
-/// Default number of jobs listed.
-pub fn default_limit() -> u64 {
-    20
-}
 
 /// Most jobs one call lists.
 pub const MAX_LIMIT: u64 = 500;

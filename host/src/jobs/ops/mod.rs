@@ -4,6 +4,7 @@
 //! in those files; the core plugin's schemas already validated the args, so
 //! a shape error here is a bug in a plan, not a caller's mistake.
 
+mod args;
 pub mod kill;
 pub mod list;
 pub mod output;
@@ -12,7 +13,7 @@ pub mod wait;
 
 use serde::Deserialize;
 
-use super::model::Status;
+pub use args::{IdArgs, KillArgs, ListArgs, OutputArgs, WaitArgs};
 use crate::error::{ErrorCode, OpError};
 
 /// One job operation with its arguments.
@@ -62,77 +63,17 @@ impl JobOp {
     }
 }
 
-/// Arguments naming one job.
-#[derive(Debug, Clone, Deserialize)]
-pub struct IdArgs {
-    /// Id or unique prefix.
-    pub id: String,
-}
-
-/// `job.list` arguments.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ListArgs {
-    /// Most jobs to list (default 20, clamped to [1, 500]).
-    #[serde(default = "list::default_limit")]
-    pub limit: u64,
-    /// Only jobs with this status.
-    #[serde(default)]
-    pub status: Option<Status>,
-    /// Only jobs started by this verb.
-    #[serde(default)]
-    pub verb: Option<String>,
-}
-
-/// `job.output` arguments.
-#[derive(Debug, Clone, Deserialize)]
-pub struct OutputArgs {
-    /// Id or unique prefix.
-    pub id: String,
-    /// `stdout` (default) or `stderr`.
-    #[serde(default = "output::default_stream")]
-    pub stream: String,
-    /// Byte offset (default 0).
-    #[serde(default)]
-    pub offset: u64,
-    /// Most bytes (default 64 KiB, clamped to [1, 1 MiB]).
-    #[serde(default = "output::default_limit")]
-    pub limit: u64,
-}
-
-/// `job.wait` arguments as sent; [`wait::Window`] holds the clamped values.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct WaitArgs {
-    /// Ids or prefixes, in order.
-    #[serde(default)]
-    pub ids: Vec<String>,
-    /// Window, seconds (default 25, clamped to [0, 300]).
-    #[serde(default)]
-    pub max_wait_seconds: Option<f64>,
-    /// Poll interval, seconds (default 1, clamped to [0.05, 10]).
-    #[serde(default)]
-    pub poll_interval_seconds: Option<f64>,
-}
-
-/// `job.kill` arguments.
-#[derive(Debug, Clone, Deserialize)]
-pub struct KillArgs {
-    /// Id or unique prefix.
-    pub id: String,
-    /// Seconds between TERM and KILL (default 3, clamped to [0, 60]).
-    #[serde(default)]
-    pub grace_seconds: Option<f64>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::model::Status;
 
     #[test]
     fn operations_parse_once_with_their_defaults() {
         let JobOp::List(l) = JobOp::parse("job.list", "{}").unwrap() else { panic!() };
         assert_eq!((l.limit, l.status, l.verb), (20, None, None));
         let JobOp::Output(o) = JobOp::parse("job.output", r#"{"id":"ab"}"#).unwrap() else { panic!() };
-        assert_eq!((o.stream.as_str(), o.offset, o.limit), ("stdout", 0, 65536));
+        assert_eq!((o.stream, o.offset, o.limit), (crate::jobs::model::Stream::Stdout, 0, 65536));
         let JobOp::List(l) = JobOp::parse("job.list", r#"{"status":"timed_out"}"#).unwrap() else { panic!() };
         assert_eq!(l.status, Some(Status::TimedOut));
         let e = JobOp::parse("job.list", r#"{"status":"sleeping"}"#).unwrap_err();

@@ -5,20 +5,10 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use std::io::{Read, Seek, SeekFrom};
 
-use super::OutputArgs;
-use crate::error::{ErrorCode, OpError};
+use super::args::OutputArgs;
+use crate::error::OpError;
 use crate::jobs::output::{io, open_stream};
 use crate::jobs::store::Store;
-
-/// Default stream.
-pub fn default_stream() -> String {
-    "stdout".into()
-}
-
-/// Default page size, bytes.
-pub fn default_limit() -> u64 {
-    65536
-}
 
 /// Largest page.
 pub const MAX_LIMIT: u64 = 1 << 20;
@@ -27,13 +17,10 @@ pub const MAX_LIMIT: u64 = 1 << 20;
 /// output cap says so: `limit_reached` and `truncated_at` (the byte where
 /// output stopped; every byte before it is the program's).
 pub fn run(store: &Store, args: &OutputArgs) -> Result<Value, OpError> {
-    let (stream, offset) = (args.stream.as_str(), args.offset);
+    let (stream, offset) = (args.stream, args.offset);
     let job = store.resolve(&args.id)?;
-    if stream != "stdout" && stream != "stderr" {
-        return Err(OpError::new(ErrorCode::InvalidArgs, "stream must be stdout or stderr").with("param", "stream"));
-    }
     let limit = args.limit.clamp(1, MAX_LIMIT);
-    let path = store.job_dir(&job.id).join(stream);
+    let path = store.job_dir(&job.id).join(stream.name());
     let (total, mut bytes) = match open_stream(&path) {
         Ok(mut f) => {
             let total = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -60,7 +47,7 @@ pub fn run(store: &Store, args: &OutputArgs) -> Result<Value, OpError> {
     let next = offset.min(total) + bytes.len() as u64;
     Ok(json!({
         "id": job.id,
-        "stream": stream,
+        "stream": stream.name(),
         "offset": offset,
         "next_offset": next,
         "total_bytes": total,
@@ -68,6 +55,6 @@ pub fn run(store: &Store, args: &OutputArgs) -> Result<Value, OpError> {
         "encoding": encoding,
         "data": data,
         "limit_reached": job.truncated(stream),
-        "truncated_at": job.truncated(stream).then_some(job.output_limit_bytes),
+        "truncated_at": job.output_limit_bytes.filter(|_| job.truncated(stream)),
     }))
 }

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::IdArgs;
+use super::args::IdArgs;
 use crate::error::OpError;
 use crate::jobs::store::Store;
 

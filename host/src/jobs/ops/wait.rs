@@ -13,7 +13,7 @@
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-use super::WaitArgs;
+use super::args::WaitArgs;
 use crate::error::OpError;
 use crate::jobs::observe::{observe, Class, Observation, UNRESOLVED_SPAWN_AFTER};
 use crate::jobs::store::{db_error, Store};

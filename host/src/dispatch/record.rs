@@ -1,20 +1,24 @@
-//! What dispatch tells the audit trail about one op: collected in a
-//! [`Trail`] while the op runs (the policy's decision, the person's answer,
-//! the program and argv, the job). The trail fails closed: before an op
-//! acts, its row is committed ([`Dispatcher::begin`]) and the op does not
-//! run if it cannot be; when the op's outcome is known the row is updated
-//! (or, for an op refused before it acted, written) by the writer thread.
+//! The last stage of an op, and the record it keeps on the way: what
+//! dispatch tells the audit trail is collected in a [`Trail`] while the op
+//! runs (the policy's decision, the person's answer, the program and argv,
+//! the job). The trail fails closed: before an op acts, its row is
+//! committed ([`Ledger::begin`]) and the op does not run if it cannot be;
+//! when the op's outcome is known the row is updated (or, for an op
+//! refused before it acted, written) by the writer thread
+//! ([`Ledger::finish`]).
+//!
+//! A leaf of dispatch: every stage may note what it did here, and this
+//! module knows none of them.
 
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::ask::Answer;
 use super::caller::Caller;
-use super::consent::Answer;
-use super::op::OpOutcome;
-use super::Dispatcher;
-use crate::audit::{redact, Record};
+use super::outcome::OpOutcome;
+use crate::audit::{redact, AuditStore, AuditWriter, Record, RowOutcome};
 use crate::config::Decision;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::Prepared;
@@ -29,7 +33,7 @@ pub struct Trail {
     time_ms: i64,
     /// Its args (kept only while the trail is on).
     args: Option<Value>,
-    /// The row written before anything ran ([`Dispatcher::begin`]); the
+    /// The row written before anything ran ([`Ledger::begin`]); the
     /// op's end updates it.
     row: Option<i64>,
     /// The policy's decision.
@@ -123,11 +127,6 @@ impl Words {
     }
 }
 
-/// The outcome a row carries while its op is running (written before the
-/// program starts; replaced by `ok` or the error code at the end). A row
-/// left saying `started` is an op whose end could not be recorded.
-pub const STARTED: &str = "started";
-
 /// The string values of the op's sensitive params: a plugin may well pass
 /// a secret to its program (`--token=…`), and the trail records argv as
 /// well as args.
@@ -135,14 +134,28 @@ fn secrets<'a>(args: Option<&'a Value>, sensitive: &[String]) -> Vec<&'a str> {
     sensitive.iter().filter_map(|name| args?.get(name)?.as_str()).filter(|s| !s.is_empty()).collect()
 }
 
-impl Dispatcher {
+/// Where ops are recorded: the audit writer (none with `audit.enabled =
+/// false`) and how much of an op's args a row keeps. Dropping it writes
+/// every queued row.
+pub struct Ledger {
+    writer: Option<AuditWriter>,
+    args_bytes: usize,
+}
+
+impl Ledger {
+    /// A ledger over `store` (none: nothing is recorded), keeping at most
+    /// `args_bytes` of an op's args a row.
+    pub fn new(store: Option<Arc<AuditStore>>, args_bytes: usize) -> Ledger {
+        Ledger { writer: store.map(AuditWriter::start), args_bytes }
+    }
+
     /// Start the trail of an op arriving with `args` (kept only when they
     /// will be recorded).
-    pub(crate) fn trail(&self, args: &Value) -> Trail {
+    pub fn trail(&self, args: &Value) -> Trail {
         Trail {
             started: Instant::now(),
             time_ms: crate::jobs::process::now_ms(),
-            args: self.audit.is_some().then(|| args.clone()),
+            args: self.writer.is_some().then(|| args.clone()),
             row: None,
             decision: None,
             decided_by: None,
@@ -157,9 +170,9 @@ impl Dispatcher {
 
     /// The row for an op named `op` (resolved to `verb`, if it was) as its
     /// trail stands, ending in `outcome`.
-    fn row(&self, caller: &Caller, op: &str, verb: Option<&Verb>, outcome: String, trail: &Trail) -> Record {
+    fn row(&self, caller: &Caller, op: &str, verb: Option<&Verb>, outcome: RowOutcome, trail: &Trail) -> Record {
         let sensitive = verb.map_or(&[][..], |v| v.sensitive.as_slice());
-        let args = trail.args.as_ref().map_or_else(String::new, |a| redact(a, sensitive, self.config.audit.args_bytes));
+        let args = trail.args.as_ref().map_or_else(String::new, |a| redact(a, sensitive, self.args_bytes));
         let secrets = secrets(trail.args.as_ref(), sensitive);
         let (program, argv) = match &trail.program {
             Some((p, words)) => (Some(p.clone()), Some(Value::from(words.redacted(&secrets)).to_string())),
@@ -168,15 +181,15 @@ impl Dispatcher {
         Record {
             id: 0,
             time_ms: trail.time_ms,
-            transport: caller.transport.as_str().to_string(),
+            transport: caller.transport,
             client: caller.client.clone(),
             caller: caller.name.clone(),
             verb: verb.map_or_else(|| op.to_string(), |v| v.name.clone()),
             args,
             fingerprint: verb.map(|v| v.fingerprint.clone()),
-            decision: trail.decision.map(|d| d.as_str().to_string()),
+            decision: trail.decision,
             decided_by: trail.decided_by.clone(),
-            answer: trail.answer.map(|a| a.as_str().to_string()),
+            answer: trail.answer,
             program,
             argv,
             outcome,
@@ -197,15 +210,15 @@ impl Dispatcher {
     /// is locked past its busy timeout, the disk is full), the op does not
     /// run: `audit_unavailable`. Called again (a kill program found while a
     /// `job.kill` runs), it updates the same row, durably again.
-    pub(crate) async fn begin(&self, caller: &Caller, verb: &Verb, trail: &mut Trail) -> Result<(), OpError> {
+    pub async fn begin(&self, caller: &Caller, verb: &Verb, trail: &mut Trail) -> Result<(), OpError> {
         if trail.cancelled.as_ref().is_some_and(|c| c.load(Ordering::SeqCst)) {
             return Err(OpError::new(
                 ErrorCode::Unavailable,
                 format!("the request was cancelled before `{}` began (it was waiting for its turn or a person); nothing ran", verb.name),
             ));
         }
-        let Some(writer) = &self.audit else { return Ok(()) };
-        let record = self.row(caller, &verb.name, Some(verb), STARTED.to_string(), trail);
+        let Some(writer) = &self.writer else { return Ok(()) };
+        let record = self.row(caller, &verb.name, Some(verb), RowOutcome::Started, trail);
         let store = writer.store();
         let row = trail.row;
         let written = tokio::task::spawn_blocking(move || match row {
@@ -227,11 +240,11 @@ impl Dispatcher {
     /// [`begin`](Self::begin) wrote). Nothing ran without a durable row,
     /// so a failing write here loses only the end of a recorded op (its
     /// row keeps saying `started`), or a refusal.
-    pub(crate) fn record(&self, caller: &Caller, outcome: &OpOutcome, trail: Trail) {
-        let Some(writer) = &self.audit else { return };
+    pub fn finish(&self, caller: &Caller, outcome: &OpOutcome, trail: Trail) {
+        let Some(writer) = &self.writer else { return };
         let code = match &outcome.result {
-            Ok(_) => "ok".to_string(),
-            Err(e) => e.code.as_str().to_string(),
+            Ok(_) => RowOutcome::Ok,
+            Err(e) => RowOutcome::Failed(e.code),
         };
         let record = self.row(caller, &outcome.op, outcome.verb.as_deref(), code, &trail);
         match trail.row {
@@ -243,14 +256,14 @@ impl Dispatcher {
     /// Record a request refused as a whole (too many ops, a malformed op):
     /// nothing ran, but the attempt is in the trail. The verb column holds
     /// `request`; the args column the start of what was sent.
-    pub(crate) fn record_refused_request(&self, caller: &Caller, request: &Value, error: &OpError) {
-        if self.audit.is_none() {
+    pub fn refused_request(&self, caller: &Caller, request: &Value, error: &OpError) {
+        if self.writer.is_none() {
             return;
         }
         let mut trail = self.trail(request);
         trail.args = Some(request.clone());
         let outcome = OpOutcome { op: "request".to_string(), verb: None, result: Err(error.clone()) };
-        self.record(caller, &outcome, trail);
+        self.finish(caller, &outcome, trail);
     }
 }
 

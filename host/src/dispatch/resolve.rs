@@ -1,0 +1,60 @@
+//! Stage 1 of an op: resolve its name to a verb the caller may reach.
+//!
+//! A verb outside the caller's allow list (an HTTP token's `--allow`)
+//! answers exactly as a verb that does not exist, with suggestions drawn
+//! only from what the caller reaches, so a narrowed client can neither run
+//! nor discover it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::caller::Caller;
+use super::Dispatcher;
+use crate::error::{ErrorCode, OpError};
+use crate::json::near_matches;
+use crate::registry::{Registry, Verb};
+
+/// How long an op naming an unknown verb waits for background compiles.
+const LOADING_WAIT: Duration = Duration::from_secs(60);
+
+impl Dispatcher {
+    /// The registry to look `name` up in: if it is unknown while components
+    /// are still compiling in the background, wait for them (it may be one
+    /// of theirs) rather than call it unknown.
+    pub(crate) async fn registry_for(&self, name: &str) -> Arc<Registry> {
+        let registry = self.registry();
+        if registry.resolve(name).is_some() || registry.deferred().is_empty() {
+            return registry;
+        }
+        self.live_registry().wait_loaded(LOADING_WAIT).await;
+        self.registry()
+    }
+
+    /// The verb `name` (canonical or alias) names, if `caller` may reach
+    /// it; otherwise `unknown_verb` (or the reason a known component is
+    /// unavailable).
+    pub(crate) async fn resolve_verb(&self, name: &str, caller: &Caller) -> Result<Arc<Verb>, OpError> {
+        let registry = self.registry_for(name).await;
+        match registry.resolve(name) {
+            Some(verb) if caller.permits(&verb.name) => Ok(Arc::clone(verb)),
+            _ => Err(unknown_verb(&registry, name, |n| caller.permits(n))),
+        }
+    }
+}
+
+/// The one error for a name that resolves to no verb the caller reaches:
+/// why its component is unavailable (when the caller may reach the name),
+/// or `unknown_verb` with the nearest names the caller `reaches`.
+pub fn unknown_verb(registry: &Registry, name: &str, reaches: impl Fn(&str) -> bool) -> OpError {
+    if reaches(name) {
+        if let Some(err) = registry.unavailable_error(name) {
+            return err;
+        }
+    }
+    let hints = near_matches(name, registry.verb_names().filter(|n| reaches(n)));
+    let msg = match hints.first() {
+        Some(h) => format!("no verb named `{name}`; did you mean `{h}`?"),
+        None => format!("no verb named `{name}`; ask {{\"help\": true}} for the catalog"),
+    };
+    OpError::new(ErrorCode::UnknownVerb, msg).with("verb", name).with("did_you_mean", hints)
+}
