@@ -284,8 +284,8 @@ impl Decision {
 pub struct PolicyRule {
     /// Verb patterns (`git.*`, `cargo.test`, `*`).
     pub verbs: Option<Vec<String>>,
-    /// Effect names (`writes_repo`, `runs_repo_code`, …, `undeclared`).
-    pub effects: Option<Vec<String>>,
+    /// Effects (`writes_repo`, `runs_repo_code`, …, `undeclared`).
+    pub effects: Option<Vec<EffectPattern>>,
     /// What to do.
     pub decision: Decision,
     /// Why, shown to callers a rule refuses or asks for.
@@ -295,22 +295,48 @@ pub struct PolicyRule {
 /// Effect names a rule may use besides the declared ones.
 pub const UNDECLARED: &str = "undeclared";
 
+/// What a rule's `effects` entry names: a declared effect, or
+/// `undeclared` (a verb of a contract that cannot say what it does).
+/// Parsed once, when the config is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EffectPattern {
+    /// Verbs that declare this effect (or cannot declare any).
+    Effect(crate::runtime::model::Effect),
+    /// Verbs that cannot declare effects.
+    Undeclared,
+}
+
+impl EffectPattern {
+    /// The name as written in verbgate.toml.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectPattern::Effect(e) => e.as_str(),
+            EffectPattern::Undeclared => UNDECLARED,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for EffectPattern {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use crate::runtime::model::Effect;
+        let name = String::deserialize(d)?;
+        if name == UNDECLARED {
+            return Ok(EffectPattern::Undeclared);
+        }
+        Effect::parse(&name).map(EffectPattern::Effect).ok_or_else(|| {
+            let names: Vec<&str> = Effect::ALL.iter().map(|e| e.as_str()).chain([UNDECLARED]).collect();
+            serde::de::Error::custom(format!("unknown effect {name:?}; effects are {}", names.join(", ")))
+        })
+    }
+}
+
 /// Refuse a rule that could never match what its author meant: an unknown
 /// effect name, an empty list, a pattern that is not a verb pattern.
 fn check_policy(rules: &[PolicyRule]) -> Result<()> {
-    use crate::runtime::model::Effect;
     for (i, rule) in rules.iter().enumerate() {
         let at = format!("[[policy]] rule {} of verbgate.toml", i + 1);
-        if let Some(effects) = &rule.effects {
-            if effects.is_empty() {
-                bail!("{at}: `effects = []` matches nothing; leave it out to match every effect");
-            }
-            for e in effects {
-                if Effect::parse(e).is_none() && e != UNDECLARED {
-                    let names: Vec<&str> = Effect::ALL.iter().map(|e| e.as_str()).chain([UNDECLARED]).collect();
-                    bail!("{at}: unknown effect {e:?}; effects are {}", names.join(", "));
-                }
-            }
+        if rule.effects.as_ref().is_some_and(Vec::is_empty) {
+            bail!("{at}: `effects = []` matches nothing; leave it out to match every effect");
         }
         if let Some(verbs) = &rule.verbs {
             if verbs.is_empty() {
@@ -708,8 +734,11 @@ mod tests {
         let f: FileConfig = toml::from_str("[[policy]]\nverbs = [\"git.*\"]\neffects = [\"writes_repo\", \"undeclared\"]\ndecision = \"deny\"").unwrap();
         check_policy(&f.policy).unwrap();
         assert_eq!(f.policy[0].decision, Decision::Deny);
+        // An unknown effect is refused as the file is read, naming it and
+        // where it is (the names are parsed once, not at every match).
+        let err = toml::from_str::<FileConfig>("[[policy]]\neffects = [\"write\"]\ndecision = \"ask\"").unwrap_err().to_string();
+        assert!(err.contains("unknown effect \"write\"") && err.contains("line 2") && err.contains("writes_repo"), "{err}");
         for (bad, says) in [
-            ("effects = [\"write\"]\ndecision = \"ask\"", "unknown effect \"write\""),
             ("effects = []\ndecision = \"ask\"", "matches nothing"),
             ("verbs = [\"git status\"]\ndecision = \"ask\"", "not a verb pattern"),
         ] {

@@ -1,4 +1,5 @@
-//! The closed vocabulary of error codes and the per-op error object.
+//! The closed vocabularies of error codes ([`ErrorCode`]) and of load-time
+//! codes ([`LoadCode`]), and the per-op error object.
 //!
 //! Codes are part of the public API: callers branch on them, so they are
 //! never renamed and never inferred from message text. A plugin that reports
@@ -142,6 +143,139 @@ impl fmt::Display for ErrorCode {
     }
 }
 
+/// Declares [`LoadCode`], its wire names and [`LoadCode::ALL`] from one
+/// list, as `error_codes!` does for [`ErrorCode`].
+macro_rules! load_codes {
+    ($($(#[$doc:meta])* $variant:ident => $wire:literal,)+) => {
+        /// Why a component or verb could not be made available, or what
+        /// `verbgate check` found: the `code` of `verbgate verbs`'
+        /// `unavailable` entries, of the catalog's `unavailable` reasons and
+        /// of `verbgate check` findings. A closed list, like [`ErrorCode`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[non_exhaustive]
+        pub enum LoadCode {
+            $($(#[$doc])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl LoadCode {
+            /// Every code, in documentation order (the golden list).
+            pub const ALL: &'static [LoadCode] = &[$(LoadCode::$variant,)+];
+
+            /// The snake_case wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(LoadCode::$variant => $wire,)+
+                }
+            }
+        }
+    };
+}
+
+load_codes! {
+    /// The file is not a WebAssembly component (bad preamble, unparsable, or
+    /// a core module).
+    NotAComponent => "not_a_component",
+    /// The component carries no signature section.
+    Unsigned => "unsigned",
+    /// The signature section cannot be parsed.
+    MalformedSignature => "malformed_signature",
+    /// The bytes (or the signature section) changed after signing.
+    Tampered => "tampered",
+    /// Signed, but by no key in the trust store.
+    UntrustedKey => "untrusted_key",
+    /// The trust store is empty, so nothing verifies.
+    NoTrustedKeys => "no_trusted_keys",
+    /// A plugin file or directory could not be read.
+    Unreadable => "unreadable",
+    /// A bundled component does not match its pinned digest.
+    DigestMismatch => "digest_mismatch",
+    /// The component imports something outside the allowed WASI interfaces.
+    ImportOutsidePolicy => "import_outside_policy",
+    /// The component exports no `verbgate:verbs/plugin`.
+    NotAPlugin => "not_a_plugin",
+    /// The component targets a contract version this verbgate does not
+    /// support.
+    UnknownWitVersion => "unknown_wit_version",
+    /// wasmtime could not compile or link the component.
+    LoadFailed => "load_failed",
+    /// The component's `describe()` failed.
+    DescribeFailed => "describe_failed",
+    /// Something `describe` returns is past a bound (the bound is named).
+    PluginLimit => "plugin_limit",
+    /// A summary, plugin name or version holds a control character.
+    ControlCharacters => "control_characters",
+    /// The plugin name is not lower-case letters, digits and `-`.
+    InvalidPluginName => "invalid_plugin_name",
+    /// A plugin of the same name is already loaded.
+    DuplicatePlugin => "duplicate_plugin",
+    /// The verb name is not `namespace.verb` in lower case.
+    InvalidName => "invalid_name",
+    /// The verb is in a namespace reserved to verbgate.
+    ReservedNamespace => "reserved_namespace",
+    /// An alias breaks the naming or namespace rules.
+    InvalidAlias => "invalid_alias",
+    /// The plugin declares a verb twice.
+    DuplicateVerb => "duplicate_verb",
+    /// An alias is the name of a verb.
+    AliasShadowsVerb => "alias_shadows_verb",
+    /// The verb has no summary.
+    MissingSummary => "missing_summary",
+    /// The summary is more than one line.
+    SummaryMultiline => "summary_multiline",
+    /// The params schema is not an object schema.
+    SchemaNotObject => "schema_not_object",
+    /// An object in the params schema accepts unknown properties.
+    OpenSchema => "open_schema",
+    /// The params schema is not JSON or not valid JSON Schema 2020-12.
+    InvalidSchema => "invalid_schema",
+    /// The result schema is not JSON or not valid JSON Schema 2020-12.
+    InvalidResultSchema => "invalid_result_schema",
+    /// A param marked sensitive is not a top-level param of the schema.
+    UnknownSensitiveParam => "unknown_sensitive_param",
+    /// The declared effects contradict the verb's kind or programs.
+    EffectsMismatch => "effects_mismatch",
+    /// A declared program is not a bare program name.
+    InvalidProgram => "invalid_program",
+    /// A spawn verb declares no result schema (lint).
+    MissingResultSchema => "missing_result_schema",
+    /// An exec or spawn verb declares no program (lint).
+    NoPrograms => "no_programs",
+    /// A parameter has no description (lint).
+    ParamWithoutDescription => "param_without_description",
+    /// A required parameter has a default (lint).
+    RequiredWithDefault => "required_with_default",
+    /// The verb's name or an alias is already provided by a plugin loaded
+    /// earlier.
+    Collision => "collision",
+    /// `verbgate check`: a verb installed here already has the name.
+    VerbCollision => "verb_collision",
+    /// The verb is in a namespace another plugin owns.
+    NamespaceOwned => "namespace_owned",
+    /// The verb is outside the allow list of verbgate.toml.
+    NotAllowed => "not_allowed",
+    /// A program the verb declares is not installed here.
+    MissingProgram => "missing_program",
+    /// `verbgate check`: planning a sample call runs a program the verb
+    /// does not declare.
+    UndeclaredProgram => "undeclared_program",
+    /// `verbgate check`: the component's contract version cannot declare
+    /// effects.
+    EffectsUndeclared => "effects_undeclared",
+}
+
+impl LoadCode {
+    /// Parse a wire name.
+    pub fn from_wire(name: &str) -> Option<LoadCode> {
+        LoadCode::ALL.iter().copied().find(|c| c.as_str() == name)
+    }
+}
+
+impl fmt::Display for LoadCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One failed op (or a failed request): a stable code, a message for a
 /// person saying what went wrong and what to do, and structured details
 /// (the offending `param`, `value`, `limit`, …) for a program.
@@ -232,6 +366,46 @@ mod tests {
             missing.is_empty() && unknown.is_empty() && twice.is_empty(),
             "docs/errors.md is out of step with ErrorCode (host/src/error.rs):\n  codes it does not document: {missing:?}\n  \
              codes it documents that do not exist: {unknown:?}\n  codes it documents twice: {twice:?}"
+        );
+    }
+
+    #[test]
+    fn load_code_wire_names_round_trip_and_match_serde() {
+        for code in LoadCode::ALL {
+            assert_eq!(LoadCode::from_wire(code.as_str()), Some(*code));
+            let via_serde = serde_json::to_value(code).unwrap();
+            assert_eq!(via_serde, Value::String(code.as_str().into()));
+        }
+    }
+
+    /// The codes listed in docs/errors.md's "Load-time codes" section, one
+    /// `- `code`: meaning` item each; any other list item there fails.
+    fn documented_load_codes(text: &str) -> Vec<String> {
+        let section = text.lines().skip_while(|l| l.trim() != "## Load-time codes").skip(1).take_while(|l| !l.starts_with("## "));
+        let mut codes = Vec::new();
+        for line in section.filter(|l| l.trim_start().starts_with(['-', '*', '|'])) {
+            let (code, meaning) = line
+                .strip_prefix("- `")
+                .and_then(|rest| rest.split_once("`: "))
+                .unwrap_or_else(|| panic!("docs/errors.md, Load-time codes: not a \"- `code`: meaning\" item: {line}"));
+            assert!(!meaning.trim().is_empty(), "docs/errors.md: `{code}` needs a meaning: {line}");
+            codes.push(code.to_string());
+        }
+        codes
+    }
+
+    #[test]
+    fn docs_errors_md_lists_every_load_code_and_no_other() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+        let documented = documented_load_codes(&text);
+        let missing: Vec<&str> = LoadCode::ALL.iter().map(|c| c.as_str()).filter(|c| !documented.iter().any(|d| d == c)).collect();
+        let unknown: Vec<&String> = documented.iter().filter(|d| LoadCode::from_wire(d).is_none()).collect();
+        let twice: Vec<&String> = documented.iter().enumerate().filter(|(i, d)| documented[..*i].contains(d)).map(|(_, d)| d).collect();
+        assert!(
+            missing.is_empty() && unknown.is_empty() && twice.is_empty(),
+            "docs/errors.md's Load-time codes are out of step with LoadCode (host/src/error.rs):\n  codes it does not list: {missing:?}\n  \
+             codes it lists that do not exist: {unknown:?}\n  codes it lists twice: {twice:?}"
         );
     }
 

@@ -44,4 +44,4 @@ pub mod text;
 pub mod tokens;
 pub mod trust;
 
-pub use error::{ErrorCode, OpError};
+pub use error::{ErrorCode, LoadCode, OpError};

@@ -1,7 +1,7 @@
 //! Golden files pin the public contract: every bundled verb's schema, result
-//! schema and fingerprint, the advertised MCP tool, and the error-code
-//! vocabulary. A change to any of them fails here until it is regenerated on
-//! purpose (`UPDATE_GOLDEN=1 just test`) and the diff reviewed.
+//! schema and fingerprint, the advertised MCP tool, and the error-code and
+//! load-code vocabularies. A change to any of them fails here until it is
+//! regenerated on purpose (`UPDATE_GOLDEN=1 just test`) and the diff reviewed.
 
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -58,4 +58,62 @@ fn the_advertised_tool_and_error_codes_are_pinned() {
     check_golden("tool.json", &serde_json::to_value(&tool).unwrap());
     let codes: Vec<&str> = verbgate::ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
     check_golden("error-codes.json", &json!(codes));
+}
+
+/// The load-time codes (`verbgate verbs`' and the catalog's `unavailable`,
+/// `verbgate check` findings) are public too.
+#[test]
+fn the_load_codes_are_pinned() {
+    let codes: Vec<&str> = verbgate::LoadCode::ALL.iter().map(|c| c.as_str()).collect();
+    check_golden("load-codes.json", &json!(codes));
+}
+
+/// The codes a plugin may report are one list on both sides: the guest
+/// SDK's `ErrorCode` (plugins/sdk/src/errors.rs) and the host's
+/// `PLUGIN_CODES` (the codes it passes through from a plugin; any other
+/// becomes `plugin_error`). Read from both sources, so that a code added,
+/// removed or respelt on one side fails here until the other follows.
+#[test]
+fn the_sdk_error_codes_are_the_hosts_plugin_codes() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    // The SDK: `ErrorCode::Variant => "wire_name",` arms of `as_str`.
+    let sdk = std::fs::read_to_string(repo.join("plugins/sdk/src/errors.rs")).unwrap();
+    let mut sdk_codes: Vec<(String, String)> = sdk
+        .lines()
+        .filter_map(|l| {
+            let (variant, wire) = l.trim().strip_prefix("ErrorCode::")?.split_once(" => \"")?;
+            Some((variant.to_string(), wire.strip_suffix("\",")?.to_string()))
+        })
+        .collect();
+    assert!(!sdk_codes.is_empty(), "no `ErrorCode::X => \"x\",` arms in plugins/sdk/src/errors.rs");
+    // The host: the `PLUGIN_CODES` list, wherever in host/src it lives.
+    let mut files = vec![repo.join("host/src")];
+    let mut host_list = None;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if let Some(at) = text.find("PLUGIN_CODES: &[ErrorCode] = &[") {
+                let list = &text[at..];
+                host_list = Some(list[..list.find("];").unwrap()].to_string());
+            }
+        }
+    }
+    let host_list = host_list.expect("no `PLUGIN_CODES: &[ErrorCode] = &[…];` in host/src");
+    let mut host_codes: Vec<(String, String)> = host_list
+        .split("ErrorCode::")
+        .skip(1)
+        .map(|rest| rest.split(|c: char| !c.is_alphanumeric()).next().unwrap().to_string())
+        .map(|variant| {
+            let code = verbgate::ErrorCode::ALL
+                .iter()
+                .find(|c| format!("{c:?}") == variant)
+                .unwrap_or_else(|| panic!("PLUGIN_CODES names ErrorCode::{variant}, which ErrorCode::ALL lacks"));
+            (variant, code.as_str().to_string())
+        })
+        .collect();
+    sdk_codes.sort();
+    host_codes.sort();
+    assert_eq!(sdk_codes, host_codes, "the guest SDK's ErrorCode (left) and the host's PLUGIN_CODES (right) must list the same codes, spelt alike");
 }

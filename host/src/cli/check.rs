@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use super::context::Context;
 use super::global::{print_json, GlobalArgs};
+use crate::error::LoadCode;
 use crate::exec::Programs;
 use crate::json::sha256_hex;
 use crate::registry::bounds::check_describe;
@@ -33,7 +34,7 @@ pub struct CheckArgs {
     component: PathBuf,
 }
 
-fn problem(code: &str, message: String, fix: &str) -> Value {
+fn problem(code: LoadCode, message: String, fix: &str) -> Value {
     json!({ "code": code, "severity": "error", "message": message, "fix": fix })
 }
 
@@ -99,7 +100,7 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
             // One finding per import outside the policy, each named.
             for import in imports {
                 let message = format!("the component imports `{import}`, which verbgate does not provide (allowed: {})", ALLOWED_IMPORT_PACKAGES.join(", "));
-                let mut finding = problem("import_outside_policy", message, load_fix("import_outside_policy"));
+                let mut finding = problem(LoadCode::ImportOutsidePolicy, message, load_fix(LoadCode::ImportOutsidePolicy));
                 finding["import"] = json!(import);
                 r.errors.push(finding);
             }
@@ -114,7 +115,7 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
     let info = match ctx.runtime.describe(&component).await {
         Ok(i) => i,
         Err(e) => {
-            r.errors.push(problem("describe_failed", format!("describe() failed: {e}"), "make describe() pure and cheap"));
+            r.errors.push(problem(LoadCode::DescribeFailed, format!("describe() failed: {e}"), "make describe() pure and cheap"));
             return r;
         }
     };
@@ -134,7 +135,7 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
     }
     if info.verbs.iter().any(|v| v.effects == crate::runtime::model::Effects::Undeclared) {
         r.warnings.push(json!({
-            "code": "effects_undeclared",
+            "code": LoadCode::EffectsUndeclared,
             "message": format!("built against verbgate:verbs@{}, which cannot declare effects: the policy treats every verb as possibly doing anything (by default a person is asked before each op)", component.wit_version),
             "fix": "rebuild against verbgate:verbs@0.2.0 (the current SDK or `verbgate new`) and declare each verb's effects",
         }));
@@ -146,7 +147,7 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
         for name in std::iter::once(&spec.name).chain(&spec.aliases) {
             if let Some(owner) = registry.resolve(name).filter(|v| v.plugin.name != info.name) {
                 r.errors.push(json!({
-                    "code": "verb_collision",
+                    "code": LoadCode::VerbCollision,
                     "severity": "error",
                     "verb": spec.name,
                     "message": format!("`{name}` is already provided by plugin `{}` here, so this one would be refused", owner.plugin.name),
@@ -154,7 +155,7 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
                 }));
             } else if let Some(owner) = registry.namespace_owner(name).filter(|o| o.plugin != info.name) {
                 r.errors.push(json!({
-                    "code": "namespace_owned",
+                    "code": LoadCode::NamespaceOwned,
                     "severity": "error",
                     "verb": spec.name,
                     "message": format!("`{name}` is in the `{}` namespace, which belongs to {} here, so this verb would be refused", namespace(name), owner.describe()),
@@ -164,8 +165,9 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
         }
         for p in &spec.programs {
             if let Err(why) = programs.resolve(p) {
-                r.warnings
-                    .push(json!({ "code": "missing_program", "verb": spec.name, "message": why, "fix": "install it or set programs.<name> in verbgate.toml" }));
+                r.warnings.push(
+                    json!({ "code": LoadCode::MissingProgram, "verb": spec.name, "message": why, "fix": "install it or set programs.<name> in verbgate.toml" }),
+                );
             }
         }
         if let Some(f) = undeclared_program(ctx, &component, spec).await {
@@ -176,12 +178,12 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
 }
 
 /// The one-line fix for a component the runtime refused to load.
-fn load_fix(code: &str) -> &'static str {
+fn load_fix(code: LoadCode) -> &'static str {
     match code {
-        "import_outside_policy" => "import only WASI p2 io/cli/clocks/random/filesystem/sockets (for componentize-js: `-d http -d fetch-event`)",
-        "unknown_wit_version" => "rebuild against a supported verbgate:verbs version (the SDK, or `verbgate new`)",
-        "not_a_plugin" => "export verbgate:verbs/plugin@<version> (world `verb-plugin`)",
-        "not_a_component" => "build a WebAssembly component (wasm32-wasip2, componentize-py, componentize-js), not a core module",
+        LoadCode::ImportOutsidePolicy => "import only WASI p2 io/cli/clocks/random/filesystem/sockets (for componentize-js: `-d http -d fetch-event`)",
+        LoadCode::UnknownWitVersion => "rebuild against a supported verbgate:verbs version (the SDK, or `verbgate new`)",
+        LoadCode::NotAPlugin => "export verbgate:verbs/plugin@<version> (world `verb-plugin`)",
+        LoadCode::NotAComponent => "build a WebAssembly component (wasm32-wasip2, componentize-py, componentize-js), not a core module",
         _ => "build with the SDK or a `verbgate new` template",
     }
 }
@@ -207,7 +209,7 @@ async fn undeclared_program(ctx: &Context, component: &LoadedComponent, spec: &V
     };
     let (role, program) = planned.into_iter().find(|(_, p)| !spec.programs.contains(p))?;
     Some(Finding {
-        code: "undeclared_program",
+        code: LoadCode::UndeclaredProgram,
         severity: Severity::Error,
         verb: Some(spec.name.clone()),
         pointer: None,

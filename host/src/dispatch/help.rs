@@ -71,7 +71,7 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
     let missing: serde_json::Map<String, Value> = registry
         .unavailable()
         .iter()
-        .filter(|u| u.code == "missing_program")
+        .filter(|u| u.code == crate::error::LoadCode::MissingProgram)
         .filter_map(|u| u.verb.as_deref().filter(|v| caller.permits(v)).map(|v| (v.to_string(), json!(u.reason))))
         .collect();
     if !missing.is_empty() {

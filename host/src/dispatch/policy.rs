@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use crate::config::{Decision, PolicyRule, UNDECLARED};
+use crate::config::{Decision, EffectPattern, PolicyRule};
 use crate::error::{ErrorCode, OpError};
 use crate::registry::fence;
 use crate::registry::Verb;
@@ -46,7 +46,7 @@ impl Rule {
 
     fn matches(&self, verb: &str, aliases: &[String], effects: &Effects) -> bool {
         let verb_ok = self.rule.verbs.as_deref().is_none_or(|patterns| patterns.iter().any(|p| self.names(p, verb, aliases)));
-        let effects_ok = self.rule.effects.as_deref().is_none_or(|names| names.iter().any(|n| effect_matches(n, effects)));
+        let effects_ok = self.rule.effects.as_deref().is_none_or(|names| names.iter().any(|n| effect_matches(*n, effects)));
         verb_ok && effects_ok
     }
 
@@ -82,11 +82,10 @@ impl Rule {
     }
 }
 
-fn effect_matches(name: &str, effects: &Effects) -> bool {
-    match (name, effects) {
-        (UNDECLARED, Effects::Undeclared) => true,
-        (UNDECLARED, Effects::Declared(_)) => false,
-        (name, effects) => Effect::parse(name).is_some_and(|e| effects.may(e)),
+fn effect_matches(pattern: EffectPattern, effects: &Effects) -> bool {
+    match pattern {
+        EffectPattern::Undeclared => matches!(effects, Effects::Undeclared),
+        EffectPattern::Effect(e) => effects.may(e),
     }
 }
 
@@ -98,29 +97,29 @@ fn effect_matches(name: &str, effects: &Effects) -> bool {
 /// root — and what is asked about is leaving the sandbox (the network) or
 /// what cannot be undone.
 fn defaults(sandboxed: bool) -> Vec<Rule> {
-    let rule = |name: &'static str, effects: &[&str], decision: Decision, reason: &str| Rule {
+    let rule = |name: &'static str, effects: &[EffectPattern], decision: Decision, reason: &str| Rule {
         source: RuleSource::Default(name),
         rule: PolicyRule {
             verbs: None,
-            effects: (!effects.is_empty()).then(|| effects.iter().map(|e| e.to_string()).collect()),
+            effects: (!effects.is_empty()).then(|| effects.to_vec()),
             decision,
             reason: Some(reason.to_string()),
         },
     };
     let undeclared =
-        rule("undeclared", &[UNDECLARED], Decision::Ask, "the verb's component cannot declare its effects (contract 0.1.0), so it may do anything");
-    let writes = rule("writes_repo", &["writes_repo"], Decision::Ask, "the verb changes the repository");
-    let destructive = rule("destructive", &["destructive"], Decision::Ask, "the verb discards data that cannot be recovered");
-    let network = rule("network", &["network"], Decision::Ask, "the verb talks to the network");
+        rule("undeclared", &[EffectPattern::Undeclared], Decision::Ask, "the verb's component cannot declare its effects (contract 0.1.0), so it may do anything");
+    let writes = rule("writes_repo", &[EffectPattern::Effect(Effect::WritesRepo)], Decision::Ask, "the verb changes the repository");
+    let destructive = rule("destructive", &[EffectPattern::Effect(Effect::Destructive)], Decision::Ask, "the verb discards data that cannot be recovered");
+    let network = rule("network", &[EffectPattern::Effect(Effect::Network)], Decision::Ask, "the verb talks to the network");
     let allow = rule("allow", &[], Decision::Allow, "reads and the host's own job verbs run without asking");
     if sandboxed {
-        let network = rule("network", &["network"], Decision::Ask, "the verb talks to the network, outside the sandbox");
+        let network = rule("network", &[EffectPattern::Effect(Effect::Network)], Decision::Ask, "the verb talks to the network, outside the sandbox");
         let confined =
-            rule("sandboxed_repo_code", &["runs_repo_code"], Decision::Allow, "the repository's code runs in the OS sandbox: the root and no network");
+            rule("sandboxed_repo_code", &[EffectPattern::Effect(Effect::RunsRepoCode)], Decision::Allow, "the repository's code runs in the OS sandbox: the root and no network");
         vec![undeclared, network, destructive, confined, writes, allow]
     } else {
         let code =
-            rule("runs_repo_code", &["runs_repo_code"], Decision::Ask, "the verb runs code the repository controls (build scripts, tests, recipes, hooks)");
+            rule("runs_repo_code", &[EffectPattern::Effect(Effect::RunsRepoCode)], Decision::Ask, "the verb runs code the repository controls (build scripts, tests, recipes, hooks)");
         vec![undeclared, code, writes, destructive, network, allow]
     }
 }
@@ -190,7 +189,7 @@ mod tests {
     fn rule(verbs: Option<&[&str]>, effects: Option<&[&str]>, decision: Decision) -> PolicyRule {
         PolicyRule {
             verbs: verbs.map(|v| v.iter().map(|s| s.to_string()).collect()),
-            effects: effects.map(|v| v.iter().map(|s| s.to_string()).collect()),
+            effects: effects.map(|v| v.iter().map(|s| toml::Value::String(s.to_string()).try_into().expect("a known effect")).collect()),
             decision,
             reason: None,
         }

@@ -5,6 +5,7 @@
 //! [`super::lint`], so one bad verb costs only itself.
 
 use super::lint::{Finding, Severity};
+use crate::error::LoadCode;
 use crate::runtime::bounds::{control_character, Exceeded, PluginBounds, PLUGIN_TEXT_BYTES};
 use crate::runtime::model::PluginInfo;
 
@@ -13,7 +14,7 @@ use crate::runtime::model::PluginInfo;
 /// or version. The codes are `plugin_limit` and `control_characters`.
 pub fn check_describe(info: &PluginInfo, b: &PluginBounds) -> Option<Finding> {
     let limit = |e: Exceeded, what: &str, fix: &'static str| Finding {
-        code: "plugin_limit",
+        code: LoadCode::PluginLimit,
         severity: Severity::Error,
         verb: None,
         pointer: None,
@@ -48,7 +49,7 @@ pub fn check_describe(info: &PluginInfo, b: &PluginBounds) -> Option<Finding> {
     for (what, text) in [("name", &info.name), ("version", &info.version)] {
         if let Some(c) = control_character(text) {
             return Some(Finding {
-                code: "control_characters",
+                code: LoadCode::ControlCharacters,
                 severity: Severity::Error,
                 verb: None,
                 pointer: None,
@@ -86,7 +87,7 @@ mod tests {
         let b = PluginBounds::default();
         assert_eq!(check_describe(&info(3), &b), None);
         let f = check_describe(&info(b.verbs + 1), &b).unwrap();
-        assert_eq!(f.code, "plugin_limit");
+        assert_eq!(f.code, LoadCode::PluginLimit);
         assert!(f.message.contains("`verbs`") && f.message.contains(&(b.verbs + 1).to_string()), "{}", f.message);
         let mut big = info(1);
         big.verbs[0].summary = "x".repeat(b.describe_bytes);
@@ -98,8 +99,8 @@ mod tests {
         assert!(check_describe(&long, &b).unwrap().message.contains("version_bytes"));
         let mut escaped = info(1);
         escaped.version = "1.0\u{1b}[2J".into();
-        assert_eq!(check_describe(&escaped, &b).unwrap().code, "control_characters");
+        assert_eq!(check_describe(&escaped, &b).unwrap().code, LoadCode::ControlCharacters);
         escaped.version = "1.0\n".into();
-        assert_eq!(check_describe(&escaped, &b).unwrap().code, "control_characters");
+        assert_eq!(check_describe(&escaped, &b).unwrap().code, LoadCode::ControlCharacters);
     }
 }

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 
 use super::fence;
 use super::schema::{compile, open_objects};
+use crate::error::LoadCode;
 use crate::json::clip;
 use crate::runtime::bounds::{control_character, Exceeded, PluginBounds, ALIASES, NAME_BYTES, PROGRAMS, SENSITIVE, SUMMARY_BYTES};
 use crate::runtime::model::{Effect, Effects, PluginInfo, VerbKind, VerbSpec};
@@ -28,7 +29,7 @@ pub enum Severity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     /// Stable code (`open_schema`, `reserved_namespace`, …).
-    pub code: &'static str,
+    pub code: LoadCode,
     /// Error or warning.
     pub severity: Severity,
     /// The verb, if the finding is about one.
@@ -43,7 +44,7 @@ pub struct Finding {
     pub fix: &'static str,
 }
 
-fn finding(code: &'static str, severity: Severity, verb: Option<&str>, pointer: Option<String>, message: String, fix: &'static str) -> Finding {
+fn finding(code: LoadCode, severity: Severity, verb: Option<&str>, pointer: Option<String>, message: String, fix: &'static str) -> Finding {
     Finding { code, severity, verb: verb.map(str::to_string), pointer, message, fix }
 }
 
@@ -54,7 +55,7 @@ pub fn plugin_name_problem(name: &str) -> Option<Finding> {
     let ok = matches!(c.next(), Some(f) if f.is_ascii_lowercase()) && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     (!ok).then(|| {
         finding(
-            "invalid_plugin_name",
+            LoadCode::InvalidPluginName,
             Severity::Error,
             None,
             None,
@@ -73,7 +74,7 @@ pub fn lint_plugin(info: &PluginInfo, is_bundled_core: bool, bounds: &PluginBoun
     for spec in &info.verbs {
         if !seen.insert(spec.name.as_str()) {
             out.push(finding(
-                "duplicate_verb",
+                LoadCode::DuplicateVerb,
                 Severity::Error,
                 Some(&spec.name),
                 None,
@@ -87,7 +88,7 @@ pub fn lint_plugin(info: &PluginInfo, is_bundled_core: bool, bounds: &PluginBoun
         for alias in &spec.aliases {
             if seen.contains(alias.as_str()) {
                 out.push(finding(
-                    "alias_shadows_verb",
+                    LoadCode::AliasShadowsVerb,
                     Severity::Error,
                     Some(&spec.name),
                     None,
@@ -109,23 +110,23 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
     let v = Some(spec.name.as_str());
     let mut out = Vec::new();
     if let Some(p) = fence::name_problem(&spec.name) {
-        out.push(finding("invalid_name", Severity::Error, v, None, p, "name verbs `namespace.verb` in lower case"));
+        out.push(finding(LoadCode::InvalidName, Severity::Error, v, None, p, "name verbs `namespace.verb` in lower case"));
     }
     if let Some(p) = fence::namespace_problem(&spec.name, is_bundled_core) {
-        out.push(finding("reserved_namespace", Severity::Error, v, None, p, "choose your own namespace (e.g. your plugin's name)"));
+        out.push(finding(LoadCode::ReservedNamespace, Severity::Error, v, None, p, "choose your own namespace (e.g. your plugin's name)"));
     }
     for alias in &spec.aliases {
         if let Some(p) = fence::name_problem(alias).or_else(|| fence::namespace_problem(alias, is_bundled_core)) {
-            out.push(finding("invalid_alias", Severity::Error, v, None, p, "aliases follow the same naming rules as verbs"));
+            out.push(finding(LoadCode::InvalidAlias, Severity::Error, v, None, p, "aliases follow the same naming rules as verbs"));
         }
     }
     let summary = spec.summary.trim();
     if summary.is_empty() {
-        out.push(finding("missing_summary", Severity::Error, v, None, "the verb has no summary".into(), "say in one line what the verb does"));
+        out.push(finding(LoadCode::MissingSummary, Severity::Error, v, None, "the verb has no summary".into(), "say in one line what the verb does"));
     } else if summary.contains('\n') {
         // A newline is a control character: refused, never cleaned.
         out.push(finding(
-            "summary_multiline",
+            LoadCode::SummaryMultiline,
             Severity::Error,
             v,
             None,
@@ -134,7 +135,7 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
         ));
     } else if let Some(c) = control_character(summary) {
         out.push(finding(
-            "control_characters",
+            LoadCode::ControlCharacters,
             Severity::Error,
             v,
             None,
@@ -144,7 +145,7 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
     }
     match serde_json::from_str::<Value>(&spec.params_schema) {
         Err(e) => out.push(finding(
-            "invalid_schema",
+            LoadCode::InvalidSchema,
             Severity::Error,
             v,
             None,
@@ -161,7 +162,7 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
         match serde_json::from_str::<Value>(text).map_err(|e| e.to_string()).and_then(|s| compile(&s).map(|_| ())) {
             Ok(()) => {}
             Err(e) => out.push(finding(
-                "invalid_result_schema",
+                LoadCode::InvalidResultSchema,
                 Severity::Error,
                 v,
                 None,
@@ -171,7 +172,7 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
         }
     } else if spec.kind == VerbKind::Spawn {
         out.push(finding(
-            "missing_result_schema",
+            LoadCode::MissingResultSchema,
             Severity::Warning,
             v,
             None,
@@ -181,7 +182,7 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
     }
     if matches!(spec.kind, VerbKind::Exec | VerbKind::Spawn) && spec.programs.is_empty() {
         out.push(finding(
-            "no_programs",
+            LoadCode::NoPrograms,
             Severity::Warning,
             v,
             None,
@@ -192,7 +193,7 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
     for p in &spec.programs {
         if p.is_empty() || p.contains('/') || p.contains('\0') {
             out.push(finding(
-                "invalid_program",
+                LoadCode::InvalidProgram,
                 Severity::Error,
                 v,
                 None,
@@ -217,7 +218,7 @@ fn lint_effects(spec: &VerbSpec) -> Vec<Finding> {
     let mut out = Vec::new();
     if spec.kind == VerbKind::Spawn && !spec.effects.may(Effect::LongRunning) {
         out.push(finding(
-            "effects_mismatch",
+            LoadCode::EffectsMismatch,
             Severity::Error,
             v,
             None,
@@ -228,7 +229,7 @@ fn lint_effects(spec: &VerbSpec) -> Vec<Finding> {
     if let Some(p) = spec.programs.iter().find(|p| RUNS_REPO_CODE.contains(&p.as_str())) {
         if !spec.effects.may(Effect::RunsRepoCode) {
             out.push(finding(
-                "effects_mismatch",
+                LoadCode::EffectsMismatch,
                 Severity::Warning,
                 v,
                 None,
@@ -249,7 +250,7 @@ fn lint_sensitive(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
         .filter(|name| !props.is_some_and(|p| p.contains_key(name.as_str())))
         .map(|name| {
             finding(
-                "unknown_sensitive_param",
+                LoadCode::UnknownSensitiveParam,
                 Severity::Error,
                 Some(&spec.name),
                 None,
@@ -266,7 +267,7 @@ fn text_bound(spec: &VerbSpec, b: &PluginBounds) -> Option<Finding> {
     let name = clip(&spec.name, NAME_BYTES);
     let over = |e: Exceeded, what: &str| {
         Some(finding(
-            "plugin_limit",
+            LoadCode::PluginLimit,
             Severity::Error,
             Some(&name),
             None,
@@ -300,7 +301,7 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
     let mut out = Vec::new();
     if schema.get("type") != Some(&Value::String("object".into())) {
         out.push(finding(
-            "schema_not_object",
+            LoadCode::SchemaNotObject,
             Severity::Error,
             v,
             Some("/type".into()),
@@ -310,7 +311,7 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
     }
     for pointer in open_objects(schema) {
         out.push(finding(
-            "open_schema",
+            LoadCode::OpenSchema,
             Severity::Error,
             v,
             Some(pointer.clone()),
@@ -319,7 +320,7 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
         ));
     }
     if let Err(e) = compile(schema) {
-        out.push(finding("invalid_schema", Severity::Error, v, None, format!("params schema is invalid: {e}"), "fix the schema (JSON Schema 2020-12)"));
+        out.push(finding(LoadCode::InvalidSchema, Severity::Error, v, None, format!("params schema is invalid: {e}"), "fix the schema (JSON Schema 2020-12)"));
     }
     let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
@@ -327,7 +328,7 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
             let pointer = Some(format!("/properties/{name}"));
             if p.get("description").and_then(Value::as_str).is_none_or(|d| d.trim().is_empty()) {
                 out.push(finding(
-                    "param_without_description",
+                    LoadCode::ParamWithoutDescription,
                     Severity::Warning,
                     v,
                     pointer.clone(),
@@ -337,7 +338,7 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
             }
             if required.contains(&name.as_str()) && p.get("default").is_some() {
                 out.push(finding(
-                    "required_with_default",
+                    LoadCode::RequiredWithDefault,
                     Severity::Warning,
                     v,
                     pointer,
@@ -370,7 +371,7 @@ mod tests {
     }
 
     fn codes(spec: &VerbSpec) -> Vec<&'static str> {
-        lint_verb(spec, false, &PluginBounds::default()).into_iter().filter(|f| f.severity == Severity::Error).map(|f| f.code).collect()
+        lint_verb(spec, false, &PluginBounds::default()).into_iter().filter(|f| f.severity == Severity::Error).map(|f| f.code.as_str()).collect()
     }
 
     #[test]
@@ -379,7 +380,7 @@ mod tests {
         let long = format!("a.{}", "b".repeat(1 << 20));
         let found = lint_verb(&spec(&long, "fine"), false, &PluginBounds::default());
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].code, "plugin_limit");
+        assert_eq!(found[0].code, LoadCode::PluginLimit);
         assert!(found[0].message.contains("verb_name_bytes") && found[0].verb.as_ref().unwrap().len() < 200, "{:?}", found[0]);
         assert_eq!(codes(&spec("a.b", &"s".repeat(SUMMARY_BYTES + 1))), ["plugin_limit"]);
         let mut many = spec("a.b", "fine");
@@ -392,7 +393,7 @@ mod tests {
 
     #[test]
     fn misdeclared_effects_and_sensitive_params_are_named_at_their_verb_with_their_severity() {
-        let found = |spec: &VerbSpec| -> Vec<(&'static str, Severity, Option<String>)> {
+        let found = |spec: &VerbSpec| -> Vec<(LoadCode, Severity, Option<String>)> {
             lint_verb(spec, false, &PluginBounds::default()).into_iter().map(|f| (f.code, f.severity, f.verb)).collect()
         };
         let verb = Some("a.b".to_string());
@@ -402,19 +403,19 @@ mod tests {
         spawn.programs = vec!["x".into()];
         spawn.result_schema = Some(r#"{"type":"object"}"#.into());
         spawn.effects = Effects::declared(vec![Effect::ReadsRepo]);
-        assert_eq!(found(&spawn), [("effects_mismatch", Severity::Error, verb.clone())]);
+        assert_eq!(found(&spawn), [(LoadCode::EffectsMismatch, Severity::Error, verb.clone())]);
         // A verb running cargo that does not say it runs repository code: a warning.
         let mut quiet = spec("a.b", "fine");
         quiet.kind = VerbKind::Exec;
         quiet.programs = vec!["cargo".into()];
         quiet.effects = Effects::declared(vec![Effect::ReadsRepo]);
-        assert_eq!(found(&quiet), [("effects_mismatch", Severity::Warning, verb.clone())]);
+        assert_eq!(found(&quiet), [(LoadCode::EffectsMismatch, Severity::Warning, verb.clone())]);
         quiet.effects = Effects::declared(vec![Effect::ReadsRepo, Effect::RunsRepoCode]);
         assert!(found(&quiet).is_empty());
         // A sensitive param the schema does not have: an error.
         let mut secret = spec("a.b", "fine");
         secret.sensitive = vec!["token".into()];
-        assert_eq!(found(&secret), [("unknown_sensitive_param", Severity::Error, verb)]);
+        assert_eq!(found(&secret), [(LoadCode::UnknownSensitiveParam, Severity::Error, verb)]);
     }
 
     #[test]

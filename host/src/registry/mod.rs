@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::error::LoadCode;
 use crate::exec::Programs;
 use crate::json::{clip, fingerprint, sha256_hex};
 use crate::runtime::bounds::NAME_BYTES;
@@ -134,7 +135,7 @@ pub struct Unavailable {
     /// Where it came from (`bundled` or a file path).
     pub source: String,
     /// Stable reason code (`untrusted`, `open_schema`, `collision`, …).
-    pub code: String,
+    pub code: LoadCode,
     /// What went wrong and what to do.
     pub reason: String,
 }
@@ -258,7 +259,7 @@ impl Registry {
             // rebuilds them from plugins/, and `--version` prints the digests.
             let digest = sha256_hex(b.bytes);
             if digest != b.sha256 {
-                reg.refuse(None, None, &Source::Bundled, "digest_mismatch", format!("bundled component `{}` does not match its pinned digest", b.name));
+                reg.refuse(None, None, &Source::Bundled, LoadCode::DigestMismatch, format!("bundled component `{}` does not match its pinned digest", b.name));
                 continue;
             }
             let c = Candidate { bytes: b.bytes.to_vec(), source: Source::Bundled, bundled: true };
@@ -269,7 +270,7 @@ impl Registry {
                 let bytes = match std::fs::read(&path) {
                     Ok(b) => b,
                     Err(e) => {
-                        reg.refuse(None, None, &Source::File { path: path.clone() }, "unreadable", format!("cannot read {}: {e}", path.display()));
+                        reg.refuse(None, None, &Source::File { path: path.clone() }, LoadCode::Unreadable, format!("cannot read {}: {e}", path.display()));
                         continue;
                     }
                 };
@@ -295,12 +296,12 @@ impl Registry {
         Ok(reg)
     }
 
-    fn refuse(&mut self, verb: Option<&str>, plugin: Option<&str>, source: &Source, code: &str, reason: String) {
+    fn refuse(&mut self, verb: Option<&str>, plugin: Option<&str>, source: &Source, code: LoadCode, reason: String) {
         // Names come from the plugin: an over-long one is recorded clipped.
         let verb = verb.map(|v| clip(v, NAME_BYTES));
         let plugin = plugin.map(|p| clip(p, NAME_BYTES));
-        tracing::warn!(verb, plugin, source = %source.describe(), code, "{reason}");
-        self.unavailable.push(Unavailable { verb, plugin, source: source.describe(), code: code.to_string(), reason });
+        tracing::warn!(verb, plugin, source = %source.describe(), code = code.as_str(), "{reason}");
+        self.unavailable.push(Unavailable { verb, plugin, source: source.describe(), code, reason });
     }
 
     async fn admit(&mut self, c: Candidate, digest: String, signer: Option<String>, config: &Config, programs: &Programs) {
@@ -326,7 +327,7 @@ impl Registry {
         let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
         match loaded {
             Ok(loaded) => next.admit_loaded(&d.candidate, loaded, d.digest.clone(), d.signer.clone(), config, &programs).await,
-            Err(e) => next.refuse(None, None, &d.candidate.source, "load_failed", format!("background compile stopped: {e}")),
+            Err(e) => next.refuse(None, None, &d.candidate.source, LoadCode::LoadFailed, format!("background compile stopped: {e}")),
         }
         next
     }
@@ -354,7 +355,7 @@ impl Registry {
         }
         let info = match self.runtime.describe(&component).await {
             Ok(i) => i,
-            Err(e) => return self.refuse(None, None, &c.source, "describe_failed", format!("{}: describe() failed: {e}", c.source.describe())),
+            Err(e) => return self.refuse(None, None, &c.source, LoadCode::DescribeFailed, format!("{}: describe() failed: {e}", c.source.describe())),
         };
         // The whole describe is measured before any per-verb work.
         if let Some(f) = bounds::check_describe(&info, &self.runtime.limits().bounds) {
@@ -362,7 +363,7 @@ impl Registry {
         }
         if self.plugins.iter().any(|p| p.name == info.name) {
             let msg = format!("a plugin named `{}` is already loaded; {} is ignored", info.name, c.source.describe());
-            return self.refuse(None, Some(&info.name), &c.source, "duplicate_plugin", msg);
+            return self.refuse(None, Some(&info.name), &c.source, LoadCode::DuplicatePlugin, msg);
         }
         component.set_limits(component_limits(config, self.runtime.limits(), &info.name));
         let is_core = c.bundled && info.name == "core";
@@ -396,14 +397,14 @@ impl Registry {
         }
     }
 
-    fn add_verb(&mut self, spec: &VerbSpec, plugin: &Arc<Plugin>, bundled: bool, config: &Config, programs: &Programs) -> Result<(), (&'static str, String)> {
+    fn add_verb(&mut self, spec: &VerbSpec, plugin: &Arc<Plugin>, bundled: bool, config: &Config, programs: &Programs) -> Result<(), (LoadCode, String)> {
         // Ownership is settled before the allow list: which plugin a
         // namespace belongs to never depends on what the operator lets
         // callers reach.
         for name in std::iter::once(&spec.name).chain(&spec.aliases) {
             if let Some(owner) = self.owner_of(name) {
                 return Err((
-                    "collision",
+                    LoadCode::Collision,
                     format!("`{name}` is already provided by plugin `{owner}`; the first loaded keeps it (bundled first, then plugin files in name order)"),
                 ));
             }
@@ -412,27 +413,27 @@ impl Registry {
         for name in std::iter::once(&spec.name).chain(&spec.aliases) {
             if let Err(owner) = self.namespaces.claim(name, &claimant) {
                 return Err((
-                    "namespace_owned",
+                    LoadCode::NamespaceOwned,
                     format!("`{name}` is in the `{}` namespace, which belongs to {}; a namespace belongs to one plugin (bundled namespaces to the bundled plugins, others to the first plugin loaded that declares them)", fence::namespace(name), owner.describe()),
                 ));
             }
         }
         if !fence::allowed(&spec.name, config.allow.as_deref()) {
-            return Err(("not_allowed", format!("`{}` is not in the allow list of verbgate.toml", spec.name)));
+            return Err((LoadCode::NotAllowed, format!("`{}` is not in the allow list of verbgate.toml", spec.name)));
         }
         let mut resolved = BTreeMap::new();
         for p in &spec.programs {
-            let path = programs.resolve(p).map_err(|r| ("missing_program", r))?;
+            let path = programs.resolve(p).map_err(|r| (LoadCode::MissingProgram, r))?;
             resolved.insert(p.clone(), path);
         }
         // Lint already proved both schemas parse and compile.
-        let params_schema: Value = serde_json::from_str(&spec.params_schema).map_err(|e| ("invalid_schema", e.to_string()))?;
-        let validator = schema::compile(&params_schema).map_err(|e| ("invalid_schema", e))?;
+        let params_schema: Value = serde_json::from_str(&spec.params_schema).map_err(|e| (LoadCode::InvalidSchema, e.to_string()))?;
+        let validator = schema::compile(&params_schema).map_err(|e| (LoadCode::InvalidSchema, e))?;
         let (result_schema, result_validator) = match &spec.result_schema {
             None => (None, None),
             Some(t) => {
-                let s: Value = serde_json::from_str(t).map_err(|e| ("invalid_result_schema", e.to_string()))?;
-                let v = schema::compile(&s).map_err(|e| ("invalid_result_schema", e))?;
+                let s: Value = serde_json::from_str(t).map_err(|e| (LoadCode::InvalidResultSchema, e.to_string()))?;
+                let v = schema::compile(&s).map_err(|e| (LoadCode::InvalidResultSchema, e))?;
                 (Some(s), Some(v))
             }
         };
@@ -497,7 +498,7 @@ impl Registry {
     /// (collisions, the allow list, bad schemas) stay unknown verbs to a
     /// caller.
     pub fn missing_program(&self, name: &str) -> Option<&Unavailable> {
-        self.unavailable.iter().find(|u| u.code == "missing_program" && u.verb.as_deref() == Some(name))
+        self.unavailable.iter().find(|u| u.code == LoadCode::MissingProgram && u.verb.as_deref() == Some(name))
     }
 
     /// The `unavailable` error for a verb whose program is missing, if it is
@@ -533,7 +534,7 @@ fn component_files(dir: &Path, unavailable: &mut Vec<Unavailable>) -> Vec<PathBu
                 verb: None,
                 plugin: None,
                 source: dir.display().to_string(),
-                code: "unreadable".into(),
+                code: LoadCode::Unreadable,
                 reason: format!("cannot read plugin directory {}: {e}", dir.display()),
             });
             return Vec::new();

@@ -27,9 +27,10 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::config::Limits;
-use crate::error::{ErrorCode, OpError};
+use crate::error::{ErrorCode, LoadCode, OpError};
 pub use cache::CacheStatus;
 use model::{Command, Outcome, Plan, PluginInfo, PluginOpError, Resolved};
+pub use sandbox::LimitKind;
 use sandbox::SandboxState;
 use wit::{PluginInstance, PluginPre};
 
@@ -75,11 +76,15 @@ pub enum SandboxError {
     /// The guest hit a resource limit.
     #[error("the plugin hit its {limit} limit ({detail})")]
     Limit {
-        /// Which limit (`memory`, `table`, `output_bytes`, `concurrent_calls`).
-        limit: &'static str,
+        /// Which limit.
+        limit: LimitKind,
         /// What was exceeded.
         detail: String,
     },
+    /// Every slot of the instance pool is taken by other calls (wasmtime's
+    /// pool error, as it says it).
+    #[error("the plugin hit its concurrent_calls limit ({0}; retry when fewer plugin calls are running)")]
+    Busy(String),
 }
 
 impl SandboxError {
@@ -88,7 +93,8 @@ impl SandboxError {
         let (code, extra) = match self {
             SandboxError::Trap(_) => (ErrorCode::PluginTrap, None),
             SandboxError::Timeout(_) => (ErrorCode::PluginTimeout, None),
-            SandboxError::Limit { limit, .. } => (ErrorCode::PluginLimit, Some(*limit)),
+            SandboxError::Limit { limit, .. } => (ErrorCode::PluginLimit, Some(limit.as_str())),
+            SandboxError::Busy(_) => (ErrorCode::PluginLimit, Some(LimitKind::ConcurrentCalls.as_str())),
         };
         let mut e = OpError::new(code, format!("plugin `{plugin}`: {self}")).with("plugin", plugin);
         if let Some(limit) = extra {
@@ -120,13 +126,13 @@ pub enum LoadError {
 impl LoadError {
     /// The stable code reported for this refusal (registry `unavailable`
     /// entries and `verbgate check` findings).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> LoadCode {
         match self {
-            LoadError::Shape(inspect::ShapeError::ForbiddenImports(_)) => "import_outside_policy",
-            LoadError::Shape(inspect::ShapeError::NoPluginExport) => "not_a_plugin",
-            LoadError::Shape(inspect::ShapeError::Invalid(_)) => "not_a_component",
-            LoadError::UnsupportedVersion { .. } => "unknown_wit_version",
-            LoadError::Compile(_) => "load_failed",
+            LoadError::Shape(inspect::ShapeError::ForbiddenImports(_)) => LoadCode::ImportOutsidePolicy,
+            LoadError::Shape(inspect::ShapeError::NoPluginExport) => LoadCode::NotAPlugin,
+            LoadError::Shape(inspect::ShapeError::Invalid(_)) => LoadCode::NotAComponent,
+            LoadError::UnsupportedVersion { .. } => LoadCode::UnknownWitVersion,
+            LoadError::Compile(_) => LoadCode::LoadFailed,
         }
     }
 }
@@ -259,13 +265,12 @@ impl Runtime {
         let waited = std::time::Instant::now();
         loop {
             match self.instantiate(c).await {
-                Err(SandboxError::Limit { limit: "concurrent_calls", detail }) => {
+                Err(SandboxError::Busy(pool)) => {
                     if waited.elapsed() >= SLOT_WAIT_AFTER_RUN {
-                        let detail = detail.replace("; retry when fewer plugin calls are running", "");
                         return Err(SandboxError::Limit {
-                            limit: "concurrent_calls",
+                            limit: LimitKind::ConcurrentCalls,
                             detail: format!(
-                                "{detail} for {} s after the program ran; the program's effects happened but its result \
+                                "{pool} for {} s after the program ran; the program's effects happened but its result \
                                  is lost: check them before running the op again",
                                 SLOT_WAIT_AFTER_RUN.as_secs()
                             ),
@@ -308,7 +313,7 @@ impl Runtime {
         if let Some(pool) = err.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
             // Every pool slot is busy: a limit of this host, not a fault of
             // the plugin; the op can be retried.
-            return SandboxError::Limit { limit: "concurrent_calls", detail: format!("{pool}; retry when fewer plugin calls are running") };
+            return SandboxError::Busy(pool.to_string());
         }
         match err.downcast_ref::<wasmtime::Trap>() {
             Some(wasmtime::Trap::Interrupt) => SandboxError::Timeout(data.timeout.as_millis()),
@@ -332,7 +337,7 @@ impl Runtime {
         // it protects the host's memory and the caller's context alike.
         if text.len() > self.limits.output_bytes {
             return Err(SandboxError::Limit {
-                limit: "output_bytes",
+                limit: LimitKind::OutputBytes,
                 detail: format!("returned {} bytes of JSON, more than the {}-byte bound", text.len(), self.limits.output_bytes),
             });
         }

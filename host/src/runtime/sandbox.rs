@@ -45,11 +45,43 @@ impl WasiView for SandboxState {
     }
 }
 
+/// Which resource limit stopped a plugin call (`limit` and `bound` in a
+/// `plugin_limit` error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitKind {
+    /// Its linear memory (`[components.<name>] memory_mb`).
+    Memory,
+    /// Its tables ([`MAX_TABLE_ELEMENTS`]).
+    Table,
+    /// The JSON it returned (`limits.plugin_output_bytes`).
+    OutputBytes,
+    /// Plugin calls at once (the instance pool).
+    ConcurrentCalls,
+}
+
+impl LimitKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::Memory => "memory",
+            LimitKind::Table => "table",
+            LimitKind::OutputBytes => "output_bytes",
+            LimitKind::ConcurrentCalls => "concurrent_calls",
+        }
+    }
+}
+
+impl std::fmt::Display for LimitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Caps a guest's memory and tables and remembers which cap it hit.
 pub struct Limiter {
     memory_bytes: usize,
-    /// The limit that stopped the guest, if any (`memory`, `table`).
-    pub hit: Option<&'static str>,
+    /// The limit that stopped the guest, if any.
+    pub hit: Option<LimitKind>,
 }
 
 /// Table elements a guest may grow to: generous for real guests (CPython
@@ -62,9 +94,9 @@ impl Limiter {
     /// 67108864 bytes (64 MiB)`): the wasm backtrace says nothing useful.
     pub fn detail(&self) -> String {
         match self.hit {
-            Some("memory") => format!("memory limit of {} bytes ({} MiB) per call", self.memory_bytes, self.memory_bytes >> 20),
-            Some("table") => format!("table limit of {MAX_TABLE_ELEMENTS} elements"),
-            _ => String::new(),
+            Some(LimitKind::Memory) => format!("memory limit of {} bytes ({} MiB) per call", self.memory_bytes, self.memory_bytes >> 20),
+            Some(LimitKind::Table) => format!("table limit of {MAX_TABLE_ELEMENTS} elements"),
+            Some(LimitKind::OutputBytes | LimitKind::ConcurrentCalls) | None => String::new(),
         }
     }
 }
@@ -72,7 +104,7 @@ impl Limiter {
 impl ResourceLimiter for Limiter {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
-            self.hit = Some("memory");
+            self.hit = Some(LimitKind::Memory);
             // An error (rather than `Ok(false)`) traps the guest right here,
             // instead of handing a runaway allocator a -1 to retry with.
             wasmtime::bail!("memory limit of {} bytes reached", self.memory_bytes);
@@ -82,7 +114,7 @@ impl ResourceLimiter for Limiter {
 
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > MAX_TABLE_ELEMENTS {
-            self.hit = Some("table");
+            self.hit = Some(LimitKind::Table);
             wasmtime::bail!("table limit of {MAX_TABLE_ELEMENTS} elements reached");
         }
         Ok(true)

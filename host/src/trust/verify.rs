@@ -20,6 +20,7 @@ use wasmsign2::{CustomSection, Module, PublicKey, PublicKeySet, SecretKey, Secti
 
 use super::keys::key_id;
 use super::store::TrustStore;
+use crate::error::LoadCode;
 
 /// The 8-byte preamble of a component (magic + layer 1, version 0x0d).
 pub const COMPONENT_PREAMBLE: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
@@ -72,16 +73,16 @@ pub enum TrustError {
 
 impl TrustError {
     /// A stable short name for the failure (`unsigned`, `tampered`, …).
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> LoadCode {
         match self {
-            TrustError::NotAComponent => "not_a_component",
-            TrustError::Unsigned => "unsigned",
-            TrustError::Malformed(_) => "malformed_signature",
-            TrustError::Tampered => "tampered",
-            TrustError::UntrustedKey(_) => "untrusted_key",
-            TrustError::ForeignSignature(_) => "tampered",
-            TrustError::NonCanonical(_) => "tampered",
-            TrustError::NoTrustedKeys => "no_trusted_keys",
+            TrustError::NotAComponent => LoadCode::NotAComponent,
+            TrustError::Unsigned => LoadCode::Unsigned,
+            TrustError::Malformed(_) => LoadCode::MalformedSignature,
+            TrustError::Tampered => LoadCode::Tampered,
+            TrustError::UntrustedKey(_) => LoadCode::UntrustedKey,
+            TrustError::ForeignSignature(_) => LoadCode::Tampered,
+            TrustError::NonCanonical(_) => LoadCode::Tampered,
+            TrustError::NoTrustedKeys => LoadCode::NoTrustedKeys,
         }
     }
 }
@@ -329,7 +330,7 @@ mod tests {
         let default_id = kp.pk.clone().attach_default_key_id().key_id().cloned();
         assert!(verify_component(&sign_with(default_id), &store).is_ok());
         let forged = sign_with(Some(b"someone else".to_vec()));
-        assert_eq!(verify_component(&forged, &store).unwrap_err().kind(), "tampered");
+        assert_eq!(verify_component(&forged, &store).unwrap_err().kind(), LoadCode::Tampered);
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! A plugin never runs anything itself. Each verb is one type: its `Args`
 //! struct is both what `plan` reads and (derived) the closed schema the host
 //! checks calls against; `plan` turns a call into a typed command, the host
-//! runs it natively, and `map` turns the outcome into JSON.
+//! runs it natively, and `map` turns the outcome into the verb's `Output`
+//! struct, which is both the JSON the caller gets and (derived) the result
+//! schema the host checks it against.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, json, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
 
 /// `__NAME__.hello` args. `deny_unknown_fields` closes the schema, so a
 /// misspelt parameter is refused, not ignored; doc comments become the
@@ -17,6 +19,16 @@ use verbgate_plugin_sdk::{cmd, json, Effect, OpError, Outcome, OutcomeExt, Plan,
 struct HelloArgs {
     /// who to greet
     name: String,
+}
+
+/// `__NAME__.hello`'s result: `map` returns it and the SDK writes it as
+/// JSON. Doc comments on its fields become their descriptions (a type used
+/// *inside* a result keeps its own comment plain, `//`, or it becomes the
+/// description wherever it is used).
+#[derive(Serialize, JsonSchema)]
+struct Greeting {
+    /// what echo printed
+    greeting: String,
 }
 
 /// `__NAME__.hello`: greet someone by name.
@@ -30,15 +42,7 @@ impl Verb for Hello {
     // Only declared programs may run; operators map names to paths.
     const PROGRAMS: &'static [&'static str] = &["echo"];
     type Args = HelloArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "properties": { "greeting": { "type": "string" } },
-            "required": ["greeting"],
-            "additionalProperties": false
-        }))
-    }
+    type Output = Greeting;
 
     fn plan(args: &HelloArgs) -> Result<Plan, OpError> {
         // Caller input goes in `value` (or `path`), never in `lit`: the
@@ -46,9 +50,11 @@ impl Verb for Hello {
         Ok(Plan::Exec(cmd("echo").lit("hello,").value(&args.name).into()))
     }
 
-    fn map(_: &HelloArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &HelloArgs, outcome: &Outcome) -> Result<Greeting, OpError> {
+        // A failure is an error with a stable code (`exit_nonzero` here);
+        // `verbgate_plugin_sdk::errors` builds the others from `ErrorCode`.
         outcome.success()?;
-        Ok(json!({ "greeting": outcome.stdout_text().trim() }))
+        Ok(Greeting { greeting: outcome.stdout_text().trim().to_string() })
     }
 }
 
@@ -69,7 +75,11 @@ mod tests {
     #[test]
     fn hello_maps_stdout_to_a_greeting() {
         let args = HelloArgs { name: "world".into() };
-        assert_eq!(Hello::map(&args, &Outcome::exited(0, "hello, world\n")).unwrap(), json!({"greeting": "hello, world"}));
+        let greeting = Hello::map(&args, &Outcome::exited(0, "hello, world\n")).unwrap();
+        assert_eq!(greeting.greeting, "hello, world");
+        // What the host gets: the same struct, as JSON.
+        let json = Greeter::map_result("__NAME__.hello", r#"{"name":"x"}"#, &Outcome::exited(0, "hi\n"));
+        assert_eq!(json.unwrap(), r#"{"greeting":"hi"}"#);
     }
 
     #[test]

@@ -7,9 +7,10 @@ mod messages;
 
 use std::marker::PhantomData;
 
+use messages::{Diagnostic, TestOutcome, TestResult};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{cmd, errors, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
 
 /// The parameters every build verb shares.
 #[derive(Deserialize, JsonSchema)]
@@ -99,25 +100,47 @@ fn cargo(args: &Common, sub: &'static str) -> Cmd {
 }
 
 /// A finished build's result: diagnostics, and test outcomes when `tests`.
-fn build_result(outcome: &Outcome, tests: bool) -> Value {
-    if outcome.is_running() {
-        // cargo has no run id of its own: no entity, so job.kill stops
-        // the process group.
-        return json!({});
-    }
+/// (cargo has no run id of its own: a running job names no entity, so
+/// job.kill stops the process group.)
+fn build_result(outcome: &Outcome, tests: bool) -> BuildResult {
     let r = messages::parse(&outcome.stdout);
-    let count = |level: &str| r.diagnostics.iter().filter(|d| d["level"] == level).count();
-    let mut out = json!({
-        "success": outcome.exit_code == Some(0),
-        "exit_code": outcome.exit_code,
-        "diagnostics": r.diagnostics,
-        "counts": { "errors": count("error"), "warnings": count("warning") },
+    let count = |level: &str| r.diagnostics.iter().filter(|d| d.level == level).count();
+    let counts = Counts { errors: count("error"), warnings: count("warning") };
+    let tests = tests.then(|| {
+        let n = |o: TestOutcome| r.tests.iter().filter(|t| t.outcome == o).count();
+        Tests { passed: n(TestOutcome::Passed), failed: n(TestOutcome::Failed), ignored: n(TestOutcome::Ignored), results: r.tests }
     });
-    if tests {
-        let n = |o: &str| r.tests.iter().filter(|t| t["outcome"] == o).count();
-        out["tests"] = json!({ "passed": n("passed"), "failed": n("failed"), "ignored": n("ignored"), "results": r.tests });
-    }
-    out
+    BuildResult { success: outcome.exit_code == Some(0), exit_code: outcome.exit_code, diagnostics: r.diagnostics, counts, tests }
+}
+
+// The result of the cargo job verbs (a plain comment, as on every result
+// type: a type's doc comment would become its schema's description).
+#[derive(Serialize, JsonSchema)]
+struct BuildResult {
+    success: bool,
+    exit_code: Option<i32>,
+    diagnostics: Vec<Diagnostic>,
+    counts: Counts,
+    /// cargo.test only
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Tests")]
+    tests: Option<Tests>,
+}
+
+// Diagnostics by level.
+#[derive(Serialize, JsonSchema)]
+struct Counts {
+    errors: usize,
+    warnings: usize,
+}
+
+// cargo.test's outcomes.
+#[derive(Serialize, JsonSchema)]
+struct Tests {
+    passed: usize,
+    failed: usize,
+    ignored: usize,
+    results: Vec<TestResult>,
 }
 
 /// A cargo subcommand run as a build verb.
@@ -144,16 +167,13 @@ impl<S: Subcommand> Verb for Build<S> {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = BuildArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(messages::result_schema())
-    }
+    type Output = BuildResult;
 
     fn plan(args: &BuildArgs) -> Result<Plan, OpError> {
         Ok(Plan::Spawn(cargo(&args.common, S::SUB).into()))
     }
 
-    fn map(_: &BuildArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &BuildArgs, outcome: &Outcome) -> Result<BuildResult, OpError> {
         Ok(build_result(outcome, false))
     }
 }
@@ -192,10 +212,7 @@ impl Verb for Test {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = TestArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(messages::result_schema())
-    }
+    type Output = BuildResult;
 
     fn plan(args: &TestArgs) -> Result<Plan, OpError> {
         let mut c = cargo(&args.common, "test");
@@ -211,7 +228,7 @@ impl Verb for Test {
         Ok(Plan::Spawn(c.into()))
     }
 
-    fn map(_: &TestArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &TestArgs, outcome: &Outcome) -> Result<BuildResult, OpError> {
         Ok(build_result(outcome, true))
     }
 }
@@ -235,14 +252,7 @@ impl Verb for Metadata {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::RunsRepoCode];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = MetadataArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["workspace_root", "workspace_members", "packages"],
-            "properties": { "packages": { "type": "array", "items": { "type": "object", "required": ["name", "version", "targets"] } } }
-        }))
-    }
+    type Output = MetadataResult;
 
     fn plan(args: &MetadataArgs) -> Result<Plan, OpError> {
         let mut c = cmd("cargo").env("CARGO_TERM_COLOR", "never").lit("metadata").lit("--format-version=1").lit("--no-deps");
@@ -252,30 +262,51 @@ impl Verb for Metadata {
         Ok(Plan::Exec(c.into()))
     }
 
-    fn map(_: &MetadataArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &MetadataArgs, outcome: &Outcome) -> Result<MetadataResult, OpError> {
         outcome.success()?;
-        let m: Value = verbgate_plugin_sdk::serde_json::from_slice(&outcome.stdout)
-            .map_err(|e| errors::invalid_output(&format!("cargo metadata printed non-JSON: {e}")))?;
-        let packages: Vec<Value> = m["packages"]
-            .as_array()
-            .map(|ps| {
-                ps.iter()
-                    .map(|p| {
-                        let targets: Vec<Value> = p["targets"]
-                            .as_array()
-                            .map(|ts| ts.iter().map(|t| json!({ "name": t["name"], "kind": t["kind"], "src_path": t["src_path"] })).collect())
-                            .unwrap_or_default();
-                        json!({ "name": p["name"], "version": p["version"], "id": p["id"], "edition": p["edition"], "manifest_path": p["manifest_path"], "targets": targets })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let members: Vec<Value> = m["workspace_members"]
-            .as_array()
-            .map(|ids| ids.iter().filter_map(|id| m["packages"].as_array()?.iter().find(|p| p["id"] == *id).map(|p| p["name"].clone())).collect())
-            .unwrap_or_default();
-        Ok(json!({ "workspace_root": m["workspace_root"], "workspace_members": members, "packages": packages }))
+        let m: MetadataOut = verbgate_plugin_sdk::serde_json::from_slice(&outcome.stdout)
+            .map_err(|e| errors::invalid_output(&format!("cargo metadata printed JSON verbgate cannot read: {e}")))?;
+        let workspace_members = m.workspace_members.iter().filter_map(|id| m.packages.iter().find(|p| p.id == *id).map(|p| p.name.clone())).collect();
+        Ok(MetadataResult { workspace_root: m.workspace_root, workspace_members, packages: m.packages })
     }
+}
+
+// What `cargo.metadata` reads of `cargo metadata --format-version=1`
+// (other fields are ignored).
+#[derive(Deserialize)]
+struct MetadataOut {
+    workspace_root: String,
+    workspace_members: Vec<String>,
+    packages: Vec<Package>,
+}
+
+// `cargo.metadata`'s result.
+#[derive(Serialize, JsonSchema)]
+struct MetadataResult {
+    workspace_root: String,
+    /// the members' package names
+    workspace_members: Vec<String>,
+    packages: Vec<Package>,
+}
+
+// A package, as cargo metadata describes it (the fields kept).
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Package {
+    name: String,
+    version: String,
+    id: String,
+    edition: String,
+    manifest_path: String,
+    targets: Vec<Target>,
+}
+
+// A package's target.
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Target {
+    name: String,
+    /// lib, bin, test, example, bench, custom-build, …
+    kind: Vec<String>,
+    src_path: String,
 }
 
 verbgate_plugin_sdk::plugin!(Cargo {
@@ -287,7 +318,7 @@ verbgate_plugin_sdk::plugin!(Cargo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use verbgate_plugin_sdk::serde_json;
+    use verbgate_plugin_sdk::{serde_json, Value};
 
     #[test]
     fn test_filters_go_after_the_harness_marker_as_values() {
@@ -308,6 +339,19 @@ mod tests {
     #[test]
     fn test_only_params_are_refused_on_check() {
         assert_eq!(Cargo::plan("cargo.check", r#"{"filter":"x"}"#).unwrap_err().code, "invalid_args");
+    }
+
+    #[test]
+    fn metadata_keeps_members_by_name_and_each_packages_targets() {
+        let out = r#"{"packages":[{"name":"a","version":"0.1.0","id":"path+file:///r/a#0.1.0","edition":"2021","manifest_path":"/r/a/Cargo.toml","license":null,
+            "targets":[{"name":"a","kind":["lib"],"src_path":"/r/a/src/lib.rs","edition":"2021"}]}],
+            "workspace_members":["path+file:///r/a#0.1.0"],"workspace_root":"/r","target_directory":"/r/target","version":1}"#;
+        let v: Value = serde_json::from_str(&Cargo::map_result("cargo.metadata", "{}", &Outcome::exited(0, out)).unwrap()).unwrap();
+        assert_eq!(v["workspace_members"], serde_json::json!(["a"]));
+        assert_eq!(v["packages"][0]["targets"][0], serde_json::json!({ "name": "a", "kind": ["lib"], "src_path": "/r/a/src/lib.rs" }));
+        let e = Cargo::map_result("cargo.metadata", "{}", &Outcome::exited(0, "{}")).unwrap_err();
+        assert_eq!(e.code, "invalid_output");
+        assert_eq!(Cargo::map_result("cargo.test", "{}", &Outcome::running("")).unwrap(), "{}", "a running job names no entity");
     }
 
     #[test]

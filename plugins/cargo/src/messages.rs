@@ -6,17 +6,53 @@
 //! since Rust 1.0 and is what cargo's own tooling reads. Lines that are
 //! neither are ignored — nothing is inferred from other human text.
 
-use verbgate_plugin_sdk::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use verbgate_plugin_sdk::Value;
 
 /// Everything learned from a cargo run's stdout.
 #[derive(Debug, Default)]
 pub struct Report {
     /// Compiler diagnostics, in order.
-    pub diagnostics: Vec<Value>,
+    pub diagnostics: Vec<Diagnostic>,
     /// Per-test outcomes (`cargo test`).
-    pub tests: Vec<Value>,
+    pub tests: Vec<TestResult>,
     /// Whether cargo said the build finished successfully.
     pub build_success: Option<bool>,
+}
+
+// One rustc diagnostic, reduced to what a caller acts on (a plain
+// comment, as on every result type: a type's doc comment would become its
+// schema's description).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Diagnostic {
+    pub level: String,
+    pub code: Option<String>,
+    pub message: String,
+    pub file: Option<String>,
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    pub rendered: Option<String>,
+}
+
+// One test libtest reported.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TestResult {
+    pub name: String,
+    pub outcome: TestOutcome,
+    /// what a failed test printed (its head)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub output: Option<String>,
+}
+
+// What happened to a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOutcome {
+    Passed,
+    Failed,
+    Ignored,
 }
 
 /// Parse a cargo run's stdout.
@@ -59,12 +95,12 @@ pub fn parse(stdout: &[u8]) -> Report {
         if let Some(rest) = line.strip_prefix("test ") {
             if let Some((name, outcome)) = rest.rsplit_once(" ... ") {
                 let outcome = match outcome {
-                    "ok" => "passed",
-                    "FAILED" => "failed",
-                    o if o.starts_with("ignored") => "ignored",
+                    "ok" => TestOutcome::Passed,
+                    "FAILED" => TestOutcome::Failed,
+                    o if o.starts_with("ignored") => TestOutcome::Ignored,
                     _ => continue,
                 };
-                r.tests.push(json!({ "name": name, "outcome": outcome }));
+                r.tests.push(TestResult { name: name.to_string(), outcome, output: None });
             }
         }
     }
@@ -72,48 +108,26 @@ pub fn parse(stdout: &[u8]) -> Report {
         failure_output.push(done);
     }
     for (name, out) in failure_output {
-        if let Some(t) = r.tests.iter_mut().find(|t| t["name"] == name.as_str() && t["outcome"] == "failed") {
-            t["output"] = json!(out.trim_end());
+        if let Some(t) = r.tests.iter_mut().find(|t| t.name == name && t.outcome == TestOutcome::Failed) {
+            t.output = Some(out.trim_end().to_string());
         }
     }
     r
 }
 
 /// One rustc diagnostic, reduced to what a caller acts on.
-fn diagnostic(m: &Value) -> Value {
+fn diagnostic(m: &Value) -> Diagnostic {
     let primary = m["spans"].as_array().and_then(|spans| spans.iter().find(|s| s["is_primary"] == true));
-    json!({
-        "level": m["level"],
-        "code": m["code"]["code"],
-        "message": m["message"],
-        "file": primary.map(|s| s["file_name"].clone()),
-        "line": primary.map(|s| s["line_start"].clone()),
-        "column": primary.map(|s| s["column_start"].clone()),
-        "rendered": m["rendered"],
-    })
-}
-
-/// The result schema of the cargo job verbs.
-pub fn result_schema() -> Value {
-    json!({
-        "type": "object",
-        "required": ["success", "exit_code", "diagnostics", "counts"],
-        "properties": {
-            "success": { "type": "boolean" },
-            "exit_code": { "type": ["integer", "null"] },
-            "diagnostics": { "type": "array", "items": {
-                "type": "object",
-                "required": ["level", "code", "message", "file", "line", "column", "rendered"],
-                "properties": {
-                    "level": { "type": "string" }, "code": { "type": ["string", "null"] }, "message": { "type": "string" },
-                    "file": { "type": ["string", "null"] }, "line": { "type": ["integer", "null"] },
-                    "column": { "type": ["integer", "null"] }, "rendered": { "type": ["string", "null"] }
-                }
-            } },
-            "counts": { "type": "object", "required": ["errors", "warnings"] },
-            "tests": { "type": "object", "required": ["passed", "failed", "ignored", "results"] }
-        }
-    })
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    Diagnostic {
+        level: text(&m["level"]).unwrap_or_default(),
+        code: text(&m["code"]["code"]),
+        message: text(&m["message"]).unwrap_or_default(),
+        file: primary.and_then(|s| text(&s["file_name"])),
+        line: primary.and_then(|s| s["line_start"].as_u64()),
+        column: primary.and_then(|s| s["column_start"].as_u64()),
+        rendered: text(&m["rendered"]),
+    }
 }
 
 #[cfg(test)]
@@ -143,11 +157,11 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; 
 "#;
         let r = parse(out.as_bytes());
         assert_eq!(r.diagnostics.len(), 1);
-        assert_eq!(r.diagnostics[0]["line"], 3);
-        assert_eq!(r.diagnostics[0]["code"], "unused_variables");
+        assert_eq!(r.diagnostics[0].line, Some(3));
+        assert_eq!(r.diagnostics[0].code.as_deref(), Some("unused_variables"));
         assert_eq!(r.build_success, Some(true));
-        let outcomes: Vec<(&str, &str)> = r.tests.iter().map(|t| (t["name"].as_str().unwrap(), t["outcome"].as_str().unwrap())).collect();
-        assert_eq!(outcomes, [("tests::good", "passed"), ("tests::bad", "failed"), ("tests::later", "ignored")]);
-        assert!(r.tests[1]["output"].as_str().unwrap().contains("boom"));
+        let outcomes: Vec<(&str, TestOutcome)> = r.tests.iter().map(|t| (t.name.as_str(), t.outcome)).collect();
+        assert_eq!(outcomes, [("tests::good", TestOutcome::Passed), ("tests::bad", TestOutcome::Failed), ("tests::later", TestOutcome::Ignored)]);
+        assert!(r.tests[1].output.as_deref().unwrap().contains("boom"));
     }
 }

@@ -11,8 +11,8 @@
 //! file (its paths then stay absolute: the metadata comes last).
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, serde_json, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{cmd, errors, serde_json, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
 
 /// Findings listed; the counts cover every file read.
 pub const LISTED: usize = 2000;
@@ -77,43 +77,7 @@ impl Verb for Check {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::RunsRepoCode];
     const PROGRAMS: &'static [&'static str] = &["eslint"];
     type Args = CheckArgs;
-
-    fn result_schema() -> Option<Value> {
-        let count = json!({ "type": "integer" });
-        let at = json!({ "type": ["integer", "null"] });
-        Some(json!({
-            "type": "object",
-            "required": ["success", "exit_code", "counts", "findings", "files", "truncated"],
-            "properties": {
-                "success": { "type": "boolean", "description": "no errors (ESLint's exit 0)" },
-                "exit_code": { "type": ["integer", "null"] },
-                "counts": {
-                    "type": "object",
-                    "required": ["errors", "warnings", "fixable_errors", "fixable_warnings", "fatal"],
-                    "properties": { "errors": count, "warnings": count, "fixable_errors": count, "fixable_warnings": count, "fatal": count }
-                },
-                "findings": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["file", "line", "column", "end_line", "end_column", "rule", "severity", "message", "fixable", "suggestions"],
-                        "properties": {
-                            "file": { "type": "string", "description": "relative to dir when under it, else as ESLint reports it" },
-                            "line": at, "column": at, "end_line": at, "end_column": at,
-                            "rule": { "type": ["string", "null"], "description": "null for a parse error or an ignored-file notice" },
-                            "severity": { "enum": ["error", "warning"] },
-                            "message": { "type": "string" },
-                            "fixable": { "type": "boolean", "description": "eslint --fix would fix it" },
-                            "suggestions": { "type": "integer", "description": "how many suggested edits ESLint offers" },
-                            "fatal": { "type": "boolean", "description": "a parse error: the file was not linted" }
-                        }
-                    }
-                },
-                "files": { "type": "integer", "description": "files linted" },
-                "truncated": { "type": "boolean", "description": "ESLint's report outgrew the host's capture bound (the files before the cut are read), or more than 2000 findings" }
-            }
-        }))
-    }
+    type Output = CheckResult;
 
     fn plan(args: &CheckArgs) -> Result<Plan, OpError> {
         let mut c = cmd("eslint").lit("--format").lit("json-with-metadata").lit("--no-color").timeout_ms(TIMEOUT_MS).truncate_stdout();
@@ -128,7 +92,7 @@ impl Verb for Check {
         Ok(Plan::Exec(c.into()))
     }
 
-    fn map(_: &CheckArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &CheckArgs, outcome: &Outcome) -> Result<CheckResult, OpError> {
         // Exit 2: ESLint could not lint (no config, a pattern matching no
         // file, a crash); its reason is on stderr.
         if outcome.exit_code == Some(2) || (outcome.stdout.is_empty() && !outcome.stdout_truncated) {
@@ -150,31 +114,86 @@ impl Verb for Check {
                 if findings.len() >= LISTED {
                     continue;
                 }
-                let mut finding = json!({
-                    "file": file,
-                    "line": m["line"], "column": m["column"], "end_line": m["endLine"], "end_column": m["endColumn"],
-                    "rule": m["ruleId"],
-                    "severity": if m["severity"] == 2 { "error" } else { "warning" },
-                    "message": m["message"],
-                    "fixable": m.get("fix").is_some_and(Value::is_object),
-                    "suggestions": m["suggestions"].as_array().map_or(0, Vec::len),
+                findings.push(Finding {
+                    file: file.clone(),
+                    line: m["line"].as_u64(),
+                    column: m["column"].as_u64(),
+                    end_line: m["endLine"].as_u64(),
+                    end_column: m["endColumn"].as_u64(),
+                    rule: m["ruleId"].as_str().map(str::to_string),
+                    severity: if m["severity"] == 2 { Severity::Error } else { Severity::Warning },
+                    message: m["message"].as_str().unwrap_or_default().to_string(),
+                    fixable: m.get("fix").is_some_and(Value::is_object),
+                    suggestions: m["suggestions"].as_array().map_or(0, Vec::len),
+                    fatal: m["fatal"] == true,
                 });
-                if m["fatal"] == true {
-                    finding["fatal"] = json!(true);
-                }
-                findings.push(finding);
             }
         }
         let [errors, warnings, fixable_errors, fixable_warnings, fatal] = counts;
-        Ok(json!({
-            "success": outcome.exit_code == Some(0),
-            "exit_code": outcome.exit_code,
-            "counts": { "errors": errors, "warnings": warnings, "fixable_errors": fixable_errors, "fixable_warnings": fixable_warnings, "fatal": fatal },
-            "findings": findings,
-            "files": files.len(),
-            "truncated": outcome.stdout_truncated || total > LISTED,
-        }))
+        Ok(CheckResult {
+            success: outcome.exit_code == Some(0),
+            exit_code: outcome.exit_code,
+            counts: Counts { errors, warnings, fixable_errors, fixable_warnings, fatal },
+            findings,
+            files: files.len(),
+            truncated: outcome.stdout_truncated || total > LISTED,
+        })
     }
+}
+
+// `eslint.check`'s result (a plain comment, as on every result type: a
+// type's doc comment would become its schema's description).
+#[derive(Serialize, JsonSchema)]
+struct CheckResult {
+    /// no errors (ESLint's exit 0)
+    success: bool,
+    exit_code: Option<i32>,
+    counts: Counts,
+    findings: Vec<Finding>,
+    /// files linted
+    files: usize,
+    /// ESLint's report outgrew the host's capture bound (the files before the cut are read), or more than 2000 findings
+    truncated: bool,
+}
+
+// ESLint's per-file counts, summed.
+#[derive(Serialize, JsonSchema)]
+struct Counts {
+    errors: u64,
+    warnings: u64,
+    fixable_errors: u64,
+    fixable_warnings: u64,
+    fatal: u64,
+}
+
+// One message of ESLint's.
+#[derive(Serialize, JsonSchema)]
+struct Finding {
+    /// relative to dir when under it, else as ESLint reports it
+    file: String,
+    line: Option<u64>,
+    column: Option<u64>,
+    end_line: Option<u64>,
+    end_column: Option<u64>,
+    /// null for a parse error or an ignored-file notice
+    rule: Option<String>,
+    severity: Severity,
+    message: String,
+    /// eslint --fix would fix it
+    fixable: bool,
+    /// how many suggested edits ESLint offers
+    suggestions: usize,
+    /// a parse error: the file was not linted
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fatal: bool,
+}
+
+// ESLint's severity 2 and 1.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Severity {
+    Error,
+    Warning,
 }
 
 verbgate_plugin_sdk::plugin!(Eslint { name: "eslint", version: "0.1.0", verbs: [Check] });
@@ -182,6 +201,7 @@ verbgate_plugin_sdk::plugin!(Eslint { name: "eslint", version: "0.1.0", verbs: [
 #[cfg(test)]
 mod tests {
     use super::*;
+    use verbgate_plugin_sdk::json;
 
     const REPORT: &str = r#"{"results":[{"filePath":"/r/web/src/a.js","messages":[
         {"ruleId":"no-var","severity":1,"message":"Unexpected var.","line":1,"column":1,"endLine":1,"endColumn":11,"fix":{"range":[0,10],"text":"let x = 1;"}},

@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{errors, json, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{errors, json, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
 
 use crate::time::rfc3339_utc;
 use crate::{git, not_a_repository, Repo};
@@ -55,12 +55,48 @@ struct CommitInfo {
     boundary: bool,
 }
 
+// `git.blame`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BlameResult {
+    /// runs of lines from one commit, in file order
+    pub ranges: Vec<Range>,
+    /// each line's text (with content: true)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<String>")]
+    pub lines: Option<Vec<String>>,
+    /// more than 5000 ranges
+    pub truncated: bool,
+}
+
+// A run of lines from one commit.
+#[derive(Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Range {
+    /// first line (1-based) in the file as blamed
+    pub start: u64,
+    /// last line, inclusive
+    pub end: u64,
+    pub commit: String,
+    /// false for lines not committed yet
+    pub committed: bool,
+    /// the first line's number in the commit that introduced it
+    pub orig_start: u64,
+    /// the file's name in that commit
+    pub orig_file: String,
+    pub author: String,
+    pub author_email: String,
+    /// author time, RFC 3339 UTC
+    pub time: Option<String>,
+    pub summary: String,
+    /// the commit is a boundary of the blame (the history's first commit)
+    pub boundary: bool,
+}
+
 /// Parse `git blame --porcelain` output into ranges (and line texts).
-pub fn parse(stdout: &str, content: bool) -> Result<Value, OpError> {
+pub fn parse(stdout: &str, content: bool) -> Result<BlameResult, OpError> {
     let bad = |line: &str| errors::invalid_output(&format!("git blame --porcelain printed a line verbgate cannot read: {line:?}"));
     let mut commits: HashMap<String, CommitInfo> = HashMap::new();
-    let mut ranges: Vec<Value> = Vec::new();
-    let mut lines: Vec<Value> = Vec::new();
+    let mut ranges: Vec<Range> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
     let mut total = 0usize;
     let mut current: Option<String> = None;
     let mut pending: Option<(String, u64, u64, u64)> = None;
@@ -73,23 +109,23 @@ pub fn parse(stdout: &str, content: bool) -> Result<Value, OpError> {
                 total += 1;
                 if ranges.len() < RANGES {
                     let c = commits.get(&h).cloned().unwrap_or_default();
-                    ranges.push(json!({
-                        "start": fin,
-                        "end": fin + count - 1,
-                        "commit": h,
-                        "committed": h.bytes().any(|b| b != b'0'),
-                        "orig_start": orig,
-                        "orig_file": c.filename,
-                        "author": c.author,
-                        "author_email": c.author_email,
-                        "time": c.time.map(rfc3339_utc),
-                        "summary": c.summary,
-                        "boundary": c.boundary,
-                    }));
+                    ranges.push(Range {
+                        start: fin,
+                        end: fin + count - 1,
+                        committed: h.bytes().any(|b| b != b'0'),
+                        commit: h,
+                        orig_start: orig,
+                        orig_file: c.filename,
+                        author: c.author,
+                        author_email: c.author_email,
+                        time: c.time.map(rfc3339_utc),
+                        summary: c.summary,
+                        boundary: c.boundary,
+                    });
                 }
             }
             if content && ranges.len() < RANGES {
-                lines.push(json!(text));
+                lines.push(text.to_string());
             }
             continue;
         }
@@ -121,11 +157,7 @@ pub fn parse(stdout: &str, content: bool) -> Result<Value, OpError> {
             _ => {}
         }
     }
-    let mut out = json!({ "ranges": ranges, "truncated": total > RANGES });
-    if content {
-        out["lines"] = json!(lines);
-    }
-    Ok(out)
+    Ok(BlameResult { ranges, lines: content.then_some(lines), truncated: total > RANGES })
 }
 
 /// `git.blame`.
@@ -138,39 +170,7 @@ impl Verb for Blame {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = BlameArgs;
-
-    fn result_schema() -> Option<Value> {
-        let s = json!({ "type": "string" });
-        Some(json!({
-            "type": "object",
-            "required": ["ranges", "truncated"],
-            "properties": {
-                "ranges": {
-                    "type": "array",
-                    "description": "runs of lines from one commit, in file order",
-                    "items": {
-                        "type": "object",
-                        "required": ["start", "end", "commit", "committed", "orig_start", "orig_file", "author", "author_email", "time", "summary", "boundary"],
-                        "properties": {
-                            "start": { "type": "integer", "description": "first line (1-based) in the file as blamed" },
-                            "end": { "type": "integer", "description": "last line, inclusive" },
-                            "commit": s,
-                            "committed": { "type": "boolean", "description": "false for lines not committed yet" },
-                            "orig_start": { "type": "integer", "description": "the first line's number in the commit that introduced it" },
-                            "orig_file": { "type": "string", "description": "the file's name in that commit" },
-                            "author": s,
-                            "author_email": s,
-                            "time": { "type": ["string", "null"], "description": "author time, RFC 3339 UTC" },
-                            "summary": s,
-                            "boundary": { "type": "boolean", "description": "the commit is a boundary of the blame (the history's first commit)" }
-                        }
-                    }
-                },
-                "lines": { "type": "array", "items": s, "description": "each line's text (with content: true)" },
-                "truncated": { "type": "boolean", "description": "more than 5000 ranges" }
-            }
-        }))
-    }
+    type Output = BlameResult;
 
     fn plan(args: &BlameArgs) -> Result<Plan, OpError> {
         let mut c = git(&args.repo).lit("blame").lit("--porcelain");
@@ -185,18 +185,18 @@ impl Verb for Blame {
         Ok(Plan::Exec(c.end_of_options().path(&args.path).into()))
     }
 
-    fn map(args: &BlameArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &BlameArgs, outcome: &Outcome) -> Result<BlameResult, OpError> {
         not_a_repository(outcome)?;
         let stderr = outcome.stderr_text();
         if outcome.exit_code != Some(0) && (stderr.contains("no such path") || stderr.contains("no such file")) {
             return Err(errors::op_error(
-                "not_found",
+                ErrorCode::NotFound,
                 &format!("git has no file {:?} to blame ({})", args.path, stderr.trim()),
                 Some(json!({ "path": args.path })),
             ));
         }
         if outcome.exit_code != Some(0) && stderr.contains("has only") && stderr.contains("lines") {
-            return Err(errors::op_error("invalid_args", &format!("the line range is past the end of the file: {}", stderr.trim()), None));
+            return Err(errors::op_error(ErrorCode::InvalidArgs, &format!("the line range is past the end of the file: {}", stderr.trim()), None));
         }
         outcome.success()?;
         parse(&outcome.stdout_text(), args.content)
@@ -216,7 +216,7 @@ a028564e2db2b3057613afaf05a77d49de721be9 2 4 1\n\tc\n\
 
     #[test]
     fn groups_become_ranges_with_their_commits_details() {
-        let v = parse(OUT, true).unwrap();
+        let v = verbgate_plugin_sdk::serde_json::to_value(parse(OUT, true).unwrap()).unwrap();
         let r = v["ranges"].as_array().unwrap();
         assert_eq!(r.len(), 4, "{v}");
         assert_eq!(
@@ -232,7 +232,7 @@ a028564e2db2b3057613afaf05a77d49de721be9 2 4 1\n\tc\n\
         );
         assert_eq!(r[3]["committed"], false);
         assert_eq!(v["lines"], json!(["a", "B", "C", "c", "e"]));
-        assert!(parse(OUT, false).unwrap().get("lines").is_none());
+        assert!(parse(OUT, false).unwrap().lines.is_none());
     }
 
     #[test]

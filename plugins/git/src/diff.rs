@@ -6,32 +6,22 @@
 //! with `-` counts for binary files — then an empty record (`\0`), then the
 //! patch. `git show` prints its `--format` record first.
 
-use verbgate_plugin_sdk::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 
-/// One changed file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// One changed file (a plain comment, as on every result type: a type's
+// doc comment would become its schema's description).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FileStat {
-    /// Path after the change.
+    // Path after the change.
     pub path: String,
-    /// Path before, for renames and copies.
+    // Path before, for renames and copies.
     pub orig_path: Option<String>,
-    /// Lines added (`None` for binary files).
+    // Lines added and deleted (`None` for binary files).
     pub added: Option<u64>,
-    /// Lines deleted (`None` for binary files).
     pub deleted: Option<u64>,
-}
-
-impl FileStat {
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "path": self.path,
-            "orig_path": self.orig_path,
-            "added": self.added,
-            "deleted": self.deleted,
-            "binary": self.added.is_none(),
-        })
-    }
+    // No line counts: a binary file.
+    pub binary: bool,
 }
 
 /// Parse numstat records from the start of `bytes`; returns the files, the
@@ -69,32 +59,17 @@ pub fn parse_numstat(bytes: &[u8]) -> (Vec<FileStat>, usize, bool) {
         let stat = if bytes.get(i) == Some(&0) {
             i += 1;
             match (next_field(&mut i, 0), next_field(&mut i, 0)) {
-                (Some(old), Some(new)) => FileStat { path: new, orig_path: Some(old), added: counts.0, deleted: counts.1 },
+                (Some(old), Some(new)) => FileStat { path: new, orig_path: Some(old), added: counts.0, deleted: counts.1, binary: counts.0.is_none() },
                 _ => return (files, mark, true),
             }
         } else {
             match next_field(&mut i, 0) {
-                Some(path) => FileStat { path, orig_path: None, added: counts.0, deleted: counts.1 },
+                Some(path) => FileStat { path, orig_path: None, added: counts.0, deleted: counts.1, binary: counts.0.is_none() },
                 None => return (files, mark, true),
             }
         };
         files.push(stat);
     }
-}
-
-/// The schema of a file entry.
-pub fn file_schema() -> Value {
-    json!({
-        "type": "object",
-        "required": ["path", "orig_path", "added", "deleted", "binary"],
-        "properties": {
-            "path": { "type": "string" },
-            "orig_path": { "type": ["string", "null"] },
-            "added": { "type": ["integer", "null"] },
-            "deleted": { "type": ["integer", "null"] },
-            "binary": { "type": "boolean" }
-        }
-    })
 }
 
 #[cfg(test)]
@@ -107,8 +82,8 @@ mod tests {
         let (files, end, cut) = parse_numstat(raw);
         assert!(!cut);
         assert_eq!(files.len(), 3);
-        assert_eq!(files[0], FileStat { path: "a b.txt".into(), orig_path: None, added: Some(1), deleted: Some(2) });
-        assert_eq!(files[1].added, None);
+        assert_eq!(files[0], FileStat { path: "a b.txt".into(), orig_path: None, added: Some(1), deleted: Some(2), binary: false });
+        assert_eq!((files[1].added, files[1].binary), (None, true));
         assert_eq!(files[2].orig_path.as_deref(), Some("old.txt"));
         assert!(raw[end..].starts_with(b"diff --git"));
     }

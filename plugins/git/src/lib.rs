@@ -24,8 +24,8 @@ mod time;
 mod write;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{cmd, errors, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
 
 /// The most commits `git.log` returns in one call.
 pub const LOG_MAX: u64 = 1000;
@@ -82,19 +82,16 @@ impl Verb for Status {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = StatusArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(status::result_schema())
-    }
+    type Output = status::StatusResult;
 
     fn plan(args: &StatusArgs) -> Result<Plan, OpError> {
         Ok(Plan::Exec(status_cmd(&args.repo, args.untracked, args.ignored).into()))
     }
 
-    fn map(_: &StatusArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &StatusArgs, outcome: &Outcome) -> Result<status::StatusResult, OpError> {
         not_a_repository(outcome)?;
         outcome.success()?;
-        Ok(status::parse(&outcome.stdout).to_json())
+        status::parse(&outcome.stdout).to_result()
     }
 }
 
@@ -143,10 +140,7 @@ impl Verb for Log {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = LogArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(log::result_schema())
-    }
+    type Output = log::LogResult;
 
     fn plan(args: &LogArgs) -> Result<Plan, OpError> {
         let limit = args.limit.clamp(1, LOG_MAX);
@@ -165,12 +159,12 @@ impl Verb for Log {
         Ok(Plan::Exec(c.into()))
     }
 
-    fn map(args: &LogArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &LogArgs, outcome: &Outcome) -> Result<log::LogResult, OpError> {
         not_a_repository(outcome)?;
         // An empty repository has no HEAD to log; that is an empty
         // history, not a failure.
         if outcome.exit_code == Some(128) && outcome.stderr_text().contains("does not have any commits yet") {
-            return Ok(json!({ "commits": [], "truncated": false }));
+            return Ok(log::LogResult { commits: Vec::new(), truncated: false });
         }
         outcome.success()?;
         log::parse(&outcome.stdout, args.limit.clamp(1, LOG_MAX) as usize, args.body)
@@ -210,18 +204,7 @@ impl Verb for Diff {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = DiffArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["files", "patch", "truncated"],
-            "properties": {
-                "files": { "type": "array", "items": diff::file_schema() },
-                "patch": { "type": ["string", "null"] },
-                "truncated": { "type": "boolean", "description": "the output was cut at the host's capture bound; files and patch are incomplete" }
-            }
-        }))
-    }
+    type Output = DiffResult;
 
     fn plan(args: &DiffArgs) -> Result<Plan, OpError> {
         if args.rev.is_some() && args.rev_range.is_some() {
@@ -244,7 +227,7 @@ impl Verb for Diff {
         Ok(Plan::Exec(c.truncate_stdout().into()))
     }
 
-    fn map(args: &DiffArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &DiffArgs, outcome: &Outcome) -> Result<DiffResult, OpError> {
         not_a_repository(outcome)?;
         // A truncated capture was stopped by the host: its exit status is
         // the kill, not git's verdict.
@@ -253,12 +236,17 @@ impl Verb for Diff {
         }
         let (files, end, cut) = diff::parse_numstat(&outcome.stdout);
         let patch = args.patch.then(|| String::from_utf8_lossy(&outcome.stdout[end.min(outcome.stdout.len())..]).into_owned());
-        Ok(json!({
-            "files": files.iter().map(diff::FileStat::to_json).collect::<Vec<_>>(),
-            "patch": patch,
-            "truncated": outcome.stdout_truncated || cut,
-        }))
+        Ok(DiffResult { files, patch, truncated: outcome.stdout_truncated || cut })
     }
+}
+
+// `git.diff`'s result.
+#[derive(Serialize, JsonSchema)]
+struct DiffResult {
+    files: Vec<diff::FileStat>,
+    patch: Option<String>,
+    /// the output was cut at the host's capture bound; files and patch are incomplete
+    truncated: bool,
 }
 
 /// `git.show` args.
@@ -285,14 +273,7 @@ impl Verb for Show {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = ShowArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["commit", "files"],
-            "properties": { "commit": log::commit_schema(), "files": { "type": "array", "items": diff::file_schema() } }
-        }))
-    }
+    type Output = ShowResult;
 
     fn plan(args: &ShowArgs) -> Result<Plan, OpError> {
         let c = git(&args.repo)
@@ -308,7 +289,7 @@ impl Verb for Show {
         Ok(Plan::Exec(c.value(args.rev.as_deref().unwrap_or("HEAD")).end_of_options().into()))
     }
 
-    fn map(args: &ShowArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &ShowArgs, outcome: &Outcome) -> Result<ShowResult, OpError> {
         not_a_repository(outcome)?;
         outcome.success()?;
         let header_end = outcome.stdout.iter().position(|b| *b == 0).unwrap_or(outcome.stdout.len());
@@ -316,8 +297,15 @@ impl Verb for Show {
         let commit = log::commit(header.trim_start_matches('\n'), args.body)?;
         let rest = outcome.stdout.get(header_end + 1..).unwrap_or_default();
         let (files, _, _) = diff::parse_numstat(rest);
-        Ok(json!({ "commit": commit, "files": files.iter().map(diff::FileStat::to_json).collect::<Vec<_>>() }))
+        Ok(ShowResult { commit, files })
     }
+}
+
+// `git.show`'s result.
+#[derive(Serialize, JsonSchema)]
+struct ShowResult {
+    commit: log::Commit,
+    files: Vec<diff::FileStat>,
 }
 
 /// `git.branches` args.
@@ -341,20 +329,17 @@ impl Verb for Branches {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = BranchesArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(branches::result_schema())
-    }
+    type Output = branches::BranchesResult;
 
     fn plan(args: &BranchesArgs) -> Result<Plan, OpError> {
         let c = git(&args.repo).lit("for-each-ref").lit(branches::FORMAT).lit("refs/heads");
         Ok(Plan::Exec(if args.remote { c.lit("refs/remotes") } else { c }.into()))
     }
 
-    fn map(_: &BranchesArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &BranchesArgs, outcome: &Outcome) -> Result<branches::BranchesResult, OpError> {
         not_a_repository(outcome)?;
         outcome.success()?;
-        Ok(json!({ "branches": branches::parse(&outcome.stdout) }))
+        Ok(branches::BranchesResult { branches: branches::parse(&outcome.stdout) })
     }
 }
 

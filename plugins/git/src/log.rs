@@ -3,7 +3,9 @@
 //! emails, hashes or dates and practically never in messages.
 
 use crate::time::{parse_iso8601, to_utc};
-use verbgate_plugin_sdk::{errors, json, OpError, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use verbgate_plugin_sdk::{errors, OpError};
 
 /// The fields of a commit record, for `--format` arguments.
 macro_rules! fields {
@@ -21,7 +23,7 @@ pub const FORMAT_WITH_REFS: &str = concat!("--format=%D%x1f", fields!());
 
 /// Parse the output; `limit` commits at most, `truncated` when more came
 /// back (the plan asks for `limit + 1`).
-pub fn parse(bytes: &[u8], limit: usize, body: bool) -> Result<Value, OpError> {
+pub fn parse(bytes: &[u8], limit: usize, body: bool) -> Result<LogResult, OpError> {
     let mut commits = Vec::new();
     let mut truncated = false;
     for rec in bytes.split(|b| *b == 0) {
@@ -38,11 +40,42 @@ pub fn parse(bytes: &[u8], limit: usize, body: bool) -> Result<Value, OpError> {
         }
         commits.push(commit(rec, body)?);
     }
-    Ok(json!({ "commits": commits, "truncated": truncated }))
+    Ok(LogResult { commits, truncated })
 }
 
-/// One `FORMAT` record as a commit object.
-pub fn commit(rec: &str, body: bool) -> Result<Value, OpError> {
+// `git.log`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LogResult {
+    pub commits: Vec<Commit>,
+    /// more commits exist beyond `limit`
+    pub truncated: bool,
+}
+
+// One commit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Commit {
+    pub hash: String,
+    pub parents: Vec<String>,
+    pub author: Person,
+    pub committer: Person,
+    pub subject: String,
+    /// present when body=true
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub body: Option<String>,
+}
+
+// An author or committer, and when.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Person {
+    pub name: String,
+    pub email: String,
+    /// RFC 3339 UTC
+    pub time: String,
+}
+
+/// One `FORMAT` record as a commit.
+pub fn commit(rec: &str, body: bool) -> Result<Commit, OpError> {
     let f: Vec<&str> = rec.splitn(10, '\u{1f}').collect();
     if f.len() != 10 {
         return Err(errors::invalid_output(&format!("git commit record has {} fields, expected 10", f.len())));
@@ -57,54 +90,20 @@ pub fn commit(rec: &str, body: bool) -> Result<Value, OpError> {
             "a git commit record does not have the expected shape (an author or committer name or email holds a 0x1f unit separator?)",
         ));
     }
-    let mut c = json!({
-        "hash": f[0],
-        "parents": parents,
-        "author": { "name": f[2], "email": f[3], "time": to_utc(f[4]) },
-        "committer": { "name": f[5], "email": f[6], "time": to_utc(f[7]) },
-        "subject": f[8],
-    });
-    if body {
-        c["body"] = json!(f[9].trim_end_matches('\n'));
-    }
-    Ok(c)
-}
-
-/// The schema of one commit object.
-pub fn commit_schema() -> Value {
-    let person = json!({
-        "type": "object",
-        "required": ["name", "email", "time"],
-        "properties": { "name": { "type": "string" }, "email": { "type": "string" }, "time": { "type": "string", "description": "RFC 3339 UTC" } }
-    });
-    json!({
-        "type": "object",
-        "required": ["hash", "parents", "author", "committer", "subject"],
-        "properties": {
-            "hash": { "type": "string" },
-            "parents": { "type": "array", "items": { "type": "string" } },
-            "author": person, "committer": person,
-            "subject": { "type": "string" },
-            "body": { "type": "string", "description": "present when body=true" }
-        }
-    })
-}
-
-/// The result schema of `git.log`.
-pub fn result_schema() -> Value {
-    json!({
-        "type": "object",
-        "required": ["commits", "truncated"],
-        "properties": {
-            "commits": { "type": "array", "items": commit_schema() },
-            "truncated": { "type": "boolean", "description": "more commits exist beyond `limit`" }
-        }
+    Ok(Commit {
+        hash: f[0].to_string(),
+        parents: parents.iter().map(|p| p.to_string()).collect(),
+        author: Person { name: f[2].to_string(), email: f[3].to_string(), time: to_utc(f[4]) },
+        committer: Person { name: f[5].to_string(), email: f[6].to_string(), time: to_utc(f[7]) },
+        subject: f[8].to_string(),
+        body: body.then(|| f[9].trim_end_matches('\n').to_string()),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use verbgate_plugin_sdk::json;
 
     fn rec(hash: &str, parents: &str, subject: &str, body: &str) -> String {
         format!("{hash}\u{1f}{parents}\u{1f}Ada\u{1f}ada@x\u{1f}2024-01-02T03:04:05+02:00\u{1f}Bob\u{1f}bob@x\u{1f}2024-01-02T03:04:05+00:00\u{1f}{subject}\u{1f}{body}")
@@ -120,13 +119,13 @@ mod tests {
         let (a1, b2, c3, z9) = (h('1'), h('2'), h('3'), h('9'));
         let raw =
             format!("{}\0\n{}\0\n{}\0", rec(&c3, &b2, "third", ""), rec(&b2, &format!("{a1} {z9}"), "merge", "line1\nline2\n"), rec(&a1, "", "first", ""));
-        let v = parse(raw.as_bytes(), 2, true).unwrap();
+        let v = verbgate_plugin_sdk::serde_json::to_value(parse(raw.as_bytes(), 2, true).unwrap()).unwrap();
         assert_eq!(v["truncated"], true);
         assert_eq!(v["commits"].as_array().unwrap().len(), 2);
         assert_eq!(v["commits"][1]["parents"], json!([a1, z9]));
         assert_eq!(v["commits"][1]["body"], "line1\nline2");
         assert_eq!(v["commits"][0]["author"]["time"], "2024-01-02T01:04:05Z");
-        let v = parse(raw.as_bytes(), 3, false).unwrap();
+        let v = verbgate_plugin_sdk::serde_json::to_value(parse(raw.as_bytes(), 3, false).unwrap()).unwrap();
         assert_eq!(v["truncated"], false);
         assert!(v["commits"][0].get("body").is_none());
         assert_eq!(v["commits"][2]["parents"], json!([]));

@@ -23,8 +23,8 @@
 //! automatic gc or maintenance starts afterwards.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{errors, json, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
 
 use crate::write::git_write;
 use crate::{not_a_repository, Repo};
@@ -55,7 +55,7 @@ impl Refspec {
         for part in [Some(&self.src), self.dst.as_ref()].into_iter().flatten() {
             if part.starts_with(['+', '-']) || part.contains(':') || part.chars().any(char::is_whitespace) {
                 return Err(errors::op_error(
-                    "invalid_args",
+                    ErrorCode::InvalidArgs,
                     &format!("the refspec part {part:?} may not start with `+` or `-` or hold `:` or spaces (use force_with_lease to overwrite)"),
                     Some(json!({ "param": "refspecs", "value": part })),
                 ));
@@ -89,7 +89,7 @@ fn transport_errors(outcome: &Outcome, remote: &str) -> Result<(), OpError> {
     if let Some(rest) = err.split("transport '").nth(1) {
         let transport = rest.split('\'').next().unwrap_or_default();
         return Err(errors::op_error(
-            "unavailable",
+            ErrorCode::Unavailable,
             &format!(
                 "remote `{remote}` uses the `{transport}` transport, which verbgate keeps closed: git.fetch and git.push use https and ssh; an operator \
                  can allow `file` with `[git] transports = [\"https\", \"ssh\", \"file\"]` in verbgate.toml"
@@ -99,16 +99,13 @@ fn transport_errors(outcome: &Outcome, remote: &str) -> Result<(), OpError> {
     }
     if err.contains("does not appear to be a git repository") || err.contains("No such remote") {
         return Err(errors::op_error(
-            "not_found",
+            ErrorCode::NotFound,
             &format!("`{remote}` is not a remote of this repository (or its URL is no repository): {}", err.trim()),
             Some(json!({ "remote": remote })),
         ));
     }
     Ok(())
 }
-
-/// How results describe the remote.
-const REMOTE: &str = "the remote's name, as given";
 
 /// `git.fetch` args.
 #[derive(Deserialize, JsonSchema)]
@@ -129,27 +126,50 @@ pub struct FetchArgs {
     repo: Repo,
 }
 
+// One ref a fetch changed.
+#[derive(Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct FetchedRef {
+    pub status: FetchStatus,
+    pub old: String,
+    pub new: String,
+    #[serde(rename = "ref")]
+    pub local: String,
+}
+
+// What a fetch did to a ref (fetch --porcelain's flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FetchStatus {
+    FastForward,
+    Forced,
+    Pruned,
+    TagUpdated,
+    New,
+    Rejected,
+    UpToDate,
+}
+
 /// Parse fetch's porcelain lines: `<flag> <old> <new> <local-ref>`.
-pub fn parse_fetch(stdout: &str) -> Result<Vec<Value>, OpError> {
+pub fn parse_fetch(stdout: &str) -> Result<Vec<FetchedRef>, OpError> {
     let mut refs = Vec::new();
     for line in stdout.lines().filter(|l| !l.is_empty()) {
         let mut chars = line.chars();
         let flag = chars.next().unwrap_or(' ');
         let rest: Vec<&str> = chars.as_str().trim_start_matches(' ').splitn(3, ' ').collect();
         let status = match flag {
-            ' ' => "fast_forward",
-            '+' => "forced",
-            '-' => "pruned",
-            't' => "tag_updated",
-            '*' => "new",
-            '!' => "rejected",
-            '=' => "up_to_date",
+            ' ' => FetchStatus::FastForward,
+            '+' => FetchStatus::Forced,
+            '-' => FetchStatus::Pruned,
+            't' => FetchStatus::TagUpdated,
+            '*' => FetchStatus::New,
+            '!' => FetchStatus::Rejected,
+            '=' => FetchStatus::UpToDate,
             _ => return Err(errors::invalid_output(&format!("git fetch --porcelain printed a line verbgate cannot read: {line:?}"))),
         };
         let [old, new, local] = rest.as_slice() else {
             return Err(errors::invalid_output(&format!("git fetch --porcelain printed a line verbgate cannot read: {line:?}")));
         };
-        refs.push(json!({ "status": status, "old": old, "new": new, "ref": local }));
+        refs.push(FetchedRef { status, old: old.to_string(), new: new.to_string(), local: local.to_string() });
     }
     Ok(refs)
 }
@@ -164,30 +184,7 @@ impl Verb for Fetch {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Network];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = FetchArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["remote", "refs"],
-            "properties": {
-                "remote": { "type": "string", "description": REMOTE },
-                "refs": {
-                    "type": "array",
-                    "description": "every local ref the fetch changed (FETCH_HEAD for a refspec without dst)",
-                    "items": {
-                        "type": "object",
-                        "required": ["status", "old", "new", "ref"],
-                        "properties": {
-                            "status": { "enum": ["fast_forward", "forced", "pruned", "tag_updated", "new", "rejected", "up_to_date"] },
-                            "old": { "type": "string" },
-                            "new": { "type": "string" },
-                            "ref": { "type": "string" }
-                        }
-                    }
-                }
-            }
-        }))
-    }
+    type Output = FetchResult;
 
     fn plan(args: &FetchArgs) -> Result<Plan, OpError> {
         let mut c = git_write(&args.repo).lit("fetch").lit("--porcelain").lit("--no-recurse-submodules").timeout_ms(TIMEOUT_MS);
@@ -197,10 +194,10 @@ impl Verb for Fetch {
         Ok(Plan::Exec(with_remote(c, &args.remote, &args.refspecs)?.into()))
     }
 
-    fn map(args: &FetchArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &FetchArgs, outcome: &Outcome) -> Result<FetchResult, OpError> {
         transport_errors(outcome, &args.remote)?;
         if outcome.exit_code != Some(0) && outcome.stderr_text().contains("unknown option `porcelain'") {
-            return Err(errors::op_error("unavailable", "git.fetch needs git 2.41 or later (fetch --porcelain)", None));
+            return Err(errors::unavailable("git.fetch needs git 2.41 or later (fetch --porcelain)"));
         }
         // A rejected ref (a non-fast-forward into a branch) makes fetch
         // exit 1 after it reported every ref.
@@ -208,8 +205,17 @@ impl Verb for Fetch {
         if outcome.exit_code != Some(0) && refs.is_empty() {
             outcome.success()?;
         }
-        Ok(json!({ "remote": args.remote, "refs": refs }))
+        Ok(FetchResult { remote: args.remote.clone(), refs })
     }
+}
+
+// `git.fetch`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct FetchResult {
+    /// the remote's name, as given
+    remote: String,
+    /// every local ref the fetch changed (FETCH_HEAD for a refspec without dst)
+    refs: Vec<FetchedRef>,
 }
 
 /// `git.push` args.
@@ -234,8 +240,32 @@ pub struct PushArgs {
     repo: Repo,
 }
 
+// One ref a push reported.
+#[derive(Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PushedRef {
+    pub status: PushStatus,
+    pub from: String,
+    pub to: String,
+    /// old..new, [new branch], [rejected], …
+    pub summary: String,
+    /// why a ref was rejected (non-fast-forward, stale info, …)
+    pub reason: Option<String>,
+}
+
+// What a push did to a ref (push --porcelain's flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PushStatus {
+    FastForward,
+    Forced,
+    Deleted,
+    New,
+    Rejected,
+    UpToDate,
+}
+
 /// Parse push's porcelain output: `To <url>`, then `<flag>\t<from>:<to>\t<summary>[ (<reason>)]`, then `Done`.
-pub fn parse_push(stdout: &str) -> Result<(Option<String>, Vec<Value>), OpError> {
+pub fn parse_push(stdout: &str) -> Result<(Option<String>, Vec<PushedRef>), OpError> {
     let mut url = None;
     let mut refs = Vec::new();
     for line in stdout.lines().filter(|l| !l.is_empty()) {
@@ -250,12 +280,12 @@ pub fn parse_push(stdout: &str) -> Result<(Option<String>, Vec<Value>), OpError>
         let mut fields = line.splitn(3, '\t');
         let (flag, spec, summary) = (fields.next().ok_or_else(bad)?, fields.next().ok_or_else(bad)?, fields.next().unwrap_or_default());
         let status = match flag {
-            " " => "fast_forward",
-            "+" => "forced",
-            "-" => "deleted",
-            "*" => "new",
-            "!" => "rejected",
-            "=" => "up_to_date",
+            " " => PushStatus::FastForward,
+            "+" => PushStatus::Forced,
+            "-" => PushStatus::Deleted,
+            "*" => PushStatus::New,
+            "!" => PushStatus::Rejected,
+            "=" => PushStatus::UpToDate,
             _ => return Err(bad()),
         };
         let (from, to) = spec.split_once(':').ok_or_else(bad)?;
@@ -263,7 +293,7 @@ pub fn parse_push(stdout: &str) -> Result<(Option<String>, Vec<Value>), OpError>
             Some((s, r)) => (s, r.strip_suffix(')')),
             None => (summary, None),
         };
-        refs.push(json!({ "status": status, "from": from, "to": to, "summary": summary, "reason": reason }));
+        refs.push(PushedRef { status, from: from.to_string(), to: to.to_string(), summary: summary.to_string(), reason: reason.map(str::to_string) });
     }
     Ok((url, refs))
 }
@@ -279,32 +309,7 @@ impl Verb for Push {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Network, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = PushArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["success", "remote", "url", "refs"],
-            "properties": {
-                "success": { "type": "boolean", "description": "every ref was accepted" },
-                "remote": { "type": "string", "description": REMOTE },
-                "url": { "type": ["string", "null"], "description": "where git pushed, as it reports it" },
-                "refs": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["status", "from", "to", "summary", "reason"],
-                        "properties": {
-                            "status": { "enum": ["fast_forward", "forced", "deleted", "new", "rejected", "up_to_date"] },
-                            "from": { "type": "string" },
-                            "to": { "type": "string" },
-                            "summary": { "type": "string", "description": "old..new, [new branch], [rejected], …" },
-                            "reason": { "type": ["string", "null"], "description": "why a ref was rejected (non-fast-forward, stale info, …)" }
-                        }
-                    }
-                }
-            }
-        }))
-    }
+    type Output = PushResult;
 
     fn plan(args: &PushArgs) -> Result<Plan, OpError> {
         let mut c = git_write(&args.repo).lit("push").lit("--porcelain").lit("--recurse-submodules=no").lit("--no-signed").timeout_ms(TIMEOUT_MS);
@@ -317,7 +322,7 @@ impl Verb for Push {
         Ok(Plan::Exec(with_remote(c, &args.remote, &args.refspecs)?.into()))
     }
 
-    fn map(args: &PushArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &PushArgs, outcome: &Outcome) -> Result<PushResult, OpError> {
         transport_errors(outcome, &args.remote)?;
         let (url, refs) = parse_push(&outcome.stdout_text())?;
         // A push that reached the remote reports every ref (and exits 1
@@ -325,24 +330,47 @@ impl Verb for Push {
         if outcome.exit_code != Some(0) && refs.is_empty() {
             outcome.success()?;
         }
-        Ok(json!({ "success": outcome.exit_code == Some(0), "remote": args.remote, "url": url, "refs": refs }))
+        Ok(PushResult { success: outcome.exit_code == Some(0), remote: args.remote.clone(), url, refs })
     }
+}
+
+// `git.push`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct PushResult {
+    /// every ref was accepted
+    success: bool,
+    /// the remote's name, as given
+    remote: String,
+    /// where git pushed, as it reports it
+    url: Option<String>,
+    refs: Vec<PushedRef>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use verbgate_plugin_sdk::Arg;
+    use verbgate_plugin_sdk::serde_json::to_value as value;
+    use verbgate_plugin_sdk::{Arg, Value};
+
+    fn to_value(v: &impl Serialize) -> Value {
+        value(v).unwrap()
+    }
 
     #[test]
     fn porcelain_lines_parse() {
         let f = parse_fetch("* 0000000000000000000000000000000000000000 a3746d0f refs/remotes/origin/main\n  1111 2222 refs/remotes/origin/dev\n- 3333 0000 refs/remotes/origin/gone\n").unwrap();
-        assert_eq!(f[0], json!({ "status": "new", "old": "0000000000000000000000000000000000000000", "new": "a3746d0f", "ref": "refs/remotes/origin/main" }));
-        assert_eq!((f[1]["status"].as_str(), f[2]["status"].as_str()), (Some("fast_forward"), Some("pruned")));
+        assert_eq!(
+            to_value(&f[0]),
+            json!({ "status": "new", "old": "0000000000000000000000000000000000000000", "new": "a3746d0f", "ref": "refs/remotes/origin/main" })
+        );
+        assert_eq!((f[1].status, f[2].status), (FetchStatus::FastForward, FetchStatus::Pruned));
         let (url, p) = parse_push("To file:///tmp/bare.git\n*\trefs/heads/a:refs/heads/a\t[new branch]\n!\trefs/heads/b:refs/heads/b\t[rejected] (non-fast-forward)\n \trefs/heads/c:refs/heads/c\t1a2b..3c4d\nDone\n").unwrap();
         assert_eq!(url.as_deref(), Some("file:///tmp/bare.git"));
-        assert_eq!(p[1], json!({ "status": "rejected", "from": "refs/heads/b", "to": "refs/heads/b", "summary": "[rejected]", "reason": "non-fast-forward" }));
-        assert_eq!((p[2]["status"].as_str(), p[2]["summary"].as_str()), (Some("fast_forward"), Some("1a2b..3c4d")));
+        assert_eq!(
+            to_value(&p[1]),
+            json!({ "status": "rejected", "from": "refs/heads/b", "to": "refs/heads/b", "summary": "[rejected]", "reason": "non-fast-forward" })
+        );
+        assert_eq!((p[2].status, p[2].summary.as_str()), (PushStatus::FastForward, "1a2b..3c4d"));
         assert!(parse_push("?\tx\ty\n").is_err());
     }
 

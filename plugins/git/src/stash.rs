@@ -11,11 +11,12 @@
 //! drop) or the status (pop) is read back after the write.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ExecRead, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ErrorCode, ExecRead, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
 
+use crate::status::StatusResult;
 use crate::time::to_utc;
-use crate::write::{check, git_write, read_back, status_after, status_schema, then_status, truncated_schema, with_paths};
+use crate::write::{check, git_write, read_back, status_after, then_status, with_paths, ReadBackCut};
 use crate::{git, not_a_repository, Repo};
 
 /// `git stash list` in machine form: selector, commit, committer time,
@@ -29,8 +30,20 @@ fn list_cmd(repo: &Repo) -> Cmd {
     git(repo).lit("stash").lit("list").lit("-z").lit(LIST_FORMAT)
 }
 
+// One stash entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Entry {
+    /// n in stash@{n}: 0 is the newest
+    pub index: u64,
+    pub commit: String,
+    /// when it was stashed, RFC 3339 UTC
+    pub time: String,
+    /// git's subject for it: `On <branch>: <message>` or `WIP on <branch>: <commit>`
+    pub message: String,
+}
+
 /// Parse `git stash list -z` with [`LIST_FORMAT`].
-pub fn parse_list(stdout: &[u8]) -> Result<Vec<Value>, OpError> {
+pub fn parse_list(stdout: &[u8]) -> Result<Vec<Entry>, OpError> {
     let text = String::from_utf8_lossy(stdout);
     let mut out = Vec::new();
     for rec in text.split('\0').map(|r| r.trim_start_matches('\n')).filter(|r| !r.is_empty()) {
@@ -39,29 +52,12 @@ pub fn parse_list(stdout: &[u8]) -> Result<Vec<Value>, OpError> {
         let (Some(index), [_, hash, time, subject]) = (index, f.as_slice()) else {
             return Err(errors::invalid_output(&format!("git stash list printed an entry verbgate cannot read: {rec:?}")));
         };
-        out.push(json!({ "index": index, "commit": hash, "time": to_utc(time), "message": subject }));
+        out.push(Entry { index, commit: hash.to_string(), time: to_utc(time), message: subject.to_string() });
         if out.len() >= LISTED {
             break;
         }
     }
     Ok(out)
-}
-
-fn entry_schema() -> Value {
-    json!({
-        "type": "object",
-        "required": ["index", "commit", "time", "message"],
-        "properties": {
-            "index": { "type": "integer", "description": "n in stash@{n}: 0 is the newest" },
-            "commit": { "type": "string" },
-            "time": { "type": "string", "description": "when it was stashed, RFC 3339 UTC" },
-            "message": { "type": "string", "description": "git's subject for it: `On <branch>: <message>` or `WIP on <branch>: <commit>`" }
-        }
-    })
-}
-
-fn list_schema() -> Value {
-    json!({ "type": "array", "items": entry_schema() })
 }
 
 /// `stash@{n}`, written by the plugin from a number.
@@ -75,7 +71,11 @@ fn no_such_stash(outcome: &Outcome, index: u64) -> Result<(), OpError> {
     if outcome.exit_code != Some(0)
         && (err.contains("is not a valid reference") || err.contains("No stash entries found") || err.contains("not a stash-like commit"))
     {
-        return Err(errors::op_error("not_found", &format!("there is no stash {} (git.stashes lists them)", selector(index)), Some(json!({ "index": index }))));
+        return Err(errors::op_error(
+            ErrorCode::NotFound,
+            &format!("there is no stash {} (git.stashes lists them)", selector(index)),
+            Some(json!({ "index": index })),
+        ));
     }
     Ok(())
 }
@@ -111,19 +111,7 @@ impl Verb for Push {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = PushArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["stashed", "stash", "stashes", "read_back_truncated"],
-            "properties": {
-                "stashed": { "type": "boolean", "description": "false when there was nothing to stash" },
-                "stash": { "anyOf": [entry_schema(), { "type": "null" }], "description": "the new entry (stash@{0})" },
-                "stashes": list_schema(),
-                "read_back_truncated": truncated_schema()
-            }
-        }))
-    }
+    type Output = PushResult;
 
     fn plan(args: &PushArgs) -> Result<Plan, OpError> {
         let mut c = git_write(&args.repo).lit("stash").lit("push");
@@ -140,16 +128,26 @@ impl Verb for Push {
         Ok(Plan::ExecRead(ExecRead { run: run.into(), read_back: list_cmd(&args.repo).truncate_stdout().into() }))
     }
 
-    fn map(_: &PushArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &PushArgs, outcome: &Outcome) -> Result<PushResult, OpError> {
         check(outcome)?;
         let back = read_back(outcome, Self::NAME)?;
         let list = parse_list(&back.stdout)?;
         // git says so, and exits 0, when there is nothing to stash (LC_ALL=C).
         let stashed = !outcome.stdout_text().contains("No local changes to save");
-        Ok(
-            json!({ "stashed": stashed, "stash": if stashed { list.first().cloned() } else { None }, "stashes": list, "read_back_truncated": back.stdout_truncated }),
-        )
+        Ok(PushResult { stashed, stash: if stashed { list.first().cloned() } else { None }, stashes: list, cut: ReadBackCut::of(&back) })
     }
+}
+
+// `git.stash`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct PushResult {
+    /// false when there was nothing to stash
+    stashed: bool,
+    /// the new entry (stash@{0})
+    stash: Option<Entry>,
+    stashes: Vec<Entry>,
+    #[serde(flatten)]
+    cut: ReadBackCut,
 }
 
 /// `git.stashes` args.
@@ -170,20 +168,23 @@ impl Verb for List {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = ListArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({ "type": "object", "required": ["stashes"], "properties": { "stashes": list_schema() } }))
-    }
+    type Output = ListResult;
 
     fn plan(args: &ListArgs) -> Result<Plan, OpError> {
         Ok(Plan::Exec(list_cmd(&args.repo).into()))
     }
 
-    fn map(_: &ListArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &ListArgs, outcome: &Outcome) -> Result<ListResult, OpError> {
         not_a_repository(outcome)?;
         outcome.success()?;
-        Ok(json!({ "stashes": parse_list(&outcome.stdout)? }))
+        Ok(ListResult { stashes: parse_list(&outcome.stdout)? })
     }
+}
+
+// `git.stashes`' result.
+#[derive(Serialize, JsonSchema)]
+pub struct ListResult {
+    stashes: Vec<Entry>,
 }
 
 /// `git.stash_pop` args.
@@ -214,19 +215,7 @@ impl Verb for Pop {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = PopArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["applied", "dropped", "status", "read_back_truncated"],
-            "properties": {
-                "applied": { "type": "string", "description": "the stash applied (stash@{n})" },
-                "dropped": { "type": "boolean" },
-                "status": status_schema(),
-                "read_back_truncated": truncated_schema()
-            }
-        }))
-    }
+    type Output = PopResult;
 
     fn plan(args: &PopArgs) -> Result<Plan, OpError> {
         let mut c = git_write(&args.repo).lit("stash").lit(if args.keep { "apply" } else { "pop" });
@@ -236,7 +225,7 @@ impl Verb for Pop {
         Ok(then_status(c.lit_owned(selector(args.index)), &args.repo))
     }
 
-    fn map(args: &PopArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &PopArgs, outcome: &Outcome) -> Result<PopResult, OpError> {
         not_a_repository(outcome)?;
         no_such_stash(outcome, args.index)?;
         let said = format!("{}{}", outcome.stdout_text(), outcome.stderr_text());
@@ -251,8 +240,20 @@ impl Verb for Pop {
         }
         check(outcome)?;
         let (status, cut) = status_after(outcome, Self::NAME)?;
-        Ok(json!({ "applied": selector(args.index), "dropped": !args.keep, "status": status, "read_back_truncated": cut }))
+        Ok(PopResult { applied: selector(args.index), dropped: !args.keep, status, cut })
     }
+}
+
+// `git.stash_pop`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct PopResult {
+    /// the stash applied (stash@{n})
+    applied: String,
+    dropped: bool,
+    /// the repository's status after the write (as git.status returns it)
+    status: StatusResult,
+    #[serde(flatten)]
+    cut: ReadBackCut,
 }
 
 /// `git.stash_drop` args.
@@ -276,27 +277,29 @@ impl Verb for Drop {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = DropArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["dropped", "stashes", "read_back_truncated"],
-            "properties": { "dropped": { "type": "string" }, "stashes": list_schema(), "read_back_truncated": truncated_schema() }
-        }))
-    }
+    type Output = DropResult;
 
     fn plan(args: &DropArgs) -> Result<Plan, OpError> {
         let run = git_write(&args.repo).lit("stash").lit("drop").lit_owned(selector(args.index));
         Ok(Plan::ExecRead(ExecRead { run: run.into(), read_back: list_cmd(&args.repo).truncate_stdout().into() }))
     }
 
-    fn map(args: &DropArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &DropArgs, outcome: &Outcome) -> Result<DropResult, OpError> {
         not_a_repository(outcome)?;
         no_such_stash(outcome, args.index)?;
         check(outcome)?;
         let back = read_back(outcome, Self::NAME)?;
-        Ok(json!({ "dropped": selector(args.index), "stashes": parse_list(&back.stdout)?, "read_back_truncated": back.stdout_truncated }))
+        Ok(DropResult { dropped: selector(args.index), stashes: parse_list(&back.stdout)?, cut: ReadBackCut::of(&back) })
     }
+}
+
+// `git.stash_drop`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct DropResult {
+    dropped: String,
+    stashes: Vec<Entry>,
+    #[serde(flatten)]
+    cut: ReadBackCut,
 }
 
 #[cfg(test)]
@@ -308,8 +311,8 @@ mod tests {
         let out =
             "stash@{0}\u{1f}abc\u{1f}2024-01-02T03:04:05+02:00\u{1f}On main: wip\0stash@{1}\u{1f}def\u{1f}2024-01-01T00:00:00+00:00\u{1f}WIP on main: 123 x\0";
         let l = parse_list(out.as_bytes()).unwrap();
-        assert_eq!(l[0], json!({ "index": 0, "commit": "abc", "time": "2024-01-02T01:04:05Z", "message": "On main: wip" }));
-        assert_eq!(l[1]["index"], 1);
+        assert_eq!(l[0], Entry { index: 0, commit: "abc".into(), time: "2024-01-02T01:04:05Z".into(), message: "On main: wip".into() });
+        assert_eq!(l[1].index, 1);
         assert!(parse_list(b"stash@{x}\x1fa\x1fb\x1fc\0").is_err());
     }
 
@@ -329,7 +332,10 @@ mod tests {
     fn nothing_to_stash_is_reported_not_invented() {
         let back = Outcome::exited(0, "stash@{0}\u{1f}old\u{1f}2024-01-01T00:00:00+00:00\u{1f}On main: older\0");
         let o = Outcome::exited(0, "No local changes to save\n").with_read_back(back);
-        let v: Value = verbgate_plugin_sdk::serde_json::from_str(&crate::Git::map_result("git.stash", "{}", &o).unwrap()).unwrap();
-        assert_eq!((v["stashed"].as_bool(), v["stash"].clone(), v["stashes"][0]["commit"].as_str()), (Some(false), Value::Null, Some("old")));
+        let v: verbgate_plugin_sdk::Value = verbgate_plugin_sdk::serde_json::from_str(&crate::Git::map_result("git.stash", "{}", &o).unwrap()).unwrap();
+        assert_eq!(
+            (v["stashed"].as_bool(), v["stash"].clone(), v["stashes"][0]["commit"].as_str()),
+            (Some(false), verbgate_plugin_sdk::Value::Null, Some("old"))
+        );
     }
 }

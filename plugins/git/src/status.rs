@@ -5,7 +5,9 @@
 //! `u` (unmerged), `?` (untracked) and `!` (ignored). Paths come last on a
 //! line and may contain spaces, so fields are split with a fixed count.
 
-use verbgate_plugin_sdk::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use verbgate_plugin_sdk::{errors, OpError};
 
 /// One changed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +21,7 @@ pub struct Entry {
     /// Worktree state letter, `.` for unchanged.
     pub worktree: char,
     /// changed / renamed / unmerged / untracked / ignored.
-    pub kind: &'static str,
+    pub kind: Kind,
 }
 
 /// The parsed status.
@@ -71,7 +73,7 @@ pub fn parse(bytes: &[u8]) -> Status {
                 let f: Vec<&str> = rec.splitn(9, ' ').collect();
                 if f.len() == 9 {
                     let (x, y) = xy(f[1]);
-                    st.entries.push(Entry { path: f[8].to_string(), orig_path: None, index: x, worktree: y, kind: "changed" });
+                    st.entries.push(Entry { path: f[8].to_string(), orig_path: None, index: x, worktree: y, kind: Kind::Changed });
                 }
             }
             Some('2') => {
@@ -80,18 +82,18 @@ pub fn parse(bytes: &[u8]) -> Status {
                 i += 1;
                 if f.len() == 10 {
                     let (x, y) = xy(f[1]);
-                    st.entries.push(Entry { path: f[9].to_string(), orig_path: orig, index: x, worktree: y, kind: "renamed" });
+                    st.entries.push(Entry { path: f[9].to_string(), orig_path: orig, index: x, worktree: y, kind: Kind::Renamed });
                 }
             }
             Some('u') => {
                 let f: Vec<&str> = rec.splitn(11, ' ').collect();
                 if f.len() == 11 {
                     let (x, y) = xy(f[1]);
-                    st.entries.push(Entry { path: f[10].to_string(), orig_path: None, index: x, worktree: y, kind: "unmerged" });
+                    st.entries.push(Entry { path: f[10].to_string(), orig_path: None, index: x, worktree: y, kind: Kind::Unmerged });
                 }
             }
-            Some('?') => st.entries.push(Entry { path: rec[2..].to_string(), orig_path: None, index: '?', worktree: '?', kind: "untracked" }),
-            Some('!') => st.entries.push(Entry { path: rec[2..].to_string(), orig_path: None, index: '!', worktree: '!', kind: "ignored" }),
+            Some('?') => st.entries.push(Entry { path: rec[2..].to_string(), orig_path: None, index: '?', worktree: '?', kind: Kind::Untracked }),
+            Some('!') => st.entries.push(Entry { path: rec[2..].to_string(), orig_path: None, index: '!', worktree: '!', kind: Kind::Ignored }),
             _ => {}
         }
     }
@@ -99,68 +101,119 @@ pub fn parse(bytes: &[u8]) -> Status {
 }
 
 impl Status {
-    /// The verb's result.
-    pub fn to_json(&self) -> Value {
-        let entries: Vec<Value> = self
+    /// The verb's result; `invalid_output` for a state letter git does not
+    /// document (the schema could not describe it).
+    pub fn to_result(&self) -> Result<StatusResult, OpError> {
+        let entries = self
             .entries
             .iter()
             .map(|e| {
-                let tracked = matches!(e.kind, "changed" | "renamed" | "unmerged");
-                json!({
-                    "path": e.path,
-                    "orig_path": e.orig_path,
-                    "index": e.index.to_string(),
-                    "worktree": e.worktree.to_string(),
-                    "kind": e.kind,
-                    "staged": tracked && e.index != '.',
-                    "unstaged": tracked && e.worktree != '.',
+                let tracked = matches!(e.kind, Kind::Changed | Kind::Renamed | Kind::Unmerged);
+                Ok(EntryState {
+                    path: e.path.clone(),
+                    orig_path: e.orig_path.clone(),
+                    index: State::of(e.index)?,
+                    worktree: State::of(e.worktree)?,
+                    kind: e.kind,
+                    staged: tracked && e.index != '.',
+                    unstaged: tracked && e.worktree != '.',
                 })
             })
-            .collect();
-        let clean = self.entries.iter().all(|e| e.kind == "ignored");
-        json!({
-            "branch": { "head": self.head, "oid": self.oid, "upstream": self.upstream, "ahead": self.ahead, "behind": self.behind },
-            "entries": entries,
-            "clean": clean,
+            .collect::<Result<Vec<_>, OpError>>()?;
+        Ok(StatusResult {
+            branch: BranchState { head: self.head.clone(), oid: self.oid.clone(), upstream: self.upstream.clone(), ahead: self.ahead, behind: self.behind },
+            entries,
+            clean: self.entries.iter().all(|e| e.kind == Kind::Ignored),
         })
     }
 }
 
-/// The result schema of `git.status`.
-pub fn result_schema() -> Value {
-    let state = json!({ "type": "string", "enum": ["M", "A", "D", "R", "C", "T", "U", ".", "?", "!"] });
-    let opt_str = json!({ "type": ["string", "null"] });
-    let opt_int = json!({ "type": ["integer", "null"] });
-    json!({
-        "type": "object",
-        "required": ["branch", "entries", "clean"],
-        "properties": {
-            "branch": {
-                "type": "object",
-                "required": ["head", "oid", "upstream", "ahead", "behind"],
-                "properties": {
-                    "head": { "type": ["string", "null"], "description": "branch name; null when HEAD is detached" },
-                    "oid": { "type": ["string", "null"], "description": "HEAD commit; null before the first commit" },
-                    "upstream": opt_str, "ahead": opt_int, "behind": opt_int
-                }
-            },
-            "entries": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["path", "orig_path", "index", "worktree", "kind", "staged", "unstaged"],
-                    "properties": {
-                        "path": { "type": "string" },
-                        "orig_path": { "type": ["string", "null"], "description": "origin of a rename or copy" },
-                        "index": state, "worktree": state,
-                        "kind": { "type": "string", "enum": ["changed", "renamed", "unmerged", "untracked", "ignored"] },
-                        "staged": { "type": "boolean" }, "unstaged": { "type": "boolean" }
-                    }
-                }
-            },
-            "clean": { "type": "boolean", "description": "no changed or untracked paths" }
-        }
-    })
+// `git.status`'s result (and the status a write verb reads back).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StatusResult {
+    pub branch: BranchState,
+    pub entries: Vec<EntryState>,
+    /// no changed or untracked paths
+    pub clean: bool,
+}
+
+// The branch HEAD is on, and its upstream.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BranchState {
+    /// branch name; null when HEAD is detached
+    pub head: Option<String>,
+    /// HEAD commit; null before the first commit
+    pub oid: Option<String>,
+    pub upstream: Option<String>,
+    pub ahead: Option<i64>,
+    pub behind: Option<i64>,
+}
+
+// One changed path, as callers see it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EntryState {
+    pub path: String,
+    /// origin of a rename or copy
+    pub orig_path: Option<String>,
+    pub index: State,
+    pub worktree: State,
+    pub kind: Kind,
+    pub staged: bool,
+    pub unstaged: bool,
+}
+
+// What kind of entry a path is (a plain comment, as on every result
+// type: a type's doc comment would become its schema's description).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    // Plain comments: documented variants would become a `oneOf`.
+    Changed,
+    Renamed,
+    Unmerged,
+    Untracked,
+    Ignored,
+}
+
+// A state letter of porcelain v2 (`git status --help`, "Short Format").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub enum State {
+    // Modified, added, deleted, renamed, copied, type changed, unmerged.
+    M,
+    A,
+    D,
+    R,
+    C,
+    T,
+    U,
+    // Unchanged.
+    #[serde(rename = ".")]
+    Unchanged,
+    // Untracked.
+    #[serde(rename = "?")]
+    Untracked,
+    // Ignored.
+    #[serde(rename = "!")]
+    Ignored,
+}
+
+impl State {
+    /// The state a letter names.
+    fn of(c: char) -> Result<State, OpError> {
+        Ok(match c {
+            'M' => State::M,
+            'A' => State::A,
+            'D' => State::D,
+            'R' => State::R,
+            'C' => State::C,
+            'T' => State::T,
+            'U' => State::U,
+            '.' => State::Unchanged,
+            '?' => State::Untracked,
+            '!' => State::Ignored,
+            other => return Err(errors::invalid_output(&format!("git status printed the state letter {other:?}, which verbgate does not know"))),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -182,17 +235,18 @@ u UU N... 100644 100644 100644 100644 aaaa bbbb cccc conflict.txt\0\
         let paths: Vec<&str> = st.entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["staged file.txt", "dir/with space.txt", "new name.txt", "conflict.txt", "untracked file", "ignored.log"]);
         assert_eq!(st.entries[2].orig_path.as_deref(), Some("old name.txt"));
-        let j = st.to_json();
-        assert_eq!(j["entries"][0]["staged"], true);
-        assert_eq!(j["entries"][0]["unstaged"], false);
-        assert_eq!(j["entries"][1]["unstaged"], true);
-        assert_eq!(j["clean"], false);
+        let r = st.to_result().unwrap();
+        assert!(r.entries[0].staged && !r.entries[0].unstaged);
+        assert!(r.entries[1].unstaged);
+        assert!(!r.clean);
+        assert_eq!(verbgate_plugin_sdk::serde_json::to_value(&r.entries[2]).unwrap()["index"], "R");
+        assert_eq!(verbgate_plugin_sdk::serde_json::to_value(&r.entries[4]).unwrap()["worktree"], "?");
     }
 
     #[test]
     fn initial_and_detached() {
         let st = parse(b"# branch.oid (initial)\0# branch.head (detached)\0");
         assert_eq!((st.oid.as_deref(), st.head.as_deref()), (None, None));
-        assert_eq!(st.to_json()["clean"], true);
+        assert!(st.to_result().unwrap().clean);
     }
 }

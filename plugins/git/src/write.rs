@@ -21,8 +21,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ExecRead, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ErrorCode, ExecRead, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
 
+use crate::status::StatusResult;
 use crate::{git, log, not_a_repository, status, status_cmd, Repo};
 
 /// `git` for a write: literal pathspecs, no automatic gc or maintenance.
@@ -63,10 +64,25 @@ pub(crate) fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpErro
 
 /// The status a write left, in `git.status`'s result form, and whether it
 /// was cut short (then only whole records are kept).
-pub(crate) fn status_after(outcome: &Outcome, verb: &str) -> Result<(Value, bool), OpError> {
+pub(crate) fn status_after(outcome: &Outcome, verb: &str) -> Result<(StatusResult, ReadBackCut), OpError> {
     let back = read_back(outcome, verb)?;
     let whole = if back.stdout_truncated { &back.stdout[..back.stdout.iter().rposition(|b| *b == 0).map_or(0, |at| at + 1)] } else { &back.stdout[..] };
-    Ok((status::parse(whole).to_json(), back.stdout_truncated))
+    Ok((status::parse(whole).to_result()?, ReadBackCut { read_back_truncated: back.stdout_truncated }))
+}
+
+// Whether a write's read-back was cut (flattened into every write's
+// result).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub(crate) struct ReadBackCut {
+    /// the read-back outgrew the host's capture bound and was cut (whole records kept)
+    pub read_back_truncated: bool,
+}
+
+impl ReadBackCut {
+    /// Whether `back` (a read-back) was cut.
+    pub fn of(back: &Outcome) -> ReadBackCut {
+        ReadBackCut { read_back_truncated: back.stdout_truncated }
+    }
 }
 
 /// The errors the write verbs share: not a repository, a path git does not
@@ -79,23 +95,13 @@ pub(crate) fn check(outcome: &Outcome) -> Result<(), OpError> {
         if let Some(rest) = stderr.split("pathspec '").nth(1) {
             let path = rest.split("' did not match").next().unwrap_or_default();
             return Err(errors::op_error(
-                "not_found",
+                ErrorCode::NotFound,
                 &format!("git knows no file matching the path {path:?} (paths are literal file names, relative to the repository directory)"),
                 Some(json!({ "path": path })),
             ));
         }
     }
     outcome.success()
-}
-
-pub(crate) fn status_schema() -> Value {
-    let mut schema = status::result_schema();
-    schema["description"] = json!("the repository's status after the write (as git.status returns it)");
-    schema
-}
-
-pub(crate) fn truncated_schema() -> Value {
-    json!({ "type": "boolean", "description": "the read-back outgrew the host's capture bound and was cut (whole records kept)" })
 }
 
 /// `git.add` args.
@@ -119,35 +125,34 @@ impl Verb for Add {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = AddArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["staged", "status", "read_back_truncated"],
-            "properties": {
-                "staged": { "type": "array", "items": { "type": "string" } },
-                "status": status_schema(),
-                "read_back_truncated": truncated_schema()
-            }
-        }))
-    }
+    type Output = AddResult;
 
     fn plan(args: &AddArgs) -> Result<Plan, OpError> {
         Ok(then_status(with_paths(git_write(&args.repo).lit("add"), &args.paths), &args.repo))
     }
 
-    fn map(args: &AddArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &AddArgs, outcome: &Outcome) -> Result<AddResult, OpError> {
         if outcome.exit_code == Some(1) && outcome.stderr_text().contains("ignored by one of your .gitignore files") {
             return Err(errors::op_error(
-                "invalid_args",
+                ErrorCode::InvalidArgs,
                 "a path is ignored by .gitignore, and git.add never forces ignored files in; nothing was staged",
                 Some(json!({ "paths": args.paths, "stderr": outcome.stderr_text().trim() })),
             ));
         }
         check(outcome)?;
         let (status, cut) = status_after(outcome, Self::NAME)?;
-        Ok(json!({ "staged": args.paths, "status": status, "read_back_truncated": cut }))
+        Ok(AddResult { staged: args.paths.clone(), status, cut })
     }
+}
+
+// `git.add`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct AddResult {
+    staged: Vec<String>,
+    /// the repository's status after the write (as git.status returns it)
+    status: StatusResult,
+    #[serde(flatten)]
+    cut: ReadBackCut,
 }
 
 /// `git.commit` args.
@@ -174,19 +179,7 @@ impl Verb for Commit {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = CommitArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["commit", "branch", "root_commit", "read_back_truncated"],
-            "properties": {
-                "commit": log::commit_schema(),
-                "read_back_truncated": truncated_schema(),
-                "branch": { "type": ["string", "null"], "description": "the branch it is on; null on a detached HEAD" },
-                "root_commit": { "type": "boolean", "description": "the repository's first commit" }
-            }
-        }))
-    }
+    type Output = CommitResult;
 
     fn plan(args: &CommitArgs) -> Result<Plan, OpError> {
         let mut c =
@@ -211,24 +204,20 @@ impl Verb for Commit {
         Ok(Plan::ExecRead(ExecRead { run: c.end_of_options().stdin(args.message.as_bytes()).into(), read_back: back.into() }))
     }
 
-    fn map(_: &CommitArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &CommitArgs, outcome: &Outcome) -> Result<CommitResult, OpError> {
         let out = outcome.stdout_text();
         if outcome.exit_code == Some(1)
             && (out.contains("nothing to commit") || out.contains("nothing added to commit") || out.contains("no changes added to commit"))
         {
             return Err(errors::op_error(
-                "exit_nonzero",
+                ErrorCode::ExitNonzero,
                 "nothing is staged, so there is nothing to commit: stage changes with git.add first (or pass allow_empty: true)",
                 Some(json!({ "exit_code": 1 })),
             ));
         }
         let err = outcome.stderr_text();
         if outcome.exit_code != Some(0) && (err.contains("Author identity unknown") || err.contains("Please tell me who you are")) {
-            return Err(errors::op_error(
-                "unavailable",
-                "git has no author identity: set user.name and user.email in the repository's (or the user's) git config",
-                None,
-            ));
+            return Err(errors::unavailable("git has no author identity: set user.name and user.email in the repository's (or the user's) git config"));
         }
         check(outcome)?;
         let back = read_back(outcome, Self::NAME)?;
@@ -240,16 +229,28 @@ impl Verb for Commit {
         // between the commit and its read-back. git's own summary line
         // names the commit it made (full hash: `core.abbrev=no`).
         if let Some(made) = made_hash(&out) {
-            if commit["hash"] != made {
+            if commit.hash != made {
                 return Err(errors::invalid_output(&format!(
-                    "git.commit made commit {made}, but HEAD had moved on to {} when it was read back (another write ran at the same time); git.show {made} shows the commit made",
-                    commit["hash"]
+                    "git.commit made commit {made}, but HEAD had moved on to {:?} when it was read back (another write ran at the same time); git.show {made} shows the commit made",
+                    commit.hash
                 )));
             }
         }
-        let root_commit = commit["parents"].as_array().is_some_and(Vec::is_empty);
-        Ok(json!({ "commit": commit, "branch": head_branch(refs), "root_commit": root_commit, "read_back_truncated": back.stdout_truncated }))
+        let root_commit = commit.parents.is_empty();
+        Ok(CommitResult { branch: head_branch(refs), root_commit, commit, cut: ReadBackCut::of(&back) })
     }
+}
+
+// `git.commit`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct CommitResult {
+    commit: log::Commit,
+    /// the branch it is on; null on a detached HEAD
+    branch: Option<String>,
+    /// the repository's first commit
+    root_commit: bool,
+    #[serde(flatten)]
+    cut: ReadBackCut,
 }
 
 /// The full hash in git's commit summary line (`[main (root-commit)
@@ -268,7 +269,7 @@ fn head_branch(refs: &str) -> Option<String> {
     refs.split(", ").find_map(|r| r.strip_prefix("HEAD -> ")).map(str::to_string)
 }
 
-/// What `git.restore` restores.
+// What `git.restore` restores.
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
@@ -310,20 +311,7 @@ impl Verb for Restore {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = RestoreArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["restored", "scope", "source", "status", "read_back_truncated"],
-            "properties": {
-                "restored": { "type": "array", "items": { "type": "string" } },
-                "scope": { "enum": ["worktree", "staged", "both"] },
-                "source": { "type": ["string", "null"] },
-                "status": status_schema(),
-                "read_back_truncated": truncated_schema()
-            }
-        }))
-    }
+    type Output = RestoreResult;
 
     fn plan(args: &RestoreArgs) -> Result<Plan, OpError> {
         let mut c = git_write(&args.repo).lit("restore");
@@ -339,16 +327,23 @@ impl Verb for Restore {
         Ok(then_status(with_paths(c, &args.paths), &args.repo))
     }
 
-    fn map(args: &RestoreArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &RestoreArgs, outcome: &Outcome) -> Result<RestoreResult, OpError> {
         check(outcome)?;
-        let scope = match args.scope {
-            Scope::Worktree => "worktree",
-            Scope::Staged => "staged",
-            Scope::Both => "both",
-        };
         let (status, cut) = status_after(outcome, Self::NAME)?;
-        Ok(json!({ "restored": args.paths, "scope": scope, "source": args.source, "status": status, "read_back_truncated": cut }))
+        Ok(RestoreResult { restored: args.paths.clone(), scope: args.scope, source: args.source.clone(), status, cut })
     }
+}
+
+// `git.restore`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct RestoreResult {
+    restored: Vec<String>,
+    scope: Scope,
+    source: Option<String>,
+    /// the repository's status after the write (as git.status returns it)
+    status: StatusResult,
+    #[serde(flatten)]
+    cut: ReadBackCut,
 }
 
 /// `git.switch` args.
@@ -378,19 +373,7 @@ impl Verb for Switch {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = SwitchArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["branch", "created", "status", "read_back_truncated"],
-            "properties": {
-                "branch": { "type": "string" },
-                "created": { "type": "boolean" },
-                "status": status_schema(),
-                "read_back_truncated": truncated_schema()
-            }
-        }))
-    }
+    type Output = SwitchResult;
 
     fn plan(args: &SwitchArgs) -> Result<Plan, OpError> {
         // `--no-guess`: an existing local branch only, never one made up
@@ -412,20 +395,31 @@ impl Verb for Switch {
         Ok(then_status(c.end_of_options(), &args.repo))
     }
 
-    fn map(args: &SwitchArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &SwitchArgs, outcome: &Outcome) -> Result<SwitchResult, OpError> {
         not_a_repository(outcome)?;
         let err = outcome.stderr_text();
         if outcome.exit_code != Some(0) && (err.contains("invalid reference") || err.contains("is not a valid branch name")) {
             return Err(errors::op_error(
-                "not_found",
+                ErrorCode::NotFound,
                 &format!("no local branch {:?} to switch to (or not a valid branch name); git.branches lists them", args.branch),
                 Some(json!({ "branch": args.branch })),
             ));
         }
         outcome.success()?;
         let (status, cut) = status_after(outcome, Self::NAME)?;
-        Ok(json!({ "branch": args.branch, "created": args.create, "status": status, "read_back_truncated": cut }))
+        Ok(SwitchResult { branch: args.branch.clone(), created: args.create, status, cut })
     }
+}
+
+// `git.switch`'s result.
+#[derive(Serialize, JsonSchema)]
+pub struct SwitchResult {
+    branch: String,
+    created: bool,
+    /// the repository's status after the write (as git.status returns it)
+    status: StatusResult,
+    #[serde(flatten)]
+    cut: ReadBackCut,
 }
 
 #[cfg(test)]
@@ -433,7 +427,7 @@ mod tests {
     use super::*;
     use crate::Git;
     use verbgate_plugin_sdk::serde_json;
-    use verbgate_plugin_sdk::Arg;
+    use verbgate_plugin_sdk::{Arg, Value};
 
     /// The write command of a verb's `exec-read` plan.
     fn exec(verb: &str, args: Value) -> verbgate_plugin_sdk::Command {

@@ -13,7 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use verbgate_plugin_sdk::{json, serde_json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use verbgate_plugin_sdk::{serde_json, Value};
 
 /// Output kept per failed test (its tail), for the first [`DETAILED`] failures.
 pub const OUTPUT_BYTES: usize = 4 << 10;
@@ -47,11 +49,69 @@ pub fn position(posn: &str) -> Option<(&str, u64, u64)> {
     Some((file, line.parse().ok()?, col.parse().ok()?)).filter(|(f, _, _)| !f.is_empty())
 }
 
+// A compiler error or vet diagnostic, with its place when it has one (a
+// plain comment, as on every result type: a type's doc comment would
+// become its schema's description).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Place {
+    pub package: String,
+    /// as the go command prints it (relative to dir, or absolute)
+    pub file: Option<String>,
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    pub message: String,
+}
+
+// A vet diagnostic: its place and the analyzer that found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct VetDiagnostic {
+    #[serde(flatten)]
+    pub place: Place,
+    pub analyzer: String,
+}
+
+// An analyzer that could not check a package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct AnalyzerError {
+    pub package: String,
+    pub analyzer: String,
+    pub message: String,
+}
+
+// Where a test failed: its first `t.Error`/`t.Fatal` message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Failure {
+    pub file: Option<String>,
+    pub line: Option<u64>,
+    pub message: String,
+}
+
+// How a test ended (`running`: it started and never ended: its binary
+// died, or was killed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOutcome {
+    Passed,
+    Failed,
+    Skipped,
+    Running,
+}
+
+// How a package ended (`error`: its test binary did not build).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PackageOutcome {
+    Passed,
+    Failed,
+    Skipped,
+    Error,
+}
+
 /// The compiler errors of build events, and the packages that failed to build.
 #[derive(Debug, Default)]
 pub struct Build {
-    /// `{package, file, line, column, message}` (file as the go command printed it).
-    pub errors: Vec<Value>,
+    /// Compiler errors (file as the go command printed it).
+    pub errors: Vec<Place>,
     /// Import paths (as the events name them) whose build failed.
     pub failed: Vec<String>,
     /// How many errors there were.
@@ -74,8 +134,8 @@ impl Build {
                         continue;
                     }
                     self.errors.push(match place(line) {
-                        Some((file, l, c, message)) => json!({ "package": pkg, "file": file, "line": l, "column": c, "message": message }),
-                        None => json!({ "package": pkg, "file": null, "line": null, "column": null, "message": line.trim() }),
+                        Some((file, l, c, message)) => Place { package: pkg.to_string(), file: Some(file), line: Some(l), column: c, message },
+                        None => Place { package: pkg.to_string(), file: None, line: None, column: None, message: line.trim().to_string() },
                     });
                 }
             }
@@ -89,16 +149,16 @@ impl Build {
 /// A test's running state.
 #[derive(Debug, Default)]
 struct Test {
-    outcome: Option<&'static str>,
+    outcome: Option<TestOutcome>,
     elapsed: Option<f64>,
     output: String,
-    failure: Option<Value>,
+    failure: Option<Failure>,
 }
 
 /// A package's ending: its outcome, seconds, and the build that failed.
 #[derive(Debug, Default)]
 struct Package {
-    outcome: Option<&'static str>,
+    outcome: Option<PackageOutcome>,
     elapsed: Option<f64>,
     failed_build: Option<String>,
 }
@@ -130,9 +190,9 @@ pub fn test_run(stdout: &[u8]) -> TestRun {
         let Some(pkg) = e["Package"].as_str() else { continue };
         let action = e["Action"].as_str().unwrap_or_default();
         let outcome = match action {
-            "pass" => Some("passed"),
-            "fail" => Some("failed"),
-            "skip" => Some("skipped"),
+            "pass" => Some((TestOutcome::Passed, PackageOutcome::Passed)),
+            "fail" => Some((TestOutcome::Failed, PackageOutcome::Failed)),
+            "skip" => Some((TestOutcome::Skipped, PackageOutcome::Skipped)),
             _ => None,
         };
         match e["Test"].as_str() {
@@ -146,8 +206,8 @@ pub fn test_run(stdout: &[u8]) -> TestRun {
                     let out = e["Output"].as_str().unwrap_or_default();
                     if e["OutputType"] == "error" && t.failure.is_none() {
                         t.failure = Some(match place(out) {
-                            Some((file, line, _, message)) => json!({ "file": file, "line": line, "message": message }),
-                            None => json!({ "file": null, "line": null, "message": out.trim() }),
+                            Some((file, line, _, message)) => Failure { file: Some(file), line: Some(line), message },
+                            None => Failure { file: None, line: None, message: out.trim().to_string() },
                         });
                     }
                     // Frames (`=== RUN`, `--- FAIL`) are the runner's own.
@@ -158,8 +218,8 @@ pub fn test_run(stdout: &[u8]) -> TestRun {
                         }
                     }
                 }
-                if outcome.is_some() {
-                    (t.outcome, t.elapsed) = (outcome, e["Elapsed"].as_f64());
+                if let Some((o, _)) = outcome {
+                    (t.outcome, t.elapsed) = (Some(o), e["Elapsed"].as_f64());
                 }
             }
             None => {
@@ -167,12 +227,12 @@ pub fn test_run(stdout: &[u8]) -> TestRun {
                     r.package_order.push(pkg.to_string());
                 }
                 let p = r.packages.entry(pkg.to_string()).or_default();
-                if outcome.is_some() {
+                if let Some((_, o)) = outcome {
                     let build_failed = e["FailedBuild"].as_str().map(str::to_string);
                     // A package whose test binary did not build is an
                     // error, not a failed test.
                     *p = Package {
-                        outcome: if build_failed.is_some() { Some("error") } else { outcome },
+                        outcome: Some(if build_failed.is_some() { PackageOutcome::Error } else { o }),
                         elapsed: e["Elapsed"].as_f64(),
                         failed_build: build_failed,
                     };
@@ -193,60 +253,136 @@ fn tail(text: &str, max: usize) -> &str {
 }
 
 impl TestRun {
-    /// `{counts, packages, tests, tests_truncated, build_errors}`.
-    pub fn to_json(&self) -> Value {
-        let mut counts: BTreeMap<&str, u64> = [("passed", 0), ("failed", 0), ("skipped", 0), ("running", 0)].into_iter().collect();
+    /// The verb's result, for a run that exited with `exit_code`.
+    pub fn to_result(&self, exit_code: Option<i32>) -> TestResult {
+        let mut counts = TestCounts::default();
         let mut tests = Vec::new();
         let mut detailed = 0;
         for key in &self.order {
             let t = &self.tests[key];
             // A test that started but never ended: its binary died (a
             // panic in another goroutine, a timeout) or was killed.
-            let outcome = t.outcome.unwrap_or("running");
-            *counts.entry(outcome).or_default() += 1;
+            let outcome = t.outcome.unwrap_or(TestOutcome::Running);
+            *match outcome {
+                TestOutcome::Passed => &mut counts.passed,
+                TestOutcome::Failed => &mut counts.failed,
+                TestOutcome::Skipped => &mut counts.skipped,
+                TestOutcome::Running => &mut counts.running,
+            } += 1;
+            counts.total += 1;
             if tests.len() >= LISTED {
                 continue;
             }
-            let mut entry = json!({ "package": key.0, "test": key.1, "outcome": outcome, "duration": t.elapsed });
-            if outcome != "passed" && outcome != "skipped" {
-                entry["failure"] = t.failure.clone().unwrap_or(Value::Null);
-                if detailed < DETAILED {
-                    detailed += 1;
-                    entry["output"] = json!(tail(&t.output, OUTPUT_BYTES));
+            let mut entry = TestEntry { package: key.0.clone(), test: key.1.clone(), outcome, duration: t.elapsed, failure: None, output: None };
+            match outcome {
+                TestOutcome::Failed | TestOutcome::Running => {
+                    entry.failure = Some(t.failure.clone());
+                    if detailed < DETAILED {
+                        detailed += 1;
+                        entry.output = Some(tail(&t.output, OUTPUT_BYTES).to_string());
+                    }
                 }
-            } else if outcome == "skipped" {
                 // The skip reason is the test's own output (`t.Skip("…")`).
-                entry["output"] = json!(tail(t.output.trim(), 512));
+                TestOutcome::Skipped => entry.output = Some(tail(t.output.trim(), 512).to_string()),
+                TestOutcome::Passed => {}
             }
             tests.push(entry);
         }
-        let total: u64 = counts.values().sum();
-        let mut package_counts: BTreeMap<&str, u64> = [("passed", 0), ("failed", 0), ("skipped", 0), ("error", 0)].into_iter().collect();
-        let packages: Vec<Value> = self
+        let mut package_counts = PackageCounts::default();
+        let packages = self
             .package_order
             .iter()
             .map(|p| {
                 let pkg = &self.packages[p];
-                let outcome = pkg.outcome.unwrap_or("failed");
-                *package_counts.entry(outcome).or_default() += 1;
-                json!({ "package": p, "outcome": outcome, "duration": pkg.elapsed, "failed_build": pkg.failed_build })
+                let outcome = pkg.outcome.unwrap_or(PackageOutcome::Failed);
+                *match outcome {
+                    PackageOutcome::Passed => &mut package_counts.passed,
+                    PackageOutcome::Failed => &mut package_counts.failed,
+                    PackageOutcome::Skipped => &mut package_counts.skipped,
+                    PackageOutcome::Error => &mut package_counts.error,
+                } += 1;
+                PackageEntry { package: p.clone(), outcome, duration: pkg.elapsed, failed_build: pkg.failed_build.clone() }
             })
             .collect();
-        json!({
-            "counts": { "passed": counts["passed"], "failed": counts["failed"], "skipped": counts["skipped"], "running": counts["running"], "total": total },
-            "package_counts": package_counts,
-            "packages": packages,
-            "tests": tests,
-            "tests_truncated": total as usize > tests.len(),
-            "build_errors": self.build.errors,
-        })
+        TestResult {
+            success: exit_code == Some(0),
+            exit_code,
+            tests_truncated: counts.total as usize > tests.len(),
+            counts,
+            package_counts,
+            packages,
+            tests,
+            build_errors: self.build.errors.clone(),
+        }
     }
+}
+
+// `go.test`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TestResult {
+    pub success: bool,
+    pub exit_code: Option<i32>,
+    pub counts: TestCounts,
+    pub package_counts: PackageCounts,
+    pub packages: Vec<PackageEntry>,
+    pub tests: Vec<TestEntry>,
+    pub tests_truncated: bool,
+    pub build_errors: Vec<Place>,
+}
+
+// Tests by outcome.
+#[derive(Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct TestCounts {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub running: u64,
+    pub total: u64,
+}
+
+// Packages by outcome.
+#[derive(Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PackageCounts {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub error: u64,
+}
+
+// One package's ending.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PackageEntry {
+    pub package: String,
+    pub outcome: PackageOutcome,
+    /// seconds
+    pub duration: Option<f64>,
+    /// the package whose build failed (outcome error)
+    pub failed_build: Option<String>,
+}
+
+// One test.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TestEntry {
+    pub package: String,
+    /// TestName, or TestName/subtest
+    pub test: String,
+    pub outcome: TestOutcome,
+    /// seconds
+    pub duration: Option<f64>,
+    // Failed and running tests only (null when nothing was reported).
+    /// the first t.Error/t.Fatal message and its place
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Option<Failure>>,
+    /// the test's own output (its tail): failures, and a skip's reason
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub output: Option<String>,
 }
 
 /// `go vet -json` output (pretty-printed objects, one per package):
 /// `{pkg: {analyzer: [{posn, end?, message}] | {error}}}` → diagnostics
 /// `{package, analyzer, file, line, column, message}` and analyzer errors.
-pub fn vet(stdout: &[u8]) -> Result<(Vec<Value>, Vec<Value>, usize), String> {
+pub fn vet(stdout: &[u8]) -> Result<(Vec<VetDiagnostic>, Vec<AnalyzerError>, usize), String> {
     let mut diagnostics = Vec::new();
     let mut failures = Vec::new();
     let mut total = 0;
@@ -255,7 +391,8 @@ pub fn vet(stdout: &[u8]) -> Result<(Vec<Value>, Vec<Value>, usize), String> {
         for (pkg, analyzers) in object.as_object().into_iter().flatten() {
             for (analyzer, found) in analyzers.as_object().into_iter().flatten() {
                 if let Some(err) = found.get("error") {
-                    failures.push(json!({ "package": pkg, "analyzer": analyzer, "message": err }));
+                    let message = err.as_str().map_or_else(|| err.to_string(), str::to_string);
+                    failures.push(AnalyzerError { package: pkg.clone(), analyzer: analyzer.clone(), message });
                     continue;
                 }
                 for d in found.as_array().into_iter().flatten() {
@@ -264,14 +401,16 @@ pub fn vet(stdout: &[u8]) -> Result<(Vec<Value>, Vec<Value>, usize), String> {
                         continue;
                     }
                     let at = position(d["posn"].as_str().unwrap_or_default());
-                    diagnostics.push(json!({
-                        "package": pkg,
-                        "analyzer": analyzer,
-                        "file": at.as_ref().map(|a| a.0),
-                        "line": at.as_ref().map(|a| a.1),
-                        "column": at.as_ref().map(|a| a.2),
-                        "message": d["message"],
-                    }));
+                    diagnostics.push(VetDiagnostic {
+                        place: Place {
+                            package: pkg.clone(),
+                            file: at.map(|a| a.0.to_string()),
+                            line: at.map(|a| a.1),
+                            column: at.map(|a| a.2),
+                            message: d["message"].as_str().unwrap_or_default().to_string(),
+                        },
+                        analyzer: analyzer.clone(),
+                    });
                 }
             }
         }
@@ -282,6 +421,7 @@ pub fn vet(stdout: &[u8]) -> Result<(Vec<Value>, Vec<Value>, usize), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use verbgate_plugin_sdk::json;
 
     #[test]
     fn places_in_compiler_and_test_messages() {
@@ -312,7 +452,7 @@ mod tests {
             "FAIL",
         ]
         .join("\n");
-        let r = test_run(out.as_bytes()).to_json();
+        let r = serde_json::to_value(test_run(out.as_bytes()).to_result(Some(1))).unwrap();
         assert_eq!(r["counts"], json!({ "passed": 1, "failed": 1, "skipped": 1, "running": 0, "total": 3 }));
         assert_eq!(r["package_counts"], json!({ "passed": 0, "failed": 1, "skipped": 0, "error": 1 }));
         assert_eq!(r["tests"][1]["failure"], json!({ "file": "calc_test.go", "line": 17, "message": "Add(1, 2) = 3, want 4" }));
@@ -341,10 +481,10 @@ mod tests {
         let (d, failures, total) = vet(out).unwrap();
         assert_eq!(total, 1);
         assert_eq!(
-            d[0],
+            serde_json::to_value(&d[0]).unwrap(),
             json!({ "package": "m/calc", "analyzer": "printf", "file": "/r/calc/calc.go", "line": 8, "column": 28, "message": "fmt.Sprintf format %s reads arg #2, but call has 1 arg" })
         );
-        assert_eq!(failures[0]["analyzer"], "copylocks");
+        assert_eq!((failures[0].analyzer.as_str(), failures[0].message.as_str()), ("copylocks", "analysis failed"));
         assert_eq!(position("/r/asm/asm1.s:9:1"), Some(("/r/asm/asm1.s", 9, 1)), "vet checks assembly files too");
         assert_eq!(position("nowhere"), None);
     }

@@ -19,9 +19,10 @@
 
 mod events;
 
+use events::{AnalyzerError, Place, VetDiagnostic};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{cmd, errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
 
 /// The parameters every go verb shares.
 #[derive(Deserialize, JsonSchema)]
@@ -54,7 +55,7 @@ fn with_packages(mut c: Cmd, common: &Common) -> Result<Cmd, OpError> {
     for p in &common.packages {
         if p.starts_with('/') || p.split('/').any(|s| s == "..") {
             return Err(errors::op_error(
-                "invalid_args",
+                ErrorCode::InvalidArgs,
                 &format!("the package pattern {p:?} leaves the directory: use ./relative/... patterns or import paths"),
                 Some(json!({ "param": "packages", "value": p })),
             ));
@@ -71,26 +72,6 @@ fn refused(outcome: &Outcome, what: &str) -> OpError {
     let mut e = errors::exit_nonzero(outcome);
     e.message = format!("{what} stopped before building anything: {}", e.message.trim_start_matches("the program "));
     e
-}
-
-fn running() -> Value {
-    // The go command has no run id of its own: job.kill stops the group.
-    json!({})
-}
-
-fn place_schema() -> Value {
-    let at = json!({ "type": ["integer", "null"] });
-    json!({
-        "type": "object",
-        "required": ["package", "file", "line", "column", "message"],
-        "properties": {
-            "package": { "type": "string" },
-            "file": { "type": ["string", "null"], "description": "as the go command prints it (relative to dir, or absolute)" },
-            "line": at,
-            "column": at,
-            "message": { "type": "string" }
-        }
-    })
 }
 
 /// `go.test` args.
@@ -120,59 +101,7 @@ impl Verb for Test {
     const PROGRAMS: &'static [&'static str] = &["go"];
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     type Args = TestArgs;
-
-    fn result_schema() -> Option<Value> {
-        let count = json!({ "type": "integer" });
-        let outcome = json!({ "enum": ["passed", "failed", "skipped", "error"] });
-        Some(json!({
-            "type": "object",
-            "required": ["success", "exit_code", "counts", "package_counts", "packages", "tests", "tests_truncated", "build_errors"],
-            "properties": {
-                "success": { "type": "boolean" },
-                "exit_code": { "type": ["integer", "null"] },
-                "counts": {
-                    "type": "object",
-                    "required": ["passed", "failed", "skipped", "running", "total"],
-                    "properties": { "passed": count, "failed": count, "skipped": count, "running": count, "total": count }
-                },
-                "package_counts": {
-                    "type": "object",
-                    "required": ["passed", "failed", "skipped", "error"],
-                    "properties": { "passed": count, "failed": count, "skipped": count, "error": count }
-                },
-                "packages": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["package", "outcome", "duration", "failed_build"],
-                        "properties": {
-                            "package": { "type": "string" },
-                            "outcome": outcome,
-                            "duration": { "type": ["number", "null"], "description": "seconds" },
-                            "failed_build": { "type": ["string", "null"], "description": "the package whose build failed (outcome error)" }
-                        }
-                    }
-                },
-                "tests": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["package", "test", "outcome", "duration"],
-                        "properties": {
-                            "package": { "type": "string" },
-                            "test": { "type": "string", "description": "TestName, or TestName/subtest" },
-                            "outcome": { "enum": ["passed", "failed", "skipped", "running"] },
-                            "duration": { "type": ["number", "null"], "description": "seconds" },
-                            "failure": { "type": ["object", "null"], "description": "the first t.Error/t.Fatal message and its place" },
-                            "output": { "type": "string", "description": "the test's own output (its tail): failures, and a skip's reason" }
-                        }
-                    }
-                },
-                "tests_truncated": { "type": "boolean" },
-                "build_errors": { "type": "array", "items": place_schema() }
-            }
-        }))
-    }
+    type Output = events::TestResult;
 
     fn plan(args: &TestArgs) -> Result<Plan, OpError> {
         let mut c = go(&args.common, "test");
@@ -188,17 +117,14 @@ impl Verb for Test {
         Ok(Plan::Spawn(with_packages(c, &args.common)?.into()))
     }
 
-    fn map(_: &TestArgs, outcome: &Outcome) -> Result<Value, OpError> {
-        if outcome.is_running() {
-            return Ok(running());
-        }
+    fn map(_: &TestArgs, outcome: &Outcome) -> Result<events::TestResult, OpError> {
+        // (The go command has no run id of its own: a running job names no
+        // entity, and job.kill stops the group.)
         let run = events::test_run(&outcome.stdout);
-        let mut out = run.to_json();
-        if out["packages"].as_array().is_none_or(Vec::is_empty) && run.build.failed.is_empty() && outcome.exit_code != Some(0) {
+        let out = run.to_result(outcome.exit_code);
+        if out.packages.is_empty() && run.build.failed.is_empty() && outcome.exit_code != Some(0) {
             return Err(refused(outcome, "go test"));
         }
-        out["success"] = json!(outcome.exit_code == Some(0));
-        out["exit_code"] = json!(outcome.exit_code);
         Ok(out)
     }
 }
@@ -221,29 +147,13 @@ impl Verb for Build {
     const PROGRAMS: &'static [&'static str] = &["go"];
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::LongRunning];
     type Args = PackagesArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["success", "exit_code", "errors", "failed_packages", "truncated"],
-            "properties": {
-                "success": { "type": "boolean" },
-                "exit_code": { "type": ["integer", "null"] },
-                "errors": { "type": "array", "items": place_schema() },
-                "failed_packages": { "type": "array", "items": { "type": "string" } },
-                "truncated": { "type": "boolean", "description": "more than 2000 errors" }
-            }
-        }))
-    }
+    type Output = BuildResult;
 
     fn plan(args: &PackagesArgs) -> Result<Plan, OpError> {
         Ok(Plan::Spawn(with_packages(go(&args.common, "build").lit("-o").lit("/dev/null"), &args.common)?.into()))
     }
 
-    fn map(_: &PackagesArgs, outcome: &Outcome) -> Result<Value, OpError> {
-        if outcome.is_running() {
-            return Ok(running());
-        }
+    fn map(_: &PackagesArgs, outcome: &Outcome) -> Result<BuildResult, OpError> {
         let mut build = events::Build::default();
         for line in outcome.stdout_text().lines() {
             if let Ok(e) = verbgate_plugin_sdk::serde_json::from_str::<Value>(line) {
@@ -253,14 +163,26 @@ impl Verb for Build {
         if outcome.exit_code != Some(0) && build.failed.is_empty() {
             return Err(refused(outcome, "go build"));
         }
-        Ok(json!({
-            "success": outcome.exit_code == Some(0),
-            "exit_code": outcome.exit_code,
-            "truncated": build.total > build.errors.len(),
-            "errors": build.errors,
-            "failed_packages": build.failed,
-        }))
+        Ok(BuildResult {
+            success: outcome.exit_code == Some(0),
+            exit_code: outcome.exit_code,
+            truncated: build.total > build.errors.len(),
+            errors: build.errors,
+            failed_packages: build.failed,
+        })
     }
+}
+
+// `go.build`'s result (a plain comment, as on every result type: a type's
+// doc comment would become its schema's description).
+#[derive(Serialize, JsonSchema)]
+struct BuildResult {
+    success: bool,
+    exit_code: Option<i32>,
+    errors: Vec<Place>,
+    failed_packages: Vec<String>,
+    /// more than 2000 errors
+    truncated: bool,
 }
 
 /// `go.vet`.
@@ -274,32 +196,13 @@ impl Verb for Vet {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::LongRunning];
     type Args = PackagesArgs;
 
-    fn result_schema() -> Option<Value> {
-        let mut diag = place_schema();
-        diag["required"].as_array_mut().unwrap().push(json!("analyzer"));
-        diag["properties"]["analyzer"] = json!({ "type": "string" });
-        Some(json!({
-            "type": "object",
-            "required": ["success", "exit_code", "diagnostics", "analyzer_errors", "truncated", "stderr_tail"],
-            "properties": {
-                "success": { "type": "boolean", "description": "every package vetted without a diagnostic" },
-                "exit_code": { "type": ["integer", "null"] },
-                "diagnostics": { "type": "array", "items": diag },
-                "analyzer_errors": { "type": "array", "items": { "type": "object" } },
-                "truncated": { "type": "boolean", "description": "more than 2000 diagnostics" },
-                "stderr_tail": { "type": "string", "description": "what go vet said about packages it could not check (they do not type-check): its text, unparsed" }
-            }
-        }))
-    }
+    type Output = VetResult;
 
     fn plan(args: &PackagesArgs) -> Result<Plan, OpError> {
         Ok(Plan::Spawn(with_packages(go(&args.common, "vet"), &args.common)?.into()))
     }
 
-    fn map(_: &PackagesArgs, outcome: &Outcome) -> Result<Value, OpError> {
-        if outcome.is_running() {
-            return Ok(running());
-        }
+    fn map(_: &PackagesArgs, outcome: &Outcome) -> Result<VetResult, OpError> {
         let (diagnostics, analyzer_errors, total) = events::vet(&outcome.stdout).map_err(|e| errors::invalid_output(&e))?;
         // `go vet -json` exits 0 with diagnostics; non-zero means a package
         // could not be checked at all (its reason is on stderr) — or
@@ -310,15 +213,29 @@ impl Verb for Vet {
         let stderr = outcome.stderr_text();
         let start = stderr.len().saturating_sub(4096);
         let start = (start..stderr.len()).find(|i| stderr.is_char_boundary(*i)).unwrap_or(stderr.len());
-        Ok(json!({
-            "success": outcome.exit_code == Some(0) && total == 0 && analyzer_errors.is_empty(),
-            "exit_code": outcome.exit_code,
-            "truncated": total > diagnostics.len(),
-            "diagnostics": diagnostics,
-            "analyzer_errors": analyzer_errors,
-            "stderr_tail": stderr[start..].trim(),
-        }))
+        Ok(VetResult {
+            success: outcome.exit_code == Some(0) && total == 0 && analyzer_errors.is_empty(),
+            exit_code: outcome.exit_code,
+            truncated: total > diagnostics.len(),
+            diagnostics,
+            analyzer_errors,
+            stderr_tail: stderr[start..].trim().to_string(),
+        })
     }
+}
+
+// `go.vet`'s result.
+#[derive(Serialize, JsonSchema)]
+struct VetResult {
+    /// every package vetted without a diagnostic
+    success: bool,
+    exit_code: Option<i32>,
+    diagnostics: Vec<VetDiagnostic>,
+    analyzer_errors: Vec<AnalyzerError>,
+    /// more than 2000 diagnostics
+    truncated: bool,
+    /// what go vet said about packages it could not check (they do not type-check): its text, unparsed
+    stderr_tail: String,
 }
 
 verbgate_plugin_sdk::plugin!(Go { name: "go", version: "0.1.0", verbs: [Test, Build, Vet] });

@@ -15,7 +15,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, Effect, OpError, Outcome, Plan, Verb, VerbKind};
 
 /// `jest.run` args.
 #[derive(Deserialize, JsonSchema)]
@@ -45,10 +45,7 @@ impl Verb for Run {
     // files; a job.
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     type Args = RunArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(js_report::result_schema())
-    }
+    type Output = js_report::RunResult;
 
     fn plan(args: &RunArgs) -> Result<Plan, OpError> {
         let mut c = cmd("jest").env("NO_COLOR", "1").lit("--json").lit("--ci").lit("--testLocationInResults").lit("--no-watchman").lit("--passWithNoTests");
@@ -70,7 +67,7 @@ impl Verb for Run {
         Ok(Plan::Spawn(c.into()))
     }
 
-    fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &RunArgs, outcome: &Outcome) -> Result<js_report::RunResult, OpError> {
         js_report::map_outcome("jest", outcome)
     }
 }
@@ -95,7 +92,10 @@ mod tests {
     #[test]
     fn a_suite_that_failed_to_run_is_an_error_entry() {
         let report = r#"{"numFailedTestSuites":1,"numRuntimeErrorTestSuites":1,"testResults":[{"name":"/r/t/broken.test.js","status":"failed","message":"  ● Test suite failed to run\n\n    Cannot find module './x' from 't/broken.test.js'\n\n    > 1 | require('./x');\n","assertionResults":[]}]}"#;
-        let v = js_report::map_outcome("jest", &Outcome::exited(1, report).with_stderr("FAIL t/broken.test.js")).unwrap();
+        let v = verbgate_plugin_sdk::serde_json::to_value(
+            js_report::map_outcome("jest", &Outcome::exited(1, report).with_stderr("FAIL t/broken.test.js")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(v["status"], "error");
         assert_eq!(v["tests"][0]["outcome"], "error");
         assert_eq!(v["tests"][0]["message"], "Cannot find module './x' from 't/broken.test.js'", "{v}");

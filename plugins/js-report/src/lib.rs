@@ -19,9 +19,12 @@
 //! that fails to collect. Failure locations are read from the failure
 //! text's stack (`at fn (/abs/file.js:12:5)`): the first frame outside
 //! `node_modules` and node's own modules. Paths are as the runner reports
-//! them (absolute).
+//! them (absolute). The result's types are here: serde writes them,
+//! schemars derives the verbs' result schema from them.
 
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 /// Failure text kept per test (the tail: the assertion comes first, the
 /// stack after it, so the head is what is kept).
@@ -31,18 +34,21 @@ pub const DETAILED_TESTS: usize = 100;
 /// Tests listed; the counts cover every test.
 pub const LISTED_TESTS: usize = 5000;
 
-/// What happened to one test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// What happened to one test (plain comments, as on every result type:
+// documented variants would become a `oneOf`, and a type's doc comment
+// its schema's description).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// It passed.
+    // It passed.
     Passed,
-    /// An assertion failed or the test threw.
+    // An assertion failed or the test threw.
     Failed,
-    /// Skipped (`.skip`, a filter, a failed `beforeAll` in vitest).
+    // Skipped (`.skip`, a filter, a failed `beforeAll` in vitest).
     Skipped,
-    /// Declared with `.todo`.
+    // Declared with `.todo`.
     Todo,
-    /// The file failed outside its tests.
+    // The file failed outside its tests.
     Error,
 }
 
@@ -125,8 +131,86 @@ fn frame(line: &str) -> Option<(String, u64, u64)> {
 
 /// Where a failure happened: the first stack frame in the project's own
 /// code.
-pub fn failure_location(text: &str) -> Option<Value> {
-    text.lines().find_map(frame).map(|(file, line, column)| json!({ "file": file, "line": line, "column": column }))
+pub fn failure_location(text: &str) -> Option<Location> {
+    text.lines().find_map(frame).map(|(file, line, column)| Location { file, line, column })
+}
+
+// A place in a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Location {
+    pub file: String,
+    pub line: u64,
+    pub column: u64,
+}
+
+// The result `vitest.run` and `jest.run` share.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunResult {
+    pub success: bool,
+    pub exit_code: Option<i32>,
+    pub status: Status,
+    pub counts: Counts,
+    pub tests: Vec<TestEntry>,
+    /// more than 5000 tests: the counts cover all of them
+    pub tests_truncated: bool,
+}
+
+// What a run came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    Failed,
+    Error,
+    NoTests,
+    Killed,
+}
+
+// How many tests had each outcome.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Counts {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub todo: u64,
+    pub error: u64,
+    pub total: u64,
+}
+
+// One test (or a file that failed outside its tests).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TestEntry {
+    /// the test file, as the runner reports it (absolute)
+    pub file: String,
+    /// describe blocks, then the test's title; empty for a file that failed outside its tests
+    pub name: Vec<String>,
+    pub outcome: Outcome,
+    pub duration_ms: Option<f64>,
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    /// the failure's first line
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub message: Option<String>,
+    // Absent for a test that did not fail; null when no frame was found.
+    /// the first stack frame outside node_modules
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_location: Option<Option<Location>>,
+    // Absent past the first failures; null when the runner gave no text.
+    /// the failure text (its head; the first 100 failures only)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Option<String>>,
+}
+
+/// [`summarize`]: the counts and the listed tests.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    /// How many tests had each outcome.
+    pub counts: Counts,
+    /// The listed tests.
+    pub tests: Vec<TestEntry>,
+    /// More were run than listed.
+    pub tests_truncated: bool,
 }
 
 /// The head of a failure text, cut on a character boundary.
@@ -142,32 +226,36 @@ fn head(text: &str, max: usize) -> String {
 }
 
 /// One entry of the result's `tests`.
-fn test_entry(file: &str, t: &Value, detailed: bool) -> Result<(Outcome, Value), String> {
+fn test_entry(file: &str, t: &Value, detailed: bool) -> Result<TestEntry, String> {
     let status = t["status"].as_str().unwrap_or_default();
     let outcome =
         Outcome::of(status).ok_or_else(|| format!("the report gives test {:?} the status {status:?}, which verbgate does not know", t["fullName"]))?;
-    let name: Vec<Value> = t["ancestorTitles"].as_array().cloned().unwrap_or_default().into_iter().chain([t["title"].clone()]).collect();
-    let mut e = json!({
-        "file": file,
-        "name": name,
-        "outcome": outcome.as_str(),
-        "duration_ms": t["duration"].as_f64(),
-        "line": t["location"]["line"],
-        "column": t["location"]["column"],
-    });
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let name = t["ancestorTitles"].as_array().map(Vec::as_slice).unwrap_or_default().iter().chain([&t["title"]]).map(text).collect();
+    let mut e = TestEntry {
+        file: file.to_string(),
+        name,
+        outcome,
+        duration_ms: t["duration"].as_f64(),
+        line: t["location"]["line"].as_u64(),
+        column: t["location"]["column"].as_u64(),
+        message: None,
+        failure_location: None,
+        details: None,
+    };
     let failures: Vec<&str> = t["failureMessages"].as_array().map(|m| m.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     if let Some(first) = failures.first() {
-        e["message"] = json!(first.lines().next().unwrap_or_default());
-        e["failure_location"] = failure_location(first).unwrap_or(Value::Null);
+        e.message = Some(first.lines().next().unwrap_or_default().to_string());
+        e.failure_location = Some(failure_location(first));
         if detailed {
-            e["details"] = json!(head(&failures.join("\n\n"), DETAILS_BYTES));
+            e.details = Some(Some(head(&failures.join("\n\n"), DETAILS_BYTES)));
         }
     }
-    Ok((outcome, e))
+    Ok(e)
 }
 
-/// The report → `{counts, tests, tests_truncated}`.
-pub fn summarize(report: &Value) -> Result<Value, String> {
+/// The report → its counts and tests.
+pub fn summarize(report: &Value) -> Result<Summary, String> {
     let mut counts = [0u64; 5];
     let mut tests = Vec::new();
     let mut detailed = 0;
@@ -177,10 +265,10 @@ pub fn summarize(report: &Value) -> Result<Value, String> {
         let mut any_failed = false;
         for t in f["assertionResults"].as_array().map(Vec::as_slice).unwrap_or_default() {
             let wants_details = t["failureMessages"].as_array().is_some_and(|m| !m.is_empty()) && detailed < DETAILED_TESTS;
-            let (outcome, entry) = test_entry(file, t, wants_details)?;
+            let entry = test_entry(file, t, wants_details)?;
             detailed += usize::from(wants_details);
-            any_failed |= outcome == Outcome::Failed;
-            counts[outcome as usize] += 1;
+            any_failed |= entry.outcome == Outcome::Failed;
+            counts[entry.outcome as usize] += 1;
             if tests.len() < LISTED_TESTS {
                 tests.push(entry);
             }
@@ -191,92 +279,46 @@ pub fn summarize(report: &Value) -> Result<Value, String> {
             let message = f["message"].as_str().filter(|m| !m.trim().is_empty());
             counts[Outcome::Error as usize] += 1;
             if tests.len() < LISTED_TESTS {
-                tests.push(json!({
-                    "file": file,
-                    "name": [],
-                    "outcome": "error",
-                    "duration_ms": null,
-                    "line": null,
-                    "column": null,
-                    "message": message.map_or("the file failed outside its tests (the runner's report gives no reason)".to_string(), |m| {
+                tests.push(TestEntry {
+                    file: file.to_string(),
+                    name: Vec::new(),
+                    outcome: Outcome::Error,
+                    duration_ms: None,
+                    line: None,
+                    column: None,
+                    message: Some(message.map_or("the file failed outside its tests (the runner's report gives no reason)".to_string(), |m| {
                         m.trim().lines().find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('●')).unwrap_or(m).trim().to_string()
-                    }),
-                    "failure_location": message.and_then(failure_location),
-                    "details": message.map(|m| head(m, DETAILS_BYTES)),
-                }));
+                    })),
+                    failure_location: Some(message.and_then(failure_location)),
+                    details: Some(message.map(|m| head(m, DETAILS_BYTES))),
+                });
             }
         }
     }
+    let [passed, failed, skipped, todo, error] = counts;
     let total: u64 = counts.iter().sum();
-    let mut c = serde_json::Map::new();
-    for o in Outcome::ALL {
-        c.insert(o.as_str().into(), json!(counts[o as usize]));
-    }
-    c.insert("total".into(), json!(total));
-    Ok(json!({ "counts": c, "tests": tests, "tests_truncated": total as usize > tests.len() }))
+    let tests_truncated = total as usize > tests.len();
+    Ok(Summary { counts: Counts { passed, failed, skipped, todo, error, total }, tests, tests_truncated })
 }
 
 /// What a run came to, from the exit status and the counts.
-pub fn status(exit_code: Option<i32>, counts: &Value) -> &'static str {
-    let n = |k: &str| counts[k].as_u64().unwrap_or(0);
+pub fn status(exit_code: Option<i32>, counts: &Counts) -> Status {
     match exit_code {
-        None => "killed",
-        _ if n("error") > 0 => "error",
-        _ if n("failed") > 0 => "failed",
-        Some(0) if n("total") == 0 => "no_tests",
-        Some(0) => "passed",
+        None => Status::Killed,
+        _ if counts.error > 0 => Status::Error,
+        _ if counts.failed > 0 => Status::Failed,
+        Some(0) if counts.total == 0 => Status::NoTests,
+        Some(0) => Status::Passed,
         // A run that failed with every test passing: an unhandled error,
         // a coverage threshold, a leaked handle.
-        Some(_) => "failed",
+        Some(_) => Status::Failed,
     }
-}
-
-/// The result schema both runners' verbs share.
-pub fn result_schema() -> Value {
-    let count = json!({ "type": "integer" });
-    let loc = json!({ "type": ["integer", "null"] });
-    json!({
-        "type": "object",
-        "required": ["success", "exit_code", "status", "counts", "tests", "tests_truncated"],
-        "properties": {
-            "success": { "type": "boolean" },
-            "exit_code": { "type": ["integer", "null"] },
-            "status": { "enum": ["passed", "failed", "error", "no_tests", "killed"] },
-            "counts": {
-                "type": "object",
-                "required": ["passed", "failed", "skipped", "todo", "error", "total"],
-                "properties": { "passed": count, "failed": count, "skipped": count, "todo": count, "error": count, "total": count }
-            },
-            "tests": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["file", "name", "outcome", "duration_ms", "line", "column"],
-                    "properties": {
-                        "file": { "type": "string", "description": "the test file, as the runner reports it (absolute)" },
-                        "name": { "type": "array", "items": { "type": "string" }, "description": "describe blocks, then the test's title; empty for a file that failed outside its tests" },
-                        "outcome": { "enum": ["passed", "failed", "skipped", "todo", "error"] },
-                        "duration_ms": { "type": ["number", "null"] },
-                        "line": loc,
-                        "column": loc,
-                        "message": { "type": "string", "description": "the failure's first line" },
-                        "failure_location": {
-                            "type": ["object", "null"],
-                            "description": "the first stack frame outside node_modules",
-                            "properties": { "file": { "type": "string" }, "line": { "type": "integer" }, "column": { "type": "integer" } }
-                        },
-                        "details": { "type": ["string", "null"], "description": "the failure text (its head; the first 100 failures only)" }
-                    }
-                }
-            },
-            "tests_truncated": { "type": "boolean", "description": "more than 5000 tests: the counts cover all of them" }
-        }
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn vitest_report() -> Value {
         json!({
@@ -298,7 +340,7 @@ mod tests {
 
     #[test]
     fn every_outcome_and_a_file_that_failed_outside_its_tests() {
-        let s = summarize(&vitest_report()).unwrap();
+        let s = serde_json::to_value(summarize(&vitest_report()).unwrap()).unwrap();
         assert_eq!(s["counts"], json!({ "passed": 1, "failed": 1, "skipped": 1, "todo": 1, "error": 2, "total": 6 }));
         let tests = s["tests"].as_array().unwrap();
         assert_eq!(tests[0]["outcome"], "error");
@@ -310,7 +352,7 @@ mod tests {
         assert_eq!(fails["message"], "AssertionError: expected 3 to be 2");
         assert_eq!(fails["failure_location"], json!({ "file": "/r/test/math.test.js", "line": 2, "column": 13 }));
         assert_eq!((fails["line"].as_u64(), fails["duration_ms"].as_f64()), (Some(8), Some(2.0)));
-        assert_eq!(status(Some(1), &s["counts"]), "error");
+        assert_eq!(status(Some(1), &summarize(&vitest_report()).unwrap().counts), Status::Error);
     }
 
     #[test]
@@ -324,11 +366,11 @@ mod tests {
 
     #[test]
     fn statuses_follow_the_exit_and_the_counts() {
-        let counts = |p: u64, f: u64| json!({ "passed": p, "failed": f, "error": 0, "total": p + f });
-        assert_eq!(status(Some(0), &counts(2, 0)), "passed");
-        assert_eq!(status(Some(0), &counts(0, 0)), "no_tests");
-        assert_eq!(status(Some(1), &counts(1, 1)), "failed");
-        assert_eq!(status(None, &counts(1, 0)), "killed");
+        let counts = |passed: u64, failed: u64| Counts { passed, failed, total: passed + failed, ..Counts::default() };
+        assert_eq!(status(Some(0), &counts(2, 0)), Status::Passed);
+        assert_eq!(status(Some(0), &counts(0, 0)), Status::NoTests);
+        assert_eq!(status(Some(1), &counts(1, 1)), Status::Failed);
+        assert_eq!(status(None, &counts(1, 0)), Status::Killed);
     }
 
     #[test]
@@ -346,20 +388,23 @@ mod tests {
 /// and exit code. Without a report the runner stopped before running
 /// anything (a config it cannot load, a filter it refuses), and its reason
 /// is on stderr: `exit_nonzero` saying so.
-pub fn map_outcome(runner: &str, outcome: &verbgate_plugin_sdk::Outcome) -> Result<Value, verbgate_plugin_sdk::OpError> {
-    use verbgate_plugin_sdk::{errors, OutcomeExt};
-    if outcome.is_running() {
-        // Neither runner has a run id of its own: job.kill stops the group.
-        return Ok(json!({}));
-    }
+///
+/// (Neither runner has a run id of its own: a running job names no entity,
+/// and job.kill stops the group.)
+pub fn map_outcome(runner: &str, outcome: &verbgate_plugin_sdk::Outcome) -> Result<RunResult, verbgate_plugin_sdk::OpError> {
+    use verbgate_plugin_sdk::errors;
     let report = report(&outcome.stdout).map_err(|why| {
         let mut e = errors::exit_nonzero(outcome);
         e.message = format!("{runner} wrote no JSON report ({why}); {}", e.message);
         e
     })?;
-    let mut out = summarize(&report).map_err(|e| errors::invalid_output(&format!("{runner}'s JSON report: {e}")))?;
-    out["status"] = json!(status(outcome.exit_code, &out["counts"]));
-    out["success"] = json!(outcome.exit_code == Some(0));
-    out["exit_code"] = json!(outcome.exit_code);
-    Ok(out)
+    let s = summarize(&report).map_err(|e| errors::invalid_output(&format!("{runner}'s JSON report: {e}")))?;
+    Ok(RunResult {
+        success: outcome.exit_code == Some(0),
+        exit_code: outcome.exit_code,
+        status: status(outcome.exit_code, &s.counts),
+        counts: s.counts,
+        tests: s.tests,
+        tests_truncated: s.tests_truncated,
+    })
 }

@@ -6,10 +6,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Command, Effect, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, Value, Verb, VerbKind};
-
-/// Most output kept in a recipe's result (the tail); the rest is in job.output.
-const OUTPUT_TAIL: usize = 16 * 1024;
+use verbgate_plugin_sdk::{cmd, errors, json, Command, Effect, ErrorCode, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, RunTails, Value, Verb, VerbKind};
 
 fn dump() -> Command {
     cmd("just").lit("--dump").lit("--dump-format").lit("json").into()
@@ -85,10 +82,7 @@ impl Verb for Run {
     const PROGRAMS: &'static [&'static str] = &["just"];
     const TWO_STAGE: bool = true;
     type Args = RunArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({ "type": "object", "required": ["success", "exit_code", "stdout_tail", "stderr_tail"] }))
-    }
+    type Output = RunTails;
 
     fn resolve_plan(_target: &str) -> Result<Command, OpError> {
         Ok(dump())
@@ -113,7 +107,7 @@ impl Verb for Run {
         let recipe = recipes.get(target).ok_or_else(|| {
             let names: Vec<&str> = recipes.keys().map(String::as_str).collect();
             errors::op_error(
-                "not_found",
+                ErrorCode::NotFound,
                 &format!("the justfile has no public recipe `{target}` (recipes: {})", names.join(", ")),
                 Some(json!({ "target": target, "recipes": names })),
             )
@@ -144,20 +138,8 @@ impl Verb for Run {
         Ok(Plan::Spawn(c.into()))
     }
 
-    fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
-        if outcome.is_running() {
-            return Ok(json!({}));
-        }
-        let tail = |b: &[u8]| {
-            let start = b.len().saturating_sub(OUTPUT_TAIL);
-            String::from_utf8_lossy(&b[start..]).into_owned()
-        };
-        Ok(json!({
-            "success": outcome.exit_code == Some(0),
-            "exit_code": outcome.exit_code,
-            "stdout_tail": tail(&outcome.stdout),
-            "stderr_tail": tail(&outcome.stderr),
-        }))
+    fn map(_: &RunArgs, outcome: &Outcome) -> Result<RunTails, OpError> {
+        Ok(RunTails::of(outcome))
     }
 }
 

@@ -13,10 +13,9 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Cmd, Command, Effect, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, Value, Verb, VerbKind};
-
-/// Most output kept in a script's result (the tail); the rest is in job.output.
-const OUTPUT_TAIL: usize = 16 * 1024;
+use verbgate_plugin_sdk::{
+    cmd, errors, json, Cmd, Command, Effect, ErrorCode, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, RunTails, Value, Verb, VerbKind,
+};
 /// Most of a script's command shown as its summary.
 const SUMMARY_BYTES: usize = 200;
 
@@ -41,7 +40,7 @@ fn scripts(outcome: &Outcome) -> Result<Map<String, Value>, OpError> {
                 return Err(errors::not_found("there is no package.json in the root directory"));
             }
             return Err(errors::op_error(
-                "exit_nonzero",
+                ErrorCode::ExitNonzero,
                 &format!("npm cannot read package.json: {}", err["summary"].as_str().unwrap_or("(no reason given)")),
                 Some(json!({ "npm_error": err })),
             ));
@@ -95,19 +94,7 @@ impl Verb for Run {
     const PROGRAMS: &'static [&'static str] = &["npm"];
     const TWO_STAGE: bool = true;
     type Args = RunArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["success", "exit_code", "stdout_tail", "stderr_tail"],
-            "properties": {
-                "success": { "type": "boolean" },
-                "exit_code": { "type": ["integer", "null"] },
-                "stdout_tail": { "type": "string", "description": "the last 16 KiB (job.output has all of it)" },
-                "stderr_tail": { "type": "string" }
-            }
-        }))
-    }
+    type Output = RunTails;
 
     fn resolve_plan(_target: &str) -> Result<Command, OpError> {
         Ok(scripts_cmd())
@@ -126,7 +113,7 @@ impl Verb for Run {
         let command = scripts.get(target).and_then(Value::as_str).ok_or_else(|| {
             let names: Vec<&str> = scripts.keys().map(String::as_str).collect();
             errors::op_error(
-                "not_found",
+                ErrorCode::NotFound,
                 &format!("package.json has no script `{target}` (scripts: {})", names.join(", ")),
                 Some(json!({ "target": target, "scripts": names })),
             )
@@ -153,24 +140,8 @@ impl Verb for Run {
         Ok(Plan::Spawn(npm().lit("run").value(&args.target).into()))
     }
 
-    fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
-        if outcome.is_running() {
-            return Ok(json!({}));
-        }
-        let tail = |b: &[u8]| {
-            let mut start = b.len().saturating_sub(OUTPUT_TAIL);
-            // Cut on a character boundary: a UTF-8 continuation byte is 10xxxxxx.
-            while start < b.len() && b[start] & 0xC0 == 0x80 {
-                start += 1;
-            }
-            String::from_utf8_lossy(&b[start..]).into_owned()
-        };
-        Ok(json!({
-            "success": outcome.exit_code == Some(0),
-            "exit_code": outcome.exit_code,
-            "stdout_tail": tail(&outcome.stdout),
-            "stderr_tail": tail(&outcome.stderr),
-        }))
+    fn map(_: &RunArgs, outcome: &Outcome) -> Result<RunTails, OpError> {
+        Ok(RunTails::of(outcome))
     }
 }
 

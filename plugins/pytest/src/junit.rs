@@ -26,9 +26,11 @@
 //! `<error>`: pytest's location lines (`path.py:12: AssertionError`,
 //! `path.py:3: in helper`) and Python's own (`File "path.py", line 12, in
 //! f`), whichever `--tb` style the project chose. This module does not
-//! depend on the guest SDK.
+//! depend on the guest SDK: the result's types are here (serde writes them,
+//! schemars describes them).
 
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 /// The declaration pytest writes before the report.
 const DECLARATION: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>";
@@ -46,20 +48,23 @@ pub const DETAILED_TESTS: usize = 100;
 /// Tests listed; the counts cover every test.
 pub const LISTED_TESTS: usize = 5000;
 
-/// A test's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// A test's outcome (a plain comment: a type's doc comment would become
+// its schema's description).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// Passed (or an xfail test that passed, non-strict).
+    // Plain comments: documented variants would become a `oneOf`.
+    // Passed (or an xfail test that passed, non-strict).
     Passed,
-    /// An assertion or exception in the test.
+    // An assertion or exception in the test.
     Failed,
-    /// Skipped.
+    // Skipped.
     Skipped,
-    /// An error in setup, teardown or collection.
+    // An error in setup, teardown or collection.
     Error,
-    /// Expected to fail, and failed.
+    // Expected to fail, and failed.
     Xfail,
-    /// Expected to fail (strictly), and passed.
+    // Expected to fail (strictly), and passed.
     Xpass,
 }
 
@@ -80,12 +85,13 @@ impl Outcome {
     }
 }
 
-/// A place in a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// A place in a file (plain comments: a result type's doc comment would
+// become its schema's description).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Frame {
-    /// The file, as pytest printed it (relative to the rootdir when inside it).
+    // The file, as pytest printed it (relative to the rootdir when inside it).
     pub file: String,
-    /// 1-based line.
+    // 1-based line.
     pub line: u64,
 }
 
@@ -266,75 +272,101 @@ impl Report {
         self.tests.iter().filter(|t| t.outcome == o).count()
     }
 
-    /// The tests and counts as JSON (the first [`LISTED_TESTS`] listed, the
-    /// first [`DETAILED_TESTS`] non-passing ones with details and output).
-    pub fn to_json(&self) -> Value {
-        let mut counts = serde_json::Map::new();
-        for o in Outcome::ALL {
-            counts.insert(o.as_str().into(), json!(self.count(o)));
-        }
-        counts.insert("total".into(), json!(self.tests.len()));
+    /// The tests and counts (the first [`LISTED_TESTS`] listed, the first
+    /// [`DETAILED_TESTS`] non-passing ones with details and output).
+    pub fn summary(&self) -> Summary {
+        let n = |o| self.count(o);
+        let counts = Counts {
+            passed: n(Outcome::Passed),
+            failed: n(Outcome::Failed),
+            skipped: n(Outcome::Skipped),
+            error: n(Outcome::Error),
+            xfail: n(Outcome::Xfail),
+            xpass: n(Outcome::Xpass),
+            total: self.tests.len(),
+        };
         let mut detailed = 0;
-        let tests: Vec<Value> = self
+        let tests = self
             .tests
             .iter()
             .take(LISTED_TESTS)
             .map(|t| {
-                let mut v = json!({
-                    "node_id": t.node_id,
-                    "outcome": t.outcome.as_str(),
-                    "file": t.file,
-                    "line": t.line,
-                    "duration": t.duration,
-                    "message": t.message,
-                });
-                if !t.traceback.is_empty() {
-                    let frames: Vec<Value> = t.traceback.iter().map(|f| json!({ "file": f.file, "line": f.line })).collect();
-                    v["location"] = frames.last().cloned().unwrap_or(Value::Null);
-                    v["traceback"] = Value::Array(frames);
+                let with_details = t.outcome != Outcome::Passed && detailed < DETAILED_TESTS;
+                detailed += usize::from(with_details);
+                let keep = |s: &Option<String>| if with_details { s.clone() } else { None };
+                TestEntry {
+                    node_id: t.node_id.clone(),
+                    outcome: t.outcome,
+                    file: t.file.clone(),
+                    line: t.line,
+                    duration: t.duration,
+                    message: t.message.clone(),
+                    location: t.traceback.last().cloned(),
+                    traceback: (!t.traceback.is_empty()).then(|| t.traceback.clone()),
+                    details: keep(&t.details),
+                    stdout: keep(&t.stdout),
+                    stderr: keep(&t.stderr),
                 }
-                if t.outcome != Outcome::Passed && detailed < DETAILED_TESTS {
-                    detailed += 1;
-                    for (k, val) in [("details", &t.details), ("stdout", &t.stdout), ("stderr", &t.stderr)] {
-                        if let Some(s) = val {
-                            v[k] = json!(s);
-                        }
-                    }
-                }
-                v
             })
             .collect();
-        json!({
-            "counts": counts,
-            "tests": tests,
-            "tests_truncated": self.tests.len() > LISTED_TESTS,
-            "duration": self.duration,
-        })
+        Summary { counts, tests, tests_truncated: self.tests.len() > LISTED_TESTS, duration: self.duration }
     }
 }
 
-/// The schema of the `report` part of the result.
-pub fn tests_schema() -> Value {
-    json!({
-        "type": "array",
-        "items": {
-            "type": "object",
-            "required": ["node_id", "outcome", "file", "line", "duration", "message"],
-            "properties": {
-                "node_id": { "type": "string" },
-                "outcome": { "enum": ["passed", "failed", "skipped", "error", "xfail", "xpass"] },
-                "file": { "type": ["string", "null"] },
-                "line": { "type": ["integer", "null"], "description": "1-based first line of the test's definition (its first decorator)" },
-                "duration": { "type": "number", "description": "seconds" },
-                "message": { "type": ["string", "null"] },
-                "location": { "type": "object", "required": ["file", "line"], "description": "where it failed: the innermost frame" },
-                "traceback": { "type": "array", "items": { "type": "object", "required": ["file", "line"] } },
-                "details": { "type": "string", "description": "pytest's failure text (tail)" },
-                "stdout": { "type": "string" },
-                "stderr": { "type": "string" }
-            }
-        }
-    })
+/// [`Report::summary`]: what the verb's result says of the report.
+#[derive(Debug)]
+pub struct Summary {
+    /// How many tests had each outcome.
+    pub counts: Counts,
+    /// The listed tests.
+    pub tests: Vec<TestEntry>,
+    /// More than [`LISTED_TESTS`].
+    pub tests_truncated: bool,
+    /// Seconds.
+    pub duration: f64,
+}
+
+// How many tests had each outcome (a plain comment: a type's doc comment
+// would become its schema's description).
+#[derive(Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Counts {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub error: usize,
+    pub xfail: usize,
+    pub xpass: usize,
+    pub total: usize,
+}
+
+// One test in the result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TestEntry {
+    pub node_id: String,
+    pub outcome: Outcome,
+    pub file: Option<String>,
+    /// 1-based first line of the test's definition (its first decorator)
+    pub line: Option<u64>,
+    /// seconds
+    pub duration: f64,
+    pub message: Option<String>,
+    /// where it failed: the innermost frame
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Frame")]
+    pub location: Option<Frame>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<Frame>")]
+    pub traceback: Option<Vec<Frame>>,
+    /// pytest's failure text (tail)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub details: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub stdout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub stderr: Option<String>,
 }
 
 #[cfg(test)]
@@ -410,12 +442,13 @@ ZeroDivisionError: division by zero</failure></testcase></testsuite></testsuites
     #[test]
     fn counts_and_json() {
         let r = parse(REPORT).unwrap();
-        let j = r.to_json();
-        assert_eq!(j["counts"], json!({"passed": 1, "failed": 2, "skipped": 1, "error": 2, "xfail": 1, "xpass": 1, "total": 8}));
-        assert_eq!(j["tests"][1]["location"], json!({"file": "tests/test_sample.py", "line": 4}));
-        assert!(j["tests"][1]["details"].as_str().unwrap().ends_with("tests/test_sample.py:4: AssertionError"));
-        assert!(j["tests"][0].get("details").is_none());
-        assert_eq!(j["tests_truncated"], false);
+        let s = r.summary();
+        assert_eq!(s.counts, Counts { passed: 1, failed: 2, skipped: 1, error: 2, xfail: 1, xpass: 1, total: 8 });
+        let j = serde_json::to_value(&s.tests).unwrap();
+        assert_eq!(j[1]["location"], serde_json::json!({"file": "tests/test_sample.py", "line": 4}));
+        assert!(j[1]["details"].as_str().unwrap().ends_with("tests/test_sample.py:4: AssertionError"));
+        assert!(j[0].get("details").is_none() && j[0].get("traceback").is_none(), "{}", j[0]);
+        assert!(!s.tests_truncated);
     }
 
     #[test]

@@ -24,8 +24,8 @@
 pub mod junit;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{cmd, errors, json, Effect, ErrorCode, OpError, Outcome, Plan, Verb, VerbKind};
 
 /// `pytest.run` args.
 #[derive(Deserialize, JsonSchema)]
@@ -49,17 +49,46 @@ struct RunArgs {
     dir: Option<String>,
 }
 
-/// What pytest's exit status says (pytest's `ExitCode`).
-fn status(exit_code: Option<i32>) -> &'static str {
-    match exit_code {
-        Some(0) => "passed",
-        Some(1) => "failed",
-        Some(2) => "interrupted",
-        Some(3) => "internal_error",
-        Some(4) => "usage_error",
-        Some(5) => "no_tests",
-        Some(_) => "other",
-        None => "killed",
+// What pytest's exit status says (pytest's `ExitCode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Passed,
+    Failed,
+    Interrupted,
+    InternalError,
+    UsageError,
+    NoTests,
+    Other,
+    Killed,
+}
+
+impl Status {
+    fn of(exit_code: Option<i32>) -> Status {
+        match exit_code {
+            Some(0) => Status::Passed,
+            Some(1) => Status::Failed,
+            Some(2) => Status::Interrupted,
+            Some(3) => Status::InternalError,
+            Some(4) => Status::UsageError,
+            Some(5) => Status::NoTests,
+            Some(_) => Status::Other,
+            None => Status::Killed,
+        }
+    }
+
+    /// The name in results and messages.
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Interrupted => "interrupted",
+            Status::InternalError => "internal_error",
+            Status::UsageError => "usage_error",
+            Status::NoTests => "no_tests",
+            Status::Other => "other",
+            Status::Killed => "killed",
+        }
     }
 }
 
@@ -75,25 +104,18 @@ fn tail(bytes: &[u8], max: usize) -> String {
     text.trim().to_string()
 }
 
-fn result_schema() -> Value {
-    let count = json!({ "type": "integer" });
-    json!({
-        "type": "object",
-        "required": ["success", "exit_code", "status", "counts", "tests", "tests_truncated", "duration"],
-        "properties": {
-            "success": { "type": "boolean" },
-            "exit_code": { "type": ["integer", "null"] },
-            "status": { "enum": ["passed", "failed", "interrupted", "internal_error", "usage_error", "no_tests", "other", "killed"] },
-            "counts": {
-                "type": "object",
-                "required": ["passed", "failed", "skipped", "error", "xfail", "xpass", "total"],
-                "properties": { "passed": count, "failed": count, "skipped": count, "error": count, "xfail": count, "xpass": count, "total": count }
-            },
-            "tests": junit::tests_schema(),
-            "tests_truncated": { "type": "boolean" },
-            "duration": { "type": "number", "description": "seconds" }
-        }
-    })
+// `pytest.run`'s result (a plain comment: a type's doc comment would
+// become its schema's description).
+#[derive(Debug, Serialize, JsonSchema)]
+struct RunResult {
+    success: bool,
+    exit_code: Option<i32>,
+    status: Status,
+    counts: junit::Counts,
+    tests: Vec<junit::TestEntry>,
+    tests_truncated: bool,
+    /// seconds
+    duration: f64,
 }
 
 /// `pytest.run`.
@@ -108,10 +130,7 @@ impl Verb for Run {
     // files: __pycache__ at least); a job.
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     type Args = RunArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(result_schema())
-    }
+    type Output = RunResult;
 
     fn plan(args: &RunArgs) -> Result<Plan, OpError> {
         let mut c = cmd("pytest")
@@ -149,39 +168,40 @@ impl Verb for Run {
         Ok(Plan::Spawn(c.into()))
     }
 
-    fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &RunArgs, outcome: &Outcome) -> Result<RunResult, OpError> {
         map_outcome(outcome)
     }
 }
 
-/// A finished (or running) pytest job's outcome → the result.
-fn map_outcome(outcome: &Outcome) -> Result<Value, OpError> {
-    if outcome.is_running() {
-        // pytest has no run id of its own: job.kill stops the group.
-        return Ok(json!({}));
-    }
+/// A finished pytest job's outcome → the result. (pytest has no run id of
+/// its own: a running job names no entity, and job.kill stops the group.)
+fn map_outcome(outcome: &Outcome) -> Result<RunResult, OpError> {
     if outcome.exit_code == Some(4) {
         // A usage error (a bad `-k`/`-m` expression, a node id that does
         // not exist, an option the project's `addopts` names that is not
         // there): no test ran, whatever the (empty) report says.
         let stderr = tail(&without_report(&outcome.stderr), 2048);
         return Err(errors::op_error(
-            "invalid_args",
+            ErrorCode::InvalidArgs,
             &format!("pytest refused its arguments (exit 4, usage error): {stderr}"),
             Some(json!({ "exit_code": 4, "stderr": stderr })),
         ));
     }
     let Some(xml) = junit::find(&outcome.stderr) else {
         let mut e = errors::exit_nonzero(outcome);
-        e.message = format!("pytest wrote no JUnit report ({}); {}", status(outcome.exit_code), e.message);
+        e.message = format!("pytest wrote no JUnit report ({}); {}", Status::of(outcome.exit_code).as_str(), e.message);
         return Err(e);
     };
-    let report = junit::parse(xml).map_err(|e| errors::invalid_output(&e))?;
-    let mut out = report.to_json();
-    out["success"] = json!(outcome.exit_code == Some(0));
-    out["exit_code"] = json!(outcome.exit_code);
-    out["status"] = json!(status(outcome.exit_code));
-    Ok(out)
+    let report = junit::parse(xml).map_err(|e| errors::invalid_output(&e))?.summary();
+    Ok(RunResult {
+        success: outcome.exit_code == Some(0),
+        exit_code: outcome.exit_code,
+        status: Status::of(outcome.exit_code),
+        counts: report.counts,
+        tests: report.tests,
+        tests_truncated: report.tests_truncated,
+        duration: report.duration,
+    })
 }
 
 verbgate_plugin_sdk::plugin!(Pytest { name: "pytest", version: "0.1.0", verbs: [Run] });
@@ -204,6 +224,6 @@ mod tests {
         let e = map_outcome(&Outcome::killed(9)).unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
         assert!(e.message.starts_with("pytest wrote no JUnit report (killed)"), "{}", e.message);
-        assert_eq!(map_outcome(&Outcome::running("")).unwrap(), json!({}));
+        assert_eq!(Pytest::map_result("pytest.run", "{}", &Outcome::running("")).unwrap(), "{}");
     }
 }

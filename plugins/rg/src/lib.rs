@@ -35,7 +35,7 @@ pub mod text;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Cmd, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, Plan, Verb, VerbKind};
 
 /// Default `limit` for `rg.search`.
 const MAX_TOTAL_DEFAULT: u64 = 200;
@@ -217,7 +217,7 @@ fn refused(outcome: &Outcome, searched: bool) -> Option<OpError> {
         Some(2) if searched => None,
         Some(2) => {
             let why = stderr_lines(outcome).join("; ");
-            Some(errors::op_error("invalid_args", &format!("ripgrep refused the search: {why}"), Some(json!({ "stderr": why }))))
+            Some(errors::op_error(ErrorCode::InvalidArgs, &format!("ripgrep refused the search: {why}"), Some(json!({ "stderr": why }))))
         }
         _ => Some(errors::exit_nonzero(outcome)),
     }
@@ -235,10 +235,7 @@ impl Verb for Search {
     // nothing else.
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     type Args = SearchArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(search::result_schema())
-    }
+    type Output = search::SearchResult;
 
     fn plan(args: &SearchArgs) -> Result<Plan, OpError> {
         let limits = search_limits(args);
@@ -268,12 +265,12 @@ impl Verb for Search {
         Ok(Plan::Exec(paths(c, &args.select).truncate_stdout().into()))
     }
 
-    fn map(args: &SearchArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &SearchArgs, outcome: &Outcome) -> Result<search::SearchResult, OpError> {
         let s = search::parse(&outcome.stdout, search_limits(args), outcome.stdout_truncated).map_err(|e| errors::invalid_output(&e.0))?;
         if let Some(e) = refused(outcome, s.stats.is_some()) {
             return Err(e);
         }
-        Ok(s.to_json(&stderr_lines(outcome)))
+        Ok(s.into_result(stderr_lines(outcome)))
     }
 }
 
@@ -287,23 +284,19 @@ impl Verb for Files {
     const PROGRAMS: &'static [&'static str] = &["rg"];
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     type Args = FilesArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(files::result_schema())
-    }
+    type Output = files::FilesResult;
 
     fn plan(args: &FilesArgs) -> Result<Plan, OpError> {
         let c = select(rg().lit("--files").lit("--null"), &args.select);
         Ok(Plan::Exec(paths(c, &args.select).truncate_stdout().into()))
     }
 
-    fn map(args: &FilesArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(args: &FilesArgs, outcome: &Outcome) -> Result<files::FilesResult, OpError> {
         if let Some(e) = refused(outcome, !outcome.stdout.is_empty()) {
             return Err(e);
         }
-        let mut r = files::parse(&outcome.stdout, args.limit.unwrap_or(FILES_DEFAULT) as usize, outcome.stdout_truncated);
-        r["errors"] = json!(stderr_lines(outcome));
-        Ok(r)
+        let r = files::parse(&outcome.stdout, args.limit.unwrap_or(FILES_DEFAULT) as usize, outcome.stdout_truncated);
+        Ok(files::FilesResult { errors: stderr_lines(outcome), ..r })
     }
 }
 
@@ -344,7 +337,7 @@ mod tests {
         assert_eq!(e.code, "invalid_args");
         assert!(e.message.contains("unclosed group"), "{}", e.message);
         let none = Search::map(&args, &Outcome::exited(1, "")).unwrap();
-        assert_eq!(none["matches"], json!([]));
+        assert!(none.matches.is_empty());
     }
 
     #[test]
@@ -366,7 +359,7 @@ mod tests {
                       rg: error parsing glob 'a{': unclosed alternate group\n\
                       rg: ./x: Permission denied (os error 13)\n";
         let args: SearchArgs = serde_json::from_value(json!({"pattern": "x"})).unwrap();
-        let r = Search::map(&args, &Outcome::exited(1, "").with_stderr(stderr)).unwrap();
+        let r = serde_json::to_value(Search::map(&args, &Outcome::exited(1, "").with_stderr(stderr)).unwrap()).unwrap();
         let errors = r["errors"].as_array().unwrap();
         assert!(!r.to_string().contains("SECRET"), "{r}");
         assert!(errors[0].as_str().unwrap().starts_with("rg: ./.gitignore: line 1: error parsing glob (the line is not shown"), "{r}");

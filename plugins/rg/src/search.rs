@@ -16,9 +16,13 @@
 //! and the host may cut the output at its capture bound. Whichever was
 //! reached is listed in `caps_reached`, and `truncated` is true.
 //!
-//! This module does not depend on the guest SDK.
+//! This module does not depend on the guest SDK: its types are the
+//! result (serde writes them, schemars describes them), and their doc
+//! comments are the result schema's descriptions.
 
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::text::{decode, strip_eol};
 
@@ -35,71 +39,78 @@ pub struct Limits {
     pub max_per_file: Option<u64>,
 }
 
-/// One line of context.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// One line of context (plain comments on the types: a type's doc comment
+// would become its schema's description).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ContextLine {
-    /// 1-based line number.
+    // 1-based line number.
     pub line: u64,
-    /// The line without its terminator.
+    // The line without its terminator.
     pub text: String,
 }
 
-/// One submatch inside a matching line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// start/end: byte offsets in the line, 0-based, end exclusive
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Submatch {
-    /// Byte offset of the start in the line (0-based).
+    // Byte offset of the start in the line (0-based).
     pub start: u64,
-    /// Byte offset just past the end.
+    // Byte offset just past the end.
     pub end: u64,
-    /// The matched text.
+    // The matched text.
     pub text: String,
 }
 
-/// One matching line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// One matching line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Match {
-    /// The file, as rg names it (relative to the directory rg runs in).
+    // The file, as rg names it (relative to the directory rg runs in).
     pub path: String,
-    /// 1-based line number.
+    /// 1-based
     pub line: u64,
-    /// 1-based byte column of the first submatch.
+    /// 1-based byte column of the first submatch
     pub column: u64,
-    /// The line without its terminator.
+    /// the line; bytes that are not UTF-8 are U+FFFD
     pub text: String,
-    /// Every match in the line.
+    // Every match in the line.
     pub submatches: Vec<Submatch>,
-    /// Context lines above.
+    // Context lines above and below.
     pub before: Vec<ContextLine>,
-    /// Context lines below.
     pub after: Vec<ContextLine>,
 }
 
-/// A file with matches and rg's counts for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// A file with matches and rg's counts for it: matches (submatches) and
+// matching lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FileCount {
-    /// The file.
     pub path: String,
-    /// Matches (submatches) rg found in it.
     pub matches: u64,
-    /// Matching lines rg found in it.
     pub lines: u64,
 }
 
-/// rg's totals (its `summary` message).
-#[derive(Debug, Clone, PartialEq, Eq)]
+// rg's totals (its `summary` message).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Stats {
-    /// Files searched.
+    // Files searched, files with at least one match, bytes searched,
+    // matching lines, matches.
     pub searches: u64,
-    /// Files with at least one match.
     pub searches_with_match: u64,
-    /// Bytes searched.
     pub bytes_searched: u64,
-    /// Matching lines.
     pub matched_lines: u64,
-    /// Matches.
     pub matches: u64,
-    /// Wall time of the whole search, in milliseconds.
+    // Wall time of the whole search, in milliseconds.
     pub elapsed_ms: u64,
+}
+
+// A cap a search reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Cap {
+    // `limit` (max_total).
+    Limit,
+    // `per_file` (max_per_file).
+    PerFile,
+    // The host's capture bound.
+    Output,
 }
 
 /// The whole search.
@@ -109,11 +120,24 @@ pub struct Search {
     pub matches: Vec<Match>,
     /// Files with matches.
     pub files: Vec<FileCount>,
-    /// Which caps were reached: `limit` (max_total), `per_file`
-    /// (max_per_file), `output`.
-    pub caps_reached: Vec<&'static str>,
+    /// Which caps were reached.
+    pub caps_reached: Vec<Cap>,
     /// rg's totals; `None` when the output was cut before rg printed them.
     pub stats: Option<Stats>,
+}
+
+// `rg.search`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchResult {
+    pub matches: Vec<Match>,
+    pub files: Vec<FileCount>,
+    /// a cap was reached: see caps_reached
+    pub truncated: bool,
+    pub caps_reached: Vec<Cap>,
+    /// rg's totals; null when the output was cut
+    pub stats: Option<Stats>,
+    /// files rg could not search
+    pub errors: Vec<String>,
 }
 
 /// Why the output could not be read.
@@ -177,13 +201,13 @@ pub fn parse(stdout: &[u8], limits: Limits, cut: bool) -> Result<Search, BadOutp
         }
     }
     if dropped {
-        s.caps_reached.push("limit");
+        s.caps_reached.push(Cap::Limit);
     }
     if per_file_cap {
-        s.caps_reached.push("per_file");
+        s.caps_reached.push(Cap::PerFile);
     }
     if cut {
-        s.caps_reached.push("output");
+        s.caps_reached.push(Cap::Output);
     }
     Ok(s)
 }
@@ -246,71 +270,16 @@ fn stats(data: &Value) -> Stats {
 impl Search {
     /// The verb's result; `errors` are the messages rg printed on stderr
     /// about files it could not search.
-    pub fn to_json(&self, errors: &[String]) -> Value {
-        let ctx = |cs: &[ContextLine]| -> Vec<Value> { cs.iter().map(|c| json!({ "line": c.line, "text": c.text })).collect() };
-        let matches: Vec<Value> = self
-            .matches
-            .iter()
-            .map(|m| {
-                let mut o = Map::new();
-                o.insert("path".into(), json!(m.path));
-                o.insert("line".into(), json!(m.line));
-                o.insert("column".into(), json!(m.column));
-                o.insert("text".into(), json!(m.text));
-                o.insert("submatches".into(), m.submatches.iter().map(|s| json!({ "start": s.start, "end": s.end, "text": s.text })).collect());
-                o.insert("before".into(), Value::Array(ctx(&m.before)));
-                o.insert("after".into(), Value::Array(ctx(&m.after)));
-                Value::Object(o)
-            })
-            .collect();
-        json!({
-            "matches": matches,
-            "files": self.files.iter().map(|f| json!({ "path": f.path, "matches": f.matches, "lines": f.lines })).collect::<Vec<_>>(),
-            "truncated": !self.caps_reached.is_empty(),
-            "caps_reached": self.caps_reached,
-            "stats": self.stats.as_ref().map(|s| json!({
-                "searches": s.searches,
-                "searches_with_match": s.searches_with_match,
-                "bytes_searched": s.bytes_searched,
-                "matched_lines": s.matched_lines,
-                "matches": s.matches,
-                "elapsed_ms": s.elapsed_ms,
-            })),
-            "errors": errors,
-        })
-    }
-}
-
-/// The result schema of `rg.search`.
-pub fn result_schema() -> Value {
-    let context = json!({ "type": "array", "items": { "type": "object", "required": ["line", "text"] } });
-    json!({
-        "type": "object",
-        "required": ["matches", "files", "truncated", "caps_reached", "stats", "errors"],
-        "properties": {
-            "matches": { "type": "array", "items": {
-                "type": "object",
-                "required": ["path", "line", "column", "text", "submatches", "before", "after"],
-                "properties": {
-                    "path": { "type": "string" },
-                    "line": { "type": "integer", "description": "1-based" },
-                    "column": { "type": "integer", "description": "1-based byte column of the first submatch" },
-                    "text": { "type": "string", "description": "the line; bytes that are not UTF-8 are U+FFFD" },
-                    "submatches": { "type": "array", "items": {
-                        "type": "object", "required": ["start", "end", "text"],
-                        "description": "start/end: byte offsets in the line, 0-based, end exclusive"
-                    } },
-                    "before": context.clone(),
-                    "after": context
-                }
-            } },
-            "files": { "type": "array", "items": { "type": "object", "required": ["path", "matches", "lines"] } },
-            "truncated": { "type": "boolean", "description": "a cap was reached: see caps_reached" },
-            "caps_reached": { "type": "array", "items": { "enum": ["limit", "per_file", "output"] } },
-            "stats": { "type": ["object", "null"], "description": "rg's totals; null when the output was cut" },
-            "errors": { "type": "array", "items": { "type": "string" }, "description": "files rg could not search" }
+    pub fn into_result(self, errors: Vec<String>) -> SearchResult {
+        SearchResult {
+            truncated: !self.caps_reached.is_empty(),
+            matches: self.matches,
+            files: self.files,
+            caps_reached: self.caps_reached,
+            stats: self.stats,
+            errors,
         }
-    })
+    }
 }
 
 #[cfg(test)]
@@ -386,12 +355,12 @@ mod tests {
     fn caps_are_reported() {
         let s = parse(OUTPUT.as_bytes(), Limits { max_total: 2, ..NO_CAPS }, false).unwrap();
         assert_eq!(s.matches.len(), 2);
-        assert_eq!(s.caps_reached, ["limit"]);
+        assert_eq!(s.caps_reached, [Cap::Limit]);
         assert_eq!(s.files.len(), 2, "rg's per-file counts still cover every file");
         let s = parse(OUTPUT.as_bytes(), Limits { max_per_file: Some(2), ..NO_CAPS }, false).unwrap();
-        assert_eq!(s.caps_reached, ["per_file"]);
-        let json = s.to_json(&[]);
-        assert_eq!(json["truncated"], true);
+        assert_eq!(s.caps_reached, [Cap::PerFile]);
+        let json = serde_json::to_value(s.into_result(Vec::new())).unwrap();
+        assert_eq!((json["truncated"].clone(), json["caps_reached"].clone()), (Value::Bool(true), serde_json::json!(["per_file"])));
     }
 
     #[test]
@@ -400,7 +369,7 @@ mod tests {
         let s = parse(&OUTPUT.as_bytes()[..cut_at], NO_CAPS, true).unwrap();
         assert_eq!(s.matches.len(), 2);
         assert_eq!(s.stats, None);
-        assert_eq!(s.caps_reached, ["output"]);
+        assert_eq!(s.caps_reached, [Cap::Output]);
         // Without the cut, a broken line is rg misbehaving.
         assert!(parse(&OUTPUT.as_bytes()[..cut_at], NO_CAPS, false).is_err());
     }

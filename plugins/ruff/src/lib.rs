@@ -17,7 +17,7 @@
 //! are as ruff reports them (absolute).
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use verbgate_plugin_sdk::{cmd, errors, json, serde_json, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
 
 /// Findings listed; `counts` covers every finding read.
@@ -80,40 +80,90 @@ pub fn array_prefix(text: &[u8]) -> Result<(Vec<Value>, bool), String> {
     }
 }
 
-/// ruff's JSON diagnostics → `{counts, findings, truncated}`.
-fn findings(outcome: &Outcome) -> Result<Value, OpError> {
+/// ruff's JSON diagnostics → the result of `ruff.check` and
+/// `ruff.format_check`.
+fn findings(outcome: &Outcome) -> Result<Findings, OpError> {
     let (items, whole) = array_prefix(&outcome.stdout).map_err(|e| errors::invalid_output(&e))?;
     if !whole && !outcome.stdout_truncated {
         return Err(errors::invalid_output("ruff's JSON output ends early although the host kept all of it"));
     }
+    let text = |v: &Value| v.as_str().map(str::to_string);
     let fixable = items.iter().filter(|d| d["fix"].is_object()).count();
-    let listed: Vec<Value> = items
+    let listed = items
         .iter()
         .take(LISTED)
-        .map(|d| {
-            json!({
-                "file": d["filename"],
-                "line": d["location"]["row"],
-                "column": d["location"]["column"],
-                "end_line": d["end_location"]["row"],
-                "end_column": d["end_location"]["column"],
-                "code": d["code"],
-                "name": d["name"],
-                "message": d["message"],
-                "fix": if d["fix"].is_object() {
-                    json!({ "applicability": d["fix"]["applicability"], "message": d["fix"]["message"], "edits": d["fix"]["edits"] })
-                } else {
-                    Value::Null
-                },
-                "url": d["url"],
-            })
+        .map(|d| Finding {
+            file: text(&d["filename"]).unwrap_or_default(),
+            line: d["location"]["row"].as_u64(),
+            column: d["location"]["column"].as_u64(),
+            end_line: d["end_location"]["row"].as_u64(),
+            end_column: d["end_location"]["column"].as_u64(),
+            code: text(&d["code"]),
+            name: text(&d["name"]),
+            message: text(&d["message"]).unwrap_or_default(),
+            fix: d["fix"].is_object().then(|| Fix {
+                applicability: text(&d["fix"]["applicability"]).unwrap_or_default(),
+                message: text(&d["fix"]["message"]),
+                edits: d["fix"]["edits"].as_array().cloned().unwrap_or_default(),
+            }),
+            url: text(&d["url"]),
         })
         .collect();
-    Ok(json!({
-        "counts": { "findings": items.len(), "fixable": fixable },
-        "truncated": !whole || items.len() > LISTED,
-        "findings": listed,
-    }))
+    Ok(Findings {
+        success: outcome.exit_code == Some(0),
+        exit_code: outcome.exit_code,
+        counts: Counts { findings: items.len(), fixable },
+        findings: listed,
+        truncated: !whole || items.len() > LISTED,
+    })
+}
+
+// The result of `ruff.check` and `ruff.format_check` (a plain comment, as
+// on every result type: a type's doc comment would become its schema's
+// description).
+#[derive(Serialize, JsonSchema)]
+struct Findings {
+    /// nothing found (ruff's exit 0)
+    success: bool,
+    exit_code: Option<i32>,
+    counts: Counts,
+    findings: Vec<Finding>,
+    /// ruff's output outgrew the host's capture bound, or more than 2000 findings: counts cover what was read
+    truncated: bool,
+}
+
+// Findings read, and those with a fix.
+#[derive(Serialize, JsonSchema)]
+struct Counts {
+    findings: usize,
+    fixable: usize,
+}
+
+// One diagnostic of ruff's.
+#[derive(Serialize, JsonSchema)]
+struct Finding {
+    /// as ruff reports it (absolute)
+    file: String,
+    line: Option<u64>,
+    column: Option<u64>,
+    end_line: Option<u64>,
+    end_column: Option<u64>,
+    /// the rule (F401), unformatted, or invalid-syntax
+    code: Option<String>,
+    name: Option<String>,
+    message: String,
+    /// the fix ruff offers: applicability safe (ruff --fix applies it), unsafe (--unsafe-fixes) or display-only, and its edits
+    fix: Option<Fix>,
+    url: Option<String>,
+}
+
+// A fix ruff offers.
+#[derive(Serialize, JsonSchema)]
+struct Fix {
+    applicability: String,
+    message: Option<String>,
+    // The edits, as ruff writes them (content and locations).
+    edits: Vec<Value>,
 }
 
 /// Exit 2: ruff could not do its job (a bad configuration, a path that
@@ -122,41 +172,6 @@ fn failed(outcome: &Outcome, what: &str) -> OpError {
     let mut e = errors::exit_nonzero(outcome);
     e.message = format!("{what}: {}", e.message.trim_start_matches("the program "));
     e
-}
-
-fn findings_schema() -> Value {
-    let at = json!({ "type": ["integer", "null"] });
-    let count = json!({ "type": "integer" });
-    json!({
-        "type": "object",
-        "required": ["success", "exit_code", "counts", "findings", "truncated"],
-        "properties": {
-            "success": { "type": "boolean", "description": "nothing found (ruff's exit 0)" },
-            "exit_code": { "type": ["integer", "null"] },
-            "counts": { "type": "object", "required": ["findings", "fixable"], "properties": { "findings": count, "fixable": count } },
-            "findings": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["file", "line", "column", "end_line", "end_column", "code", "message", "fix"],
-                    "properties": {
-                        "file": { "type": "string", "description": "as ruff reports it (absolute)" },
-                        "line": at, "column": at, "end_line": at, "end_column": at,
-                        "code": { "type": ["string", "null"], "description": "the rule (F401), unformatted, or invalid-syntax" },
-                        "name": { "type": ["string", "null"] },
-                        "message": { "type": "string" },
-                        "fix": {
-                            "type": ["object", "null"],
-                            "description": "the fix ruff offers: applicability safe (ruff --fix applies it), unsafe (--unsafe-fixes) or display-only, and its edits",
-                            "properties": { "applicability": { "type": "string" }, "message": { "type": ["string", "null"] }, "edits": { "type": "array" } }
-                        },
-                        "url": { "type": ["string", "null"] }
-                    }
-                }
-            },
-            "truncated": { "type": "boolean", "description": "ruff's output outgrew the host's capture bound, or more than 2000 findings: counts cover what was read" }
-        }
-    })
 }
 
 /// `ruff.check` args.
@@ -181,10 +196,7 @@ impl Verb for Check {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["ruff"];
     type Args = CheckArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(findings_schema())
-    }
+    type Output = Findings;
 
     fn plan(args: &CheckArgs) -> Result<Plan, OpError> {
         let mut c = ruff(&args.common, "check").lit("--output-format=json").truncate_stdout();
@@ -194,14 +206,11 @@ impl Verb for Check {
         Ok(Plan::Exec(with_paths(c, &args.common).into()))
     }
 
-    fn map(_: &CheckArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &CheckArgs, outcome: &Outcome) -> Result<Findings, OpError> {
         if outcome.exit_code == Some(2) || (outcome.exit_code != Some(0) && outcome.exit_code != Some(1) && !outcome.stdout_truncated) {
             return Err(failed(outcome, "ruff check could not run"));
         }
-        let mut out = findings(outcome)?;
-        out["success"] = json!(outcome.exit_code == Some(0));
-        out["exit_code"] = json!(outcome.exit_code);
-        Ok(out)
+        findings(outcome)
     }
 }
 
@@ -223,27 +232,21 @@ impl Verb for FormatCheck {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo];
     const PROGRAMS: &'static [&'static str] = &["ruff"];
     type Args = FormatArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(findings_schema())
-    }
+    type Output = Findings;
 
     fn plan(args: &FormatArgs) -> Result<Plan, OpError> {
         let c = ruff(&args.common, "format").lit("--check").lit("--output-format=json").truncate_stdout();
         Ok(Plan::Exec(with_paths(c, &args.common).into()))
     }
 
-    fn map(_: &FormatArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &FormatArgs, outcome: &Outcome) -> Result<Findings, OpError> {
         // Exit 1: some file would change; 2: some file does not parse
         // (listed as invalid-syntax) — or ruff could not run, with nothing
         // on stdout.
         if outcome.exit_code == Some(2) && outcome.stdout_text().trim().is_empty() {
             return Err(failed(outcome, "ruff format --check could not run"));
         }
-        let mut out = findings(outcome)?;
-        out["success"] = json!(outcome.exit_code == Some(0));
-        out["exit_code"] = json!(outcome.exit_code);
-        Ok(out)
+        findings(outcome)
     }
 }
 
@@ -257,25 +260,16 @@ impl Verb for Format {
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo];
     const PROGRAMS: &'static [&'static str] = &["ruff"];
     type Args = FormatArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(json!({
-            "type": "object",
-            "required": ["changed"],
-            "properties": {
-                "changed": { "type": "boolean", "description": "ruff rewrote at least one file (its exit status under --exit-non-zero-on-format); ruff.format_check before it in the batch lists which" }
-            }
-        }))
-    }
+    type Output = Formatted;
 
     fn plan(args: &FormatArgs) -> Result<Plan, OpError> {
         Ok(Plan::Exec(with_paths(ruff(&args.common, "format").lit("--exit-non-zero-on-format"), &args.common).into()))
     }
 
-    fn map(_: &FormatArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &FormatArgs, outcome: &Outcome) -> Result<Formatted, OpError> {
         match outcome.exit_code {
-            Some(0) => Ok(json!({ "changed": false })),
-            Some(1) => Ok(json!({ "changed": true })),
+            Some(0) => Ok(Formatted { changed: false }),
+            Some(1) => Ok(Formatted { changed: true }),
             _ => {
                 // Exit 2: a file did not parse (ruff still formatted the
                 // others), or ruff could not run at all.
@@ -285,6 +279,13 @@ impl Verb for Format {
             }
         }
     }
+}
+
+// `ruff.format`'s result.
+#[derive(Serialize, JsonSchema)]
+struct Formatted {
+    /// ruff rewrote at least one file (its exit status under --exit-non-zero-on-format); ruff.format_check before it in the batch lists which
+    changed: bool,
 }
 
 verbgate_plugin_sdk::plugin!(Ruff { name: "ruff", version: "0.1.0", verbs: [Check, FormatCheck, Format] });

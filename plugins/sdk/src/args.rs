@@ -81,9 +81,9 @@ impl Args {
 }
 
 fn wrong_type(name: &str, what: &str) -> OpError {
-    crate::errors::op_error("invalid_args", &format!("parameter `{name}` must be {what}"), Some(serde_json::json!({ "param": name })))
+    crate::errors::op_error(crate::errors::ErrorCode::InvalidArgs, &format!("parameter `{name}` must be {what}"), Some(serde_json::json!({ "param": name })))
 }
 
 fn missing(name: &str) -> OpError {
-    crate::errors::op_error("invalid_args", &format!("parameter `{name}` is required"), Some(serde_json::json!({ "param": name })))
+    crate::errors::op_error(crate::errors::ErrorCode::InvalidArgs, &format!("parameter `{name}` is required"), Some(serde_json::json!({ "param": name })))
 }

@@ -9,15 +9,19 @@
 //! - a verb's arguments are a serde struct and its params schema is derived
 //!   from that struct ([`params`]): `#[serde(deny_unknown_fields)]` closes
 //!   it, so a parameter cannot be read under a name the schema lacks;
+//! - its result is a serde struct too, which `map` returns and the SDK
+//!   serializes, and its result schema is derived from that struct, so the
+//!   schema the host checks results against and the result cannot disagree;
 //! - [`Cmd`] builds typed argv: plugin-authored literals, caller values and
 //!   `--name=value` options stay distinct so the host can refuse a caller
 //!   value in an option position;
-//! - [`errors`] builds [`OpError`]s with the stable codes callers rely on;
+//! - [`errors`] builds [`OpError`]s with the stable codes callers rely on,
+//!   the [`ErrorCode`]s the host accepts from a plugin;
 //! - [`Outcome::exited`] and friends build outcomes for unit tests of `map`.
 //!
 //! ```ignore
 //! struct Hello;
-//! impl verbgate_plugin_sdk::Verb for Hello { /* NAME, SUMMARY, KIND, Args, plan, map */ }
+//! impl verbgate_plugin_sdk::Verb for Hello { /* NAME, SUMMARY, KIND, Args, Output, plan, map */ }
 //! verbgate_plugin_sdk::plugin!(MyTool { name: "mytool", version: "0.1.0", verbs: [Hello] });
 //! ```
 //!
@@ -43,8 +47,9 @@ pub use bindings::{
     WIT_VERSION,
 };
 pub use command::{cmd, Cmd};
-pub use outcome::OutcomeExt;
-pub use params::{params_schema, yes, Params};
+pub use errors::ErrorCode;
+pub use outcome::{OutcomeExt, RunTails, RUN_TAIL_BYTES};
+pub use params::{params_schema, result_schema, yes, Output, Params};
 pub use schema::{Param, Schema};
 pub use serde_json::{self, json, Map, Value};
 pub use verb::Verb;

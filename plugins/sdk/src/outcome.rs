@@ -4,6 +4,9 @@
 //! would (`Outcome::exited(0, stdout)`), without spelling out every field of
 //! the WIT record — and without a test double: the same `map` runs.
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 use crate::{errors, OpError, Outcome, ReadBackOutcome, Value};
 
 /// Helpers on an [`Outcome`].
@@ -114,5 +117,59 @@ impl Outcome {
     pub fn truncated(mut self) -> Outcome {
         self.stdout_truncated = true;
         self
+    }
+}
+
+/// How much of each stream a [`RunTails`] keeps.
+pub const RUN_TAIL_BYTES: usize = 16 * 1024;
+
+/// The result of a job that runs a program for what it does (a justfile
+/// recipe, a package.json script): whether it succeeded and the end of
+/// what it printed; `job.output` pages through all of it. `map` returns
+/// `RunTails::of(outcome)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RunTails {
+    // Exited 0.
+    pub success: bool,
+    // `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// the last 16 KiB (job.output has all of it)
+    pub stdout_tail: String,
+    // The same of stderr.
+    pub stderr_tail: String,
+}
+
+impl RunTails {
+    /// A finished job's exit and the last [`RUN_TAIL_BYTES`] of each stream.
+    pub fn of(outcome: &Outcome) -> RunTails {
+        RunTails {
+            success: outcome.exit_code == Some(0),
+            exit_code: outcome.exit_code,
+            stdout_tail: run_tail(&outcome.stdout),
+            stderr_tail: run_tail(&outcome.stderr),
+        }
+    }
+}
+
+/// The last [`RUN_TAIL_BYTES`] of a stream as text, cut on a character
+/// boundary (a UTF-8 continuation byte is `10xxxxxx`).
+fn run_tail(bytes: &[u8]) -> String {
+    let mut start = bytes.len().saturating_sub(RUN_TAIL_BYTES);
+    while start < bytes.len() && bytes[start] & 0xC0 == 0x80 {
+        start += 1;
+    }
+    String::from_utf8_lossy(&bytes[start..]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_tails_keep_the_end_of_each_stream_on_a_character_boundary() {
+        let long = format!("{}{}", "é".repeat(RUN_TAIL_BYTES), "end");
+        let t = RunTails::of(&Outcome::exited(2, long).with_stderr("boom\n"));
+        assert_eq!((t.success, t.exit_code, t.stderr_tail.as_str()), (false, Some(2), "boom\n"));
+        assert!(t.stdout_tail.ends_with("end") && t.stdout_tail.len() < RUN_TAIL_BYTES && !t.stdout_tail.contains('\u{fffd}'), "{}", t.stdout_tail.len());
     }
 }

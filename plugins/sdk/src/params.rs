@@ -1,4 +1,5 @@
-//! A verb's params schema, derived from its `Args` struct.
+//! A verb's params schema, derived from its `Args` struct, and its result
+//! schema, derived from its `Output` struct.
 //!
 //! The struct a verb reads its arguments from is the schema the host checks
 //! them against: `#[derive(Deserialize, JsonSchema)]` plus
@@ -26,10 +27,35 @@
 //! The host refuses a schema that is not closed at every depth, so a
 //! forgotten `deny_unknown_fields` fails loudly at load (and in the golden
 //! test), never silently.
+//!
+//! The result side is the same idea turned around: a verb's `map` returns
+//! its `Output` struct (`#[derive(Serialize, JsonSchema)]`), the SDK
+//! serializes it, and [`result_schema`] derives the schema the host checks
+//! the result against from that same struct — so the declared result and
+//! the JSON produced cannot disagree. Result schemas describe what is
+//! *written* (schemars' serialize contract):
+//!
+//! - a field is `required` unless it has `skip_serializing_if`; an
+//!   `Option<T>` that is always written may be `null` (`["string",
+//!   "null"]`); one that is left out when empty is written
+//!   `#[serde(skip_serializing_if = "Option::is_none")]
+//!   #[schemars(with = "T")]`, so its schema does not admit `null`;
+//! - results stay open (no `additionalProperties: false`), so a result
+//!   that gains a field does not break a caller's validator;
+//! - a part that is genuinely any JSON is a `Value` field (schema `true`);
+//!   a `#[serde(flatten)] Map<String, Value>` keeps "and other keys" (the
+//!   `items: true` / `additionalProperties: true` these give are left out:
+//!   they are what an open schema says anyway);
+//! - formats, and the `minimum: 0` schemars implies for unsigned integers,
+//!   are dropped; a type's own doc comment becomes the `description` where
+//!   it is used (unless the field has one), so result types that are used
+//!   as fields keep theirs as plain `//` comments;
+//! - everything inline, as for params; keys in [`RESULT_KEY_ORDER`].
 
-use schemars::generate::SchemaSettings;
+use schemars::generate::{Contract, SchemaSettings};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::{Map, Value};
 
@@ -37,6 +63,12 @@ use crate::{Map, Value};
 /// describable as a JSON Schema. Implemented for every such type.
 pub trait Params: DeserializeOwned + JsonSchema {}
 impl<T: DeserializeOwned + JsonSchema> Params for T {}
+
+/// What a verb's `Output` type must be: serializable as the verb's result
+/// and describable as a JSON Schema (its result schema). Implemented for
+/// every such type.
+pub trait Output: Serialize + JsonSchema {}
+impl<T: Serialize + JsonSchema> Output for T {}
 
 /// The order keys appear in within one schema object; others follow.
 pub const KEY_ORDER: &[&str] = &[
@@ -60,12 +92,39 @@ pub const KEY_ORDER: &[&str] = &[
     "default",
 ];
 
+/// The order keys appear in within one result schema object; others
+/// follow. It is the order verbgate's hand-written result schemas had
+/// (what is required before what each property is, a description last),
+/// so the derived ones read as they did.
+pub const RESULT_KEY_ORDER: &[&str] = &["type", "required", "properties", "items", "enum", "description"];
+
 /// The params schema of `T`, in verbgate's shape (see the module docs).
 pub fn params_schema<T: JsonSchema>() -> Value {
+    let mut schema = root_schema::<T>(Contract::Deserialize);
+    normalize(&mut schema, Side::Params);
+    schema
+}
+
+/// The result schema of `T`, in verbgate's shape (see the module docs);
+/// `None` for a type whose schema admits any JSON (`Value`): a verb that
+/// declares no shape.
+pub fn result_schema<T: JsonSchema>() -> Option<Value> {
+    let mut schema = root_schema::<T>(Contract::Serialize);
+    if schema == Value::Bool(true) || schema.as_object().is_some_and(Map::is_empty) {
+        return None;
+    }
+    normalize(&mut schema, Side::Result);
+    Some(schema)
+}
+
+/// schemars' schema for `T`: inline, without `$schema`, `$defs` or the
+/// root's own title and description.
+fn root_schema<T: JsonSchema>(contract: Contract) -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
             s.meta_schema = None;
+            s.contract = contract;
         })
         .into_generator();
     let mut schema = generator.into_root_schema_for::<T>().to_value();
@@ -74,26 +133,56 @@ pub fn params_schema<T: JsonSchema>() -> Value {
             root.remove(key);
         }
     }
-    normalize(&mut schema);
     schema
 }
 
+/// Which schema [`normalize`] shapes: params (`null` is never sent: leave
+/// the parameter out) or a result (`null` is a value a field may have).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Params,
+    Result,
+}
+
 /// Apply the module's rules to one schema and everything inside it.
-fn normalize(schema: &mut Value) {
+fn normalize(schema: &mut Value, side: Side) {
     let Value::Object(obj) = schema else { return };
-    collapse_null_arm(obj);
-    if let Some(Value::Array(types)) = obj.get_mut("type") {
-        types.retain(|t| t != "null");
-        if types.len() == 1 {
-            let only = types.remove(0);
-            obj.insert("type".into(), only);
+    if side == Side::Params {
+        collapse_null_arm(obj);
+        if let Some(Value::Array(types)) = obj.get_mut("type") {
+            types.retain(|t| t != "null");
+            if types.len() == 1 {
+                let only = types.remove(0);
+                obj.insert("type".into(), only);
+            }
+        }
+        if let Some(Value::Array(values)) = obj.get_mut("enum") {
+            values.retain(|v| !v.is_null());
         }
     }
-    if let Some(Value::Array(values)) = obj.get_mut("enum") {
-        values.retain(|v| !v.is_null());
+    let numeric = |t: &Value| matches!(t.as_str(), Some("integer" | "number"));
+    let is_numeric = match obj.get("type") {
+        Some(Value::Array(types)) => types.iter().any(numeric),
+        Some(t) => numeric(t),
+        None => false,
+    };
+    if is_numeric {
+        let format = obj.remove("format");
+        // The bound schemars implies for an unsigned integer says what
+        // the type already does; a result is written by that type.
+        let unsigned = format.as_ref().and_then(Value::as_str).is_some_and(|f| f.starts_with("uint"));
+        if side == Side::Result && unsigned && obj.get("minimum") == Some(&Value::from(0)) {
+            obj.remove("minimum");
+        }
     }
-    if matches!(obj.get("type").and_then(Value::as_str), Some("integer" | "number")) {
-        obj.remove("format");
+    if side == Side::Result {
+        // Any item, any other key: what a schema says by saying nothing
+        // (a `Value` list, a flattened map of "other keys").
+        for key in ["items", "additionalProperties"] {
+            if obj.get(key) == Some(&Value::Bool(true)) {
+                obj.remove(key);
+            }
+        }
     }
     match obj.get("default") {
         Some(Value::Array(items)) if items.is_empty() => {
@@ -108,20 +197,21 @@ fn normalize(schema: &mut Value) {
         _ => {}
     }
     if let Some(Value::Object(props)) = obj.get_mut("properties") {
-        props.values_mut().for_each(normalize);
+        props.values_mut().for_each(|p| normalize(p, side));
     }
     for key in ["items", "additionalProperties"] {
         if let Some(sub) = obj.get_mut(key) {
-            normalize(sub);
+            normalize(sub, side);
         }
     }
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(Value::Array(arms)) = obj.get_mut(key) {
-            arms.iter_mut().for_each(normalize);
+            arms.iter_mut().for_each(|a| normalize(a, side));
         }
     }
     let mut ordered = Map::new();
-    for key in KEY_ORDER {
+    let order = if side == Side::Params { KEY_ORDER } else { RESULT_KEY_ORDER };
+    for key in order {
         if let Some(v) = obj.remove(*key) {
             ordered.insert((*key).to_string(), v);
         }

@@ -3,9 +3,12 @@
 //! A verb is a type implementing [`Verb`]: its name, summary and kind are
 //! associated constants, its arguments an associated `Args` struct (serde
 //! reads it, schemars describes it — see [`crate::params`]), and `plan` /
-//! `map` receive that struct already typed. [`crate::plugin!`] lists the
-//! verb types once and generates `describe` and the dispatch by name, so a
-//! verb's name is written exactly once, in its `NAME`.
+//! `map` receive that struct already typed. Its result is an associated
+//! `Output` struct that `map` returns: serde writes it, schemars describes
+//! it, so the result schema and the result cannot disagree.
+//! [`crate::plugin!`] lists the verb types once and generates `describe`
+//! and the dispatch by name, so a verb's name is written exactly once, in
+//! its `NAME`.
 //!
 //! ```ignore
 //! #[derive(Deserialize, JsonSchema)]
@@ -13,6 +16,12 @@
 //! struct HelloArgs {
 //!     /// who to greet
 //!     name: String,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Greeting {
+//!     /// the program's answer
+//!     greeting: String,
 //! }
 //!
 //! struct Hello;
@@ -23,20 +32,22 @@
 //!     const PROGRAMS: &'static [&'static str] = &["echo"];
 //!     const EFFECTS: &'static [Effect] = &[];
 //!     type Args = HelloArgs;
+//!     type Output = Greeting;
 //!     fn plan(args: &HelloArgs) -> Result<Plan, OpError> {
 //!         Ok(Plan::Exec(cmd("echo").lit("hello,").value(&args.name).into()))
 //!     }
-//!     fn map(_: &HelloArgs, outcome: &Outcome) -> Result<Value, OpError> {
+//!     fn map(_: &HelloArgs, outcome: &Outcome) -> Result<Greeting, OpError> {
 //!         outcome.success()?;
-//!         Ok(json!({ "greeting": outcome.stdout_text().trim() }))
+//!         Ok(Greeting { greeting: outcome.stdout_text().trim().to_string() })
 //!     }
 //! }
 //!
 //! verbgate_plugin_sdk::plugin!(MyTool { name: "mytool", version: "0.1.0", verbs: [Hello] });
 //! ```
 
-use crate::params::{params_schema, Params};
-use crate::{errors, Command, Effect, OpError, Outcome, Plan, Resolved, Value, VerbKind, VerbSpec};
+use crate::errors::{self, ErrorCode};
+use crate::params::{params_schema, result_schema, Output, Params};
+use crate::{Command, Effect, OpError, Outcome, Plan, Resolved, Value, VerbKind, VerbSpec};
 
 /// A verb: everything the host needs to list, check, plan and map it.
 pub trait Verb {
@@ -70,17 +81,25 @@ pub trait Verb {
     /// deriving `JsonSchema`; its schema is the verb's params schema.
     type Args: Params;
 
-    /// JSON Schema of the mapped result, if the verb declares one (the host
-    /// refuses results that do not match it).
-    fn result_schema() -> Option<Value> {
-        None
-    }
+    /// The result: a struct deriving `Serialize` and `JsonSchema` that
+    /// [`Verb::map`] returns; its schema is the verb's result schema (see
+    /// [`crate::params`]), which the host checks every result against. A
+    /// result that is any JSON at all is `Value` (no result schema).
+    type Output: Output;
 
     /// Turn the call's arguments into a plan for the host to run.
     fn plan(args: &Self::Args) -> Result<Plan, OpError>;
 
-    /// Map the plan's outcome into the verb's result.
-    fn map(args: &Self::Args, outcome: &Outcome) -> Result<Value, OpError>;
+    /// Map the finished plan's outcome into the verb's result.
+    fn map(args: &Self::Args, outcome: &Outcome) -> Result<Self::Output, OpError>;
+
+    /// Spawn verbs: the entity id the fronted CLI gave its run, read from a
+    /// running job's output so far (`outcome.running`), so that `job.kill`
+    /// can use [`Verb::kill_plan`]. `None` (the default): the host stops
+    /// the job's process group. [`Verb::map`] never sees a running job.
+    fn entity(_args: &Self::Args, _outcome: &Outcome) -> Option<Value> {
+        None
+    }
 
     /// The command that kills a job by its entity id; `None` (the default)
     /// lets the host stop the job's process group.
@@ -111,6 +130,11 @@ pub trait Verb {
         schema
     }
 
+    /// The verb's result schema, derived from [`Verb::Output`].
+    fn result_schema() -> Option<Value> {
+        result_schema::<Self::Output>()
+    }
+
     /// Read the call's arguments (JSON) into [`Verb::Args`]. The host has
     /// validated them against [`Verb::params_schema`], so a failure here
     /// means the struct and its schema disagree: `invalid_args`, with
@@ -119,7 +143,7 @@ pub trait Verb {
         let args = if args.is_null() { Value::Object(Default::default()) } else { args };
         serde_json::from_value(args).map_err(|e| {
             errors::op_error(
-                "invalid_args",
+                ErrorCode::InvalidArgs,
                 &format!("`{}`: the args do not fit the verb's parameters: {e}", Self::NAME),
                 Some(serde_json::json!({ "verb": Self::NAME })),
             )
@@ -133,7 +157,11 @@ pub trait Verb {
 }
 
 fn not_two_stage(verb: &str) -> OpError {
-    errors::op_error("unknown_verb", &format!("`{verb}` is not a two-stage verb: it has no targets to resolve"), Some(serde_json::json!({ "verb": verb })))
+    errors::op_error(
+        ErrorCode::UnknownVerb,
+        &format!("`{verb}` is not a two-stage verb: it has no targets to resolve"),
+        Some(serde_json::json!({ "verb": verb })),
+    )
 }
 
 /// The glue [`crate::plugin!`] expands to: WIT strings in, typed calls out.
@@ -167,9 +195,18 @@ pub mod glue {
         V::plan(&args::<V>(args_json)?)
     }
 
-    /// Parse the args and map the outcome.
+    /// Parse the args and map the outcome into the result's JSON text; for
+    /// a running job, `{"entity": …}` or `{}` ([`Verb::entity`]).
     pub fn map<V: Verb>(args_json: &str, outcome: &Outcome) -> Result<String, OpError> {
-        V::map(&args::<V>(args_json)?, outcome).map(|v| v.to_string())
+        let args = args::<V>(args_json)?;
+        if outcome.running {
+            return Ok(match V::entity(&args, outcome) {
+                Some(entity) => serde_json::json!({ "entity": entity }).to_string(),
+                None => "{}".to_string(),
+            });
+        }
+        let output = V::map(&args, outcome)?;
+        serde_json::to_string(&output).map_err(|e| errors::invalid_output(&format!("`{}`: the result does not serialize: {e}", V::NAME)))
     }
 
     /// Parse the entity and ask for the kill command.
@@ -184,7 +221,7 @@ mod tests {
     use super::*;
     use crate::{json, Map, OutcomeExt};
     use schemars::JsonSchema;
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
 
     #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]
@@ -202,13 +239,28 @@ mod tests {
         const EFFECTS: &'static [Effect] = &[];
         const ALIASES: &'static [&'static str] = &["t.p"];
         type Args = PingArgs;
+        type Output = Pong;
         fn plan(args: &PingArgs) -> Result<Plan, OpError> {
             Ok(Plan::Exec(crate::cmd("ping").lit_owned(format!("-c{}", args.count)).into()))
         }
-        fn map(_: &PingArgs, outcome: &Outcome) -> Result<Value, OpError> {
+        fn map(_: &PingArgs, outcome: &Outcome) -> Result<Pong, OpError> {
             outcome.success()?;
-            Ok(json!({ "out": outcome.stdout_text() }))
+            Ok(Pong { out: outcome.stdout_text().into_owned(), rtt_ms: None, hops: None })
         }
+    }
+
+    // A ping's answer (a plain comment: a type's doc comment would become
+    // its schema's description).
+    #[derive(Serialize, JsonSchema)]
+    struct Pong {
+        /// what ping printed
+        out: String,
+        /// round trip; null when none came back
+        rtt_ms: Option<f64>,
+        /// routers on the way, when traced
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "u32")]
+        hops: Option<u32>,
     }
 
     #[derive(Deserialize, JsonSchema)]
@@ -228,11 +280,15 @@ mod tests {
         const EFFECTS: &'static [Effect] = &[];
         const TWO_STAGE: bool = true;
         type Args = TargetArgs;
+        type Output = Value;
         fn plan(args: &TargetArgs) -> Result<Plan, OpError> {
             Ok(Plan::Spawn(crate::cmd("x").value(&args.target).into()))
         }
         fn map(_: &TargetArgs, _: &Outcome) -> Result<Value, OpError> {
-            Ok(json!({}))
+            Ok(json!({ "done": true }))
+        }
+        fn entity(args: &TargetArgs, _: &Outcome) -> Option<Value> {
+            Some(json!(args.target))
         }
     }
 
@@ -255,7 +311,36 @@ mod tests {
         let err = glue::map::<Ping>("{}", &Outcome::exited(2, "").with_stderr("no route")).unwrap_err();
         assert_eq!(err.code, "exit_nonzero");
         assert!(err.message.contains("no route"), "{}", err.message);
-        assert_eq!(glue::map::<Ping>("{}", &Outcome::exited(0, "pong")).unwrap(), r#"{"out":"pong"}"#);
+        assert_eq!(glue::map::<Ping>("{}", &Outcome::exited(0, "pong")).unwrap(), r#"{"out":"pong","rtt_ms":null}"#);
+    }
+
+    #[test]
+    fn the_result_schema_is_derived_from_the_output_type() {
+        let spec = glue::spec::<Ping>();
+        let schema: Value = serde_json::from_str(spec.result_schema.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "required": ["out", "rtt_ms"],
+                "properties": {
+                    "out": { "type": "string", "description": "what ping printed" },
+                    "rtt_ms": { "type": ["number", "null"], "description": "round trip; null when none came back" },
+                    "hops": { "type": "integer", "description": "routers on the way, when traced" }
+                }
+            })
+        );
+        // Key order is part of the shape (golden files print it).
+        let keys: Vec<&String> = schema.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["type", "required", "properties"]);
+        assert_eq!(glue::spec::<Staged>().result_schema, None, "a Value result declares no shape");
+    }
+
+    #[test]
+    fn a_running_job_is_asked_for_its_entity_not_mapped() {
+        assert_eq!(glue::map::<Staged>(r#"{"target":"t7"}"#, &Outcome::running("")).unwrap(), r#"{"entity":"t7"}"#);
+        assert_eq!(glue::map::<Staged>(r#"{"target":"t7"}"#, &Outcome::exited(0, "")).unwrap(), r#"{"done":true}"#);
+        assert_eq!(glue::map::<Ping>("{}", &Outcome::running("")).unwrap(), "{}", "no entity: the host stops the process group");
     }
 
     #[test]

@@ -14,8 +14,8 @@
 //! (a tsconfig's `plugins` serve editors, not the compiler).
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use serde::{Deserialize, Serialize};
+use verbgate_plugin_sdk::{cmd, errors, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
 
 /// Diagnostics listed; the counts cover all of them.
 pub const LISTED: usize = 2000;
@@ -34,31 +34,48 @@ struct CheckArgs {
     dir: Option<String>,
 }
 
-/// One diagnostic.
-#[derive(Debug, Clone, PartialEq)]
+// One diagnostic (a plain comment, as on every result type: a type's doc
+// comment would become its schema's description).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Diagnostic {
-    /// The file as tsc printed it (relative to the directory it ran in), if any.
+    /// as tsc prints it: relative to dir; null for a diagnostic with no place (a config error)
     pub file: Option<String>,
-    /// 1-based line and column, with `file`.
+    // 1-based line and column, with `file`.
     pub line: Option<u64>,
-    /// See `line`.
     pub column: Option<u64>,
-    /// `error`, `warning`, `suggestion` or `message`.
-    pub category: String,
-    /// The `TS` number.
+    pub category: Category,
+    /// the TS number (2322 for TS2322)
     pub code: u64,
-    /// The message, continuation lines joined with newlines.
+    // The message, continuation lines joined with newlines.
     pub message: String,
 }
 
-const CATEGORIES: &[&str] = &["error", "warning", "suggestion", "message"];
+// A diagnostic's category, as tsc prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Error,
+    Warning,
+    Suggestion,
+    Message,
+}
+
+impl Category {
+    fn of(word: &str) -> Option<Category> {
+        Some(match word {
+            "error" => Category::Error,
+            "warning" => Category::Warning,
+            "suggestion" => Category::Suggestion,
+            "message" => Category::Message,
+            _ => return None,
+        })
+    }
+}
 
 /// `category TS1234: message` → its parts.
-fn head(text: &str) -> Option<(&str, u64, &str)> {
+fn head(text: &str) -> Option<(Category, u64, &str)> {
     let (category, rest) = text.split_once(' ')?;
-    if !CATEGORIES.contains(&category) {
-        return None;
-    }
+    let category = Category::of(category)?;
     let rest = rest.strip_prefix("TS")?;
     let (code, message) = rest.split_once(": ")?;
     Some((category, code.parse().ok()?, message))
@@ -100,7 +117,7 @@ pub fn parse(stdout: &str) -> (Vec<Diagnostic>, usize) {
                 file: at.map(|(f, _, _)| f.to_string()),
                 line: at.map(|(_, l, _)| l),
                 column: at.map(|(_, _, c)| c),
-                category: category.to_string(),
+                category,
                 code,
                 message: message.to_string(),
             }),
@@ -121,40 +138,7 @@ impl Verb for Check {
     const PROGRAMS: &'static [&'static str] = &["tsc"];
     type Args = CheckArgs;
 
-    fn result_schema() -> Option<Value> {
-        let count = json!({ "type": "integer" });
-        let at = json!({ "type": ["integer", "null"] });
-        Some(json!({
-            "type": "object",
-            "required": ["success", "exit_code", "counts", "diagnostics", "truncated", "unparsed_lines"],
-            "properties": {
-                "success": { "type": "boolean", "description": "no error diagnostics" },
-                "exit_code": { "type": ["integer", "null"] },
-                "counts": {
-                    "type": "object",
-                    "required": ["error", "warning", "suggestion", "message"],
-                    "properties": { "error": count, "warning": count, "suggestion": count, "message": count }
-                },
-                "diagnostics": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["file", "line", "column", "category", "code", "message"],
-                        "properties": {
-                            "file": { "type": ["string", "null"], "description": "as tsc prints it: relative to dir; null for a diagnostic with no place (a config error)" },
-                            "line": at,
-                            "column": at,
-                            "category": { "enum": CATEGORIES },
-                            "code": { "type": "integer", "description": "the TS number (2322 for TS2322)" },
-                            "message": { "type": "string" }
-                        }
-                    }
-                },
-                "truncated": { "type": "boolean", "description": "the output outgrew the host's capture bound, or more than 2000 diagnostics: counts cover what was read" },
-                "unparsed_lines": { "type": "integer", "description": "lines of tsc's output in no diagnostic shape (a version banner, say)" }
-            }
-        }))
-    }
+    type Output = CheckResult;
 
     fn plan(args: &CheckArgs) -> Result<Plan, OpError> {
         let mut c = cmd("tsc").lit("--noEmit").lit("--pretty").lit("false").lit("--tsBuildInfoFile").lit("/dev/null").timeout_ms(TIMEOUT_MS).truncate_stdout();
@@ -167,7 +151,7 @@ impl Verb for Check {
         Ok(Plan::Exec(c.into()))
     }
 
-    fn map(_: &CheckArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &CheckArgs, outcome: &Outcome) -> Result<CheckResult, OpError> {
         let text = outcome.stdout_text();
         // A capture cut at the bound ends mid-line: drop that line.
         let whole = if outcome.stdout_truncated { text.rsplit_once('\n').map_or("", |(w, _)| w) } else { &text };
@@ -179,22 +163,46 @@ impl Verb for Check {
             e.message = format!("tsc reported no diagnostics but {}", e.message.trim_start_matches("the program "));
             return Err(e);
         }
-        let count = |c: &str| diags.iter().filter(|d| d.category == c).count();
-        let counts = json!({ "error": count("error"), "warning": count("warning"), "suggestion": count("suggestion"), "message": count("message") });
-        let listed: Vec<Value> = diags
-            .iter()
-            .take(LISTED)
-            .map(|d| json!({ "file": d.file, "line": d.line, "column": d.column, "category": d.category, "code": d.code, "message": d.message }))
-            .collect();
-        Ok(json!({
-            "success": count("error") == 0 && !outcome.stdout_truncated && outcome.exit_code == Some(0),
-            "exit_code": outcome.exit_code,
-            "counts": counts,
-            "truncated": outcome.stdout_truncated || diags.len() > LISTED,
-            "diagnostics": listed,
-            "unparsed_lines": unknown,
-        }))
+        let count = |c: Category| diags.iter().filter(|d| d.category == c).count();
+        let counts = Counts {
+            error: count(Category::Error),
+            warning: count(Category::Warning),
+            suggestion: count(Category::Suggestion),
+            message: count(Category::Message),
+        };
+        let truncated = outcome.stdout_truncated || diags.len() > LISTED;
+        Ok(CheckResult {
+            success: counts.error == 0 && !outcome.stdout_truncated && outcome.exit_code == Some(0),
+            exit_code: outcome.exit_code,
+            counts,
+            diagnostics: diags.into_iter().take(LISTED).collect(),
+            truncated,
+            unparsed_lines: unknown,
+        })
     }
+}
+
+// `tsc.check`'s result.
+#[derive(Serialize, JsonSchema)]
+struct CheckResult {
+    /// no error diagnostics
+    success: bool,
+    exit_code: Option<i32>,
+    counts: Counts,
+    diagnostics: Vec<Diagnostic>,
+    /// the output outgrew the host's capture bound, or more than 2000 diagnostics: counts cover what was read
+    truncated: bool,
+    /// lines of tsc's output in no diagnostic shape (a version banner, say)
+    unparsed_lines: usize,
+}
+
+// Diagnostics by category.
+#[derive(Serialize, JsonSchema)]
+struct Counts {
+    error: usize,
+    warning: usize,
+    suggestion: usize,
+    message: usize,
 }
 
 verbgate_plugin_sdk::plugin!(Tsc { name: "tsc", version: "0.1.0", verbs: [Check] });
@@ -216,17 +224,18 @@ mod tests {
         assert_eq!((d[0].file.as_deref(), d[0].line, d[0].column, d[0].code), (Some("src/a.ts"), Some(4), Some(7), 2322));
         assert_eq!(d[1].file.as_deref(), Some("src/b (1).ts"));
         assert!(d[1].message.ends_with("\n  Property 'b' is missing in type '{ a: number; }'."), "{:?}", d[1].message);
-        assert_eq!((d[2].file.as_deref(), d[2].category.as_str(), d[2].code), (None, "error", 5058));
+        assert_eq!((d[2].file.as_deref(), d[2].category, d[2].code), (None, Category::Error, 5058));
     }
 
     #[test]
     fn exit_two_with_errors_is_a_result_and_a_silent_failure_an_error() {
         let out = Outcome::exited(2, "src/a.ts(1,1): error TS1005: ';' expected.\n");
-        let v: Value = verbgate_plugin_sdk::serde_json::from_str(&Tsc::map_result("tsc.check", "{}", &out).unwrap()).unwrap();
+        let v: verbgate_plugin_sdk::Value = verbgate_plugin_sdk::serde_json::from_str(&Tsc::map_result("tsc.check", "{}", &out).unwrap()).unwrap();
         assert_eq!((v["success"].as_bool(), v["counts"]["error"].as_u64()), (Some(false), Some(1)));
         let e = Tsc::map_result("tsc.check", "{}", &Outcome::exited(1, "").with_stderr("node: not found")).unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
-        let clean: Value = verbgate_plugin_sdk::serde_json::from_str(&Tsc::map_result("tsc.check", "{}", &Outcome::exited(0, "")).unwrap()).unwrap();
+        let clean: verbgate_plugin_sdk::Value =
+            verbgate_plugin_sdk::serde_json::from_str(&Tsc::map_result("tsc.check", "{}", &Outcome::exited(0, "")).unwrap()).unwrap();
         assert_eq!(clean["success"], true);
     }
 

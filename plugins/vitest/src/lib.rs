@@ -14,7 +14,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{cmd, Effect, OpError, Outcome, Plan, Verb, VerbKind};
 
 /// `vitest.run` args.
 #[derive(Deserialize, JsonSchema)]
@@ -44,10 +44,7 @@ impl Verb for Run {
     // files; a job.
     const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     type Args = RunArgs;
-
-    fn result_schema() -> Option<Value> {
-        Some(js_report::result_schema())
-    }
+    type Output = js_report::RunResult;
 
     fn plan(args: &RunArgs) -> Result<Plan, OpError> {
         let mut c =
@@ -66,7 +63,7 @@ impl Verb for Run {
         Ok(Plan::Spawn(c.into()))
     }
 
-    fn map(_: &RunArgs, outcome: &Outcome) -> Result<Value, OpError> {
+    fn map(_: &RunArgs, outcome: &Outcome) -> Result<js_report::RunResult, OpError> {
         js_report::map_outcome("vitest", outcome)
     }
 }
@@ -93,7 +90,7 @@ mod tests {
         assert_eq!(e.code, "exit_nonzero");
         assert!(e.message.contains("no JSON report") && e.message.contains("failed to load config"), "{}", e.message);
         let report = r#"{"numTotalTestSuites":1,"testResults":[{"name":"/r/a.test.js","status":"passed","assertionResults":[{"ancestorTitles":[],"title":"t","status":"passed","duration":1,"failureMessages":[]}]}]}"#;
-        let v = js_report::map_outcome("vitest", &Outcome::exited(0, report)).unwrap();
+        let v = verbgate_plugin_sdk::serde_json::to_value(js_report::map_outcome("vitest", &Outcome::exited(0, report)).unwrap()).unwrap();
         assert_eq!((v["status"].as_str(), v["counts"]["passed"].as_u64(), v["success"].as_bool()), (Some("passed"), Some(1), Some(true)));
     }
 }
