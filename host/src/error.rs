@@ -10,269 +10,236 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// Declares [`ErrorCode`], its wire names and [`ErrorCode::ALL`] from one
-/// list: a code cannot exist without its wire name or be missing from `ALL`
-/// (and so from the check that docs/errors.md documents every code).
-macro_rules! error_codes {
-    ($($(#[$doc:meta])* $variant:ident => $wire:literal,)+) => {
-        /// Every error code verbgate emits, request-level or per-op.
+/// Declares a closed set of codes — the enum, its wire names, `ALL`,
+/// `from_wire` and `Display` — from one list: a code cannot exist without
+/// its wire name or be missing from `ALL` (and so from the checks that the
+/// docs name every code and the golden files freeze them).
+macro_rules! closed_codes {
+    ($(#[$tdoc:meta])* $name:ident { $($(#[$doc:meta])* $variant:ident => $wire:literal,)+ }) => {
+        $(#[$tdoc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         #[non_exhaustive]
-        pub enum ErrorCode {
+        pub enum $name {
             $($(#[$doc])* #[serde(rename = $wire)] $variant,)+
         }
 
-        impl ErrorCode {
+        impl $name {
             /// Every code, in documentation order (the golden list).
-            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
 
             /// The snake_case wire name.
             pub fn as_str(self) -> &'static str {
                 match self {
-                    $(ErrorCode::$variant => $wire,)+
+                    $($name::$variant => $wire,)+
                 }
+            }
+
+            /// Parse a wire name.
+            pub fn from_wire(name: &str) -> Option<$name> {
+                $name::ALL.iter().copied().find(|c| c.as_str() == name)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
             }
         }
     };
 }
 
-error_codes! {
-    /// The request itself is malformed (not an object, `ops` not a list, …).
-    InvalidRequest => "invalid_request",
-    /// No verb (or alias) by that name is reachable.
-    UnknownVerb => "unknown_verb",
-    /// An argument the verb's schema does not declare.
-    UnknownParam => "unknown_param",
-    /// An argument has the wrong type, range or format, or is missing.
-    InvalidArgs => "invalid_args",
-    /// A spawn verb was called without `schema_fingerprint`.
-    FingerprintRequired => "fingerprint_required",
-    /// `schema_fingerprint` does not match the verb's current schema.
-    FingerprintStale => "fingerprint_stale",
-    /// More ops than the batch cap; nothing ran.
-    BatchTooLarge => "batch_too_large",
-    /// The plan would put a caller value where a program reads options, or
-    /// contains NUL: refused before anything ran.
-    UnsafeArgv => "unsafe_argv",
-    /// The plan names a program (or working directory) the verb did not
-    /// declare or may not use.
-    PlanRefused => "plan_refused",
-    /// The plugin trapped (panic, unreachable, stack overflow).
-    PluginTrap => "plugin_trap",
-    /// The plugin ran past its wall-clock deadline.
-    PluginTimeout => "plugin_timeout",
-    /// The plugin hit a resource limit (memory, output size).
-    PluginLimit => "plugin_limit",
-    /// The plugin reported an error with a code outside this vocabulary.
-    PluginError => "plugin_error",
-    /// The program could not be started.
-    LaunchFailed => "launch_failed",
-    /// The program exited non-zero.
-    ExitNonzero => "exit_nonzero",
-    /// The plugin's result is not JSON or does not match its result schema.
-    InvalidOutput => "invalid_output",
-    /// The program wrote more than the capture bound.
-    OutputOverflow => "output_overflow",
-    /// The program ran past its timeout and was killed.
-    Timeout => "timeout",
-    /// Something named by the caller does not exist.
-    NotFound => "not_found",
-    /// An id prefix matches more than one record.
-    AmbiguousId => "ambiguous_id",
-    /// The verb exists but cannot run here (missing program, no job store).
-    Unavailable => "unavailable",
-    /// `job.result` of a job that has not ended yet.
-    JobNotFinished => "job_not_finished",
-    /// An entity-aware kill (the fronted CLI's own kill) failed; the job was
-    /// not signalled.
-    KillFailed => "kill_failed",
-    /// The repository's own config names a program git could run (a filter,
-    /// diff or merge driver, signature program, …); nothing ran.
-    RepoConfigRunsPrograms => "repo_config_runs_programs",
-    /// The repository git would use (its git directory or work tree) is
-    /// outside the root; nothing ran.
-    RepoOutsideRoot => "repo_outside_root",
-    /// A git verb's directory is in no repository (git would fall back to
-    /// comparing plain files, `--no-index`, with any path it is given);
-    /// nothing ran.
-    NotARepository => "not_a_repository",
-    /// Configuration a program would read from outside the root belongs to
-    /// another user or is writable by others; nothing ran.
-    UntrustedConfig => "untrusted_config",
-    /// A file or directory verbgate would trust (its home, `cache/`,
-    /// `trust/`, `state/`, `plugins/`, `keys/`, `verbgate.toml`) is owned by another
-    /// user or writable by group or others: refused before anything runs.
-    InsecureFile => "insecure_file",
-    /// A spawn was refused: `limits.max_running_jobs` jobs are already
-    /// preparing or running.
-    JobLimit => "job_limit",
-    /// The verb is outside an allow list (the config's or the calling
-    /// token's); nothing ran. Ops answer `unknown_verb` instead, so a caller
-    /// cannot learn that the verb exists.
-    NotAllowed => "not_allowed",
-    /// A `[[policy]]` rule (named in `rule`) denies the verb; nothing ran.
-    PolicyDenied => "policy_denied",
-    /// The policy asks a person first, but this client cannot be asked (no
-    /// MCP elicitation capability, no terminal); nothing ran. The error names
-    /// the rule and the config lines that would allow the verb.
-    ConsentRequired => "consent_required",
-    /// The person asked said no (or did not answer in time); nothing ran.
-    ConsentDeclined => "consent_declined",
-    /// The op's audit row could not be made durable before it would act
-    /// (the database locked past its busy timeout, a full disk), so it did
-    /// not run: no op runs unrecorded.
-    AuditUnavailable => "audit_unavailable",
-    /// The OS sandbox cannot enforce the program's profile here (no
-    /// Landlock), so it did not run; `[sandbox] mode = "off"` is the
-    /// operator's explicit way to run unconfined.
-    SandboxUnavailable => "sandbox_unavailable",
-    /// A bug in verbgate; the message says what failed.
-    Internal => "internal",
-}
-
-impl ErrorCode {
-    /// Parse a wire name.
-    pub fn from_wire(name: &str) -> Option<ErrorCode> {
-        ErrorCode::ALL.iter().copied().find(|c| c.as_str() == name)
+closed_codes! {
+    /// Every error code verbgate emits, request-level or per-op.
+    ErrorCode {
+        /// The request itself is malformed (not an object, `ops` not a list, …).
+        InvalidRequest => "invalid_request",
+        /// No verb (or alias) by that name is reachable.
+        UnknownVerb => "unknown_verb",
+        /// An argument the verb's schema does not declare.
+        UnknownParam => "unknown_param",
+        /// An argument has the wrong type, range or format, or is missing.
+        InvalidArgs => "invalid_args",
+        /// A spawn verb was called without `schema_fingerprint`.
+        FingerprintRequired => "fingerprint_required",
+        /// `schema_fingerprint` does not match the verb's current schema.
+        FingerprintStale => "fingerprint_stale",
+        /// More ops than the batch cap; nothing ran.
+        BatchTooLarge => "batch_too_large",
+        /// The plan would put a caller value where a program reads options, or
+        /// contains NUL: refused before anything ran.
+        UnsafeArgv => "unsafe_argv",
+        /// The plan names a program (or working directory) the verb did not
+        /// declare or may not use.
+        PlanRefused => "plan_refused",
+        /// The plugin trapped (panic, unreachable, stack overflow).
+        PluginTrap => "plugin_trap",
+        /// The plugin ran past its wall-clock deadline.
+        PluginTimeout => "plugin_timeout",
+        /// The plugin hit a resource limit (memory, output size).
+        PluginLimit => "plugin_limit",
+        /// The plugin reported an error with a code outside this vocabulary.
+        PluginError => "plugin_error",
+        /// The program could not be started.
+        LaunchFailed => "launch_failed",
+        /// The program exited non-zero.
+        ExitNonzero => "exit_nonzero",
+        /// The plugin's result is not JSON or does not match its result schema.
+        InvalidOutput => "invalid_output",
+        /// The program wrote more than the capture bound.
+        OutputOverflow => "output_overflow",
+        /// The program ran past its timeout and was killed.
+        Timeout => "timeout",
+        /// Something named by the caller does not exist.
+        NotFound => "not_found",
+        /// An id prefix matches more than one record.
+        AmbiguousId => "ambiguous_id",
+        /// The verb exists but cannot run here (missing program, no job store).
+        Unavailable => "unavailable",
+        /// `job.result` of a job that has not ended yet.
+        JobNotFinished => "job_not_finished",
+        /// An entity-aware kill (the fronted CLI's own kill) failed; the job was
+        /// not signalled.
+        KillFailed => "kill_failed",
+        /// The repository's own config names a program git could run (a filter,
+        /// diff or merge driver, signature program, …); nothing ran.
+        RepoConfigRunsPrograms => "repo_config_runs_programs",
+        /// The repository git would use (its git directory or work tree) is
+        /// outside the root; nothing ran.
+        RepoOutsideRoot => "repo_outside_root",
+        /// A git verb's directory is in no repository (git would fall back to
+        /// comparing plain files, `--no-index`, with any path it is given);
+        /// nothing ran.
+        NotARepository => "not_a_repository",
+        /// Configuration a program would read from outside the root belongs to
+        /// another user or is writable by others; nothing ran.
+        UntrustedConfig => "untrusted_config",
+        /// A file or directory verbgate would trust (its home, `cache/`,
+        /// `trust/`, `state/`, `plugins/`, `keys/`, `verbgate.toml`) is owned by another
+        /// user or writable by group or others: refused before anything runs.
+        InsecureFile => "insecure_file",
+        /// A spawn was refused: `limits.max_running_jobs` jobs are already
+        /// preparing or running.
+        JobLimit => "job_limit",
+        /// The verb is outside an allow list (the config's or the calling
+        /// token's); nothing ran. Ops answer `unknown_verb` instead, so a caller
+        /// cannot learn that the verb exists.
+        NotAllowed => "not_allowed",
+        /// A `[[policy]]` rule (named in `rule`) denies the verb; nothing ran.
+        PolicyDenied => "policy_denied",
+        /// The policy asks a person first, but this client cannot be asked (no
+        /// MCP elicitation capability, no terminal); nothing ran. The error names
+        /// the rule and the config lines that would allow the verb.
+        ConsentRequired => "consent_required",
+        /// The person asked said no (or did not answer in time); nothing ran.
+        ConsentDeclined => "consent_declined",
+        /// The op's audit row could not be made durable before it would act
+        /// (the database locked past its busy timeout, a full disk), so it did
+        /// not run: no op runs unrecorded.
+        AuditUnavailable => "audit_unavailable",
+        /// The OS sandbox cannot enforce the program's profile here (no
+        /// Landlock), so it did not run; `[sandbox] mode = "off"` is the
+        /// operator's explicit way to run unconfined.
+        SandboxUnavailable => "sandbox_unavailable",
+        /// A bug in verbgate; the message says what failed.
+        Internal => "internal",
     }
 }
 
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Declares [`LoadCode`], its wire names and [`LoadCode::ALL`] from one
-/// list, as `error_codes!` does for [`ErrorCode`].
-macro_rules! load_codes {
-    ($($(#[$doc:meta])* $variant:ident => $wire:literal,)+) => {
-        /// Why a component or verb could not be made available, or what
-        /// `verbgate check` found: the `code` of `verbgate verbs`'
-        /// `unavailable` entries, of the catalog's `unavailable` reasons and
-        /// of `verbgate check` findings. A closed list, like [`ErrorCode`].
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[non_exhaustive]
-        pub enum LoadCode {
-            $($(#[$doc])* #[serde(rename = $wire)] $variant,)+
-        }
-
-        impl LoadCode {
-            /// Every code, in documentation order (the golden list).
-            pub const ALL: &'static [LoadCode] = &[$(LoadCode::$variant,)+];
-
-            /// The snake_case wire name.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $(LoadCode::$variant => $wire,)+
-                }
-            }
-        }
-    };
-}
-
-load_codes! {
-    /// The file is not a WebAssembly component (bad preamble, unparsable, or
-    /// a core module).
-    NotAComponent => "not_a_component",
-    /// The component carries no signature section.
-    Unsigned => "unsigned",
-    /// The signature section cannot be parsed.
-    MalformedSignature => "malformed_signature",
-    /// The bytes (or the signature section) changed after signing.
-    Tampered => "tampered",
-    /// Signed, but by no key in the trust store.
-    UntrustedKey => "untrusted_key",
-    /// The trust store is empty, so nothing verifies.
-    NoTrustedKeys => "no_trusted_keys",
-    /// A plugin file or directory could not be read.
-    Unreadable => "unreadable",
-    /// A bundled component does not match its pinned digest.
-    DigestMismatch => "digest_mismatch",
-    /// The component imports something outside the allowed WASI interfaces.
-    ImportOutsidePolicy => "import_outside_policy",
-    /// The component exports no `verbgate:verbs/plugin`.
-    NotAPlugin => "not_a_plugin",
-    /// The component targets a contract version this verbgate does not
-    /// support.
-    UnknownWitVersion => "unknown_wit_version",
-    /// wasmtime could not compile or link the component.
-    LoadFailed => "load_failed",
-    /// The component's `describe()` failed.
-    DescribeFailed => "describe_failed",
-    /// Something `describe` returns is past a bound (the bound is named).
-    PluginLimit => "plugin_limit",
-    /// A summary, plugin name or version holds a control character.
-    ControlCharacters => "control_characters",
-    /// The plugin name is not lower-case letters, digits and `-`.
-    InvalidPluginName => "invalid_plugin_name",
-    /// A plugin of the same name is already loaded.
-    DuplicatePlugin => "duplicate_plugin",
-    /// The verb name is not `namespace.verb` in lower case.
-    InvalidName => "invalid_name",
-    /// The verb is in a namespace reserved to verbgate.
-    ReservedNamespace => "reserved_namespace",
-    /// An alias breaks the naming or namespace rules.
-    InvalidAlias => "invalid_alias",
-    /// The plugin declares a verb twice.
-    DuplicateVerb => "duplicate_verb",
-    /// An alias is the name of a verb.
-    AliasShadowsVerb => "alias_shadows_verb",
-    /// The verb has no summary.
-    MissingSummary => "missing_summary",
-    /// The summary is more than one line.
-    SummaryMultiline => "summary_multiline",
-    /// The params schema is not an object schema.
-    SchemaNotObject => "schema_not_object",
-    /// An object in the params schema accepts unknown properties.
-    OpenSchema => "open_schema",
-    /// The params schema is not JSON or not valid JSON Schema 2020-12.
-    InvalidSchema => "invalid_schema",
-    /// The result schema is not JSON or not valid JSON Schema 2020-12.
-    InvalidResultSchema => "invalid_result_schema",
-    /// A param marked sensitive is not a top-level param of the schema.
-    UnknownSensitiveParam => "unknown_sensitive_param",
-    /// The declared effects contradict the verb's kind or programs.
-    EffectsMismatch => "effects_mismatch",
-    /// A declared program is not a bare program name.
-    InvalidProgram => "invalid_program",
-    /// A spawn verb declares no result schema (lint).
-    MissingResultSchema => "missing_result_schema",
-    /// An exec or spawn verb declares no program (lint).
-    NoPrograms => "no_programs",
-    /// A parameter has no description (lint).
-    ParamWithoutDescription => "param_without_description",
-    /// A required parameter has a default (lint).
-    RequiredWithDefault => "required_with_default",
-    /// The verb's name or an alias is already provided by a plugin loaded
-    /// earlier.
-    Collision => "collision",
-    /// `verbgate check`: a verb installed here already has the name.
-    VerbCollision => "verb_collision",
-    /// The verb is in a namespace another plugin owns.
-    NamespaceOwned => "namespace_owned",
-    /// The verb is outside the allow list of verbgate.toml.
-    NotAllowed => "not_allowed",
-    /// A program the verb declares is not installed here.
-    MissingProgram => "missing_program",
-    /// `verbgate check`: planning a sample call runs a program the verb
-    /// does not declare.
-    UndeclaredProgram => "undeclared_program",
-    /// `verbgate check`: the component's contract version cannot declare
-    /// effects.
-    EffectsUndeclared => "effects_undeclared",
-}
-
-impl LoadCode {
-    /// Parse a wire name.
-    pub fn from_wire(name: &str) -> Option<LoadCode> {
-        LoadCode::ALL.iter().copied().find(|c| c.as_str() == name)
-    }
-}
-
-impl fmt::Display for LoadCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+closed_codes! {
+    /// Why a component or verb could not be made available, or what
+    /// `verbgate check` found: the `code` of `verbgate verbs`'
+    /// `unavailable` entries, of the catalog's `unavailable` reasons and of
+    /// `verbgate check` findings.
+    LoadCode {
+        /// The file is not a WebAssembly component (bad preamble, unparsable, or
+        /// a core module).
+        NotAComponent => "not_a_component",
+        /// The component carries no signature section.
+        Unsigned => "unsigned",
+        /// The signature section cannot be parsed.
+        MalformedSignature => "malformed_signature",
+        /// The bytes (or the signature section) changed after signing.
+        Tampered => "tampered",
+        /// Signed, but by no key in the trust store.
+        UntrustedKey => "untrusted_key",
+        /// The trust store is empty, so nothing verifies.
+        NoTrustedKeys => "no_trusted_keys",
+        /// A plugin file or directory could not be read.
+        Unreadable => "unreadable",
+        /// A bundled component does not match its pinned digest.
+        DigestMismatch => "digest_mismatch",
+        /// The component imports something outside the allowed WASI interfaces.
+        ImportOutsidePolicy => "import_outside_policy",
+        /// The component exports no `verbgate:verbs/plugin`.
+        NotAPlugin => "not_a_plugin",
+        /// The component targets a contract version this verbgate does not
+        /// support.
+        UnknownWitVersion => "unknown_wit_version",
+        /// wasmtime could not compile or link the component.
+        LoadFailed => "load_failed",
+        /// The component's `describe()` failed.
+        DescribeFailed => "describe_failed",
+        /// Something `describe` returns is past a bound (the bound is named).
+        PluginLimit => "plugin_limit",
+        /// A summary, plugin name or version holds a control character.
+        ControlCharacters => "control_characters",
+        /// The plugin name is not lower-case letters, digits and `-`.
+        InvalidPluginName => "invalid_plugin_name",
+        /// A plugin of the same name is already loaded.
+        DuplicatePlugin => "duplicate_plugin",
+        /// The verb name is not `namespace.verb` in lower case.
+        InvalidName => "invalid_name",
+        /// The verb is in a namespace reserved to verbgate.
+        ReservedNamespace => "reserved_namespace",
+        /// An alias breaks the naming or namespace rules.
+        InvalidAlias => "invalid_alias",
+        /// The plugin declares a verb twice.
+        DuplicateVerb => "duplicate_verb",
+        /// An alias is the name of a verb.
+        AliasShadowsVerb => "alias_shadows_verb",
+        /// The verb has no summary.
+        MissingSummary => "missing_summary",
+        /// The summary is more than one line.
+        SummaryMultiline => "summary_multiline",
+        /// The params schema is not an object schema.
+        SchemaNotObject => "schema_not_object",
+        /// An object in the params schema accepts unknown properties.
+        OpenSchema => "open_schema",
+        /// The params schema is not JSON or not valid JSON Schema 2020-12.
+        InvalidSchema => "invalid_schema",
+        /// The result schema is not JSON or not valid JSON Schema 2020-12.
+        InvalidResultSchema => "invalid_result_schema",
+        /// A param marked sensitive is not a top-level param of the schema.
+        UnknownSensitiveParam => "unknown_sensitive_param",
+        /// The declared effects contradict the verb's kind or programs.
+        EffectsMismatch => "effects_mismatch",
+        /// A declared program is not a bare program name.
+        InvalidProgram => "invalid_program",
+        /// A spawn verb declares no result schema (lint).
+        MissingResultSchema => "missing_result_schema",
+        /// An exec or spawn verb declares no program (lint).
+        NoPrograms => "no_programs",
+        /// A parameter has no description (lint).
+        ParamWithoutDescription => "param_without_description",
+        /// A required parameter has a default (lint).
+        RequiredWithDefault => "required_with_default",
+        /// The verb's name or an alias is already provided by a plugin loaded
+        /// earlier.
+        Collision => "collision",
+        /// `verbgate check`: a verb installed here already has the name.
+        VerbCollision => "verb_collision",
+        /// The verb is in a namespace another plugin owns.
+        NamespaceOwned => "namespace_owned",
+        /// The verb is outside the allow list of verbgate.toml.
+        NotAllowed => "not_allowed",
+        /// A program the verb declares is not installed here.
+        MissingProgram => "missing_program",
+        /// `verbgate check`: planning a sample call runs a program the verb
+        /// does not declare.
+        UndeclaredProgram => "undeclared_program",
+        /// `verbgate check`: the component's contract version cannot declare
+        /// effects.
+        EffectsUndeclared => "effects_undeclared",
     }
 }
 
