@@ -107,3 +107,31 @@ fn the_consent_question_shows_what_runs_first_escaped_and_bounded() {
     let args = lines.iter().find(|l| l.starts_with("args: ")).unwrap_or_else(|| panic!("{message}"));
     assert!(args.contains(r"\u202egnp.exe\u200byyy") && args.contains("bytes not shown"), "{args}");
 }
+
+#[test]
+fn a_row_holding_a_value_verbgate_never_writes_is_named_and_hides_no_other() {
+    // The trail is in VERBGATE_HOME (hostile input), and a newer verbgate
+    // may record an outcome this one does not know: that row is named as
+    // unreadable — the escape in it shown, not run — and the rows around
+    // it are listed as before, in the table and in JSON.
+    let env = Env::new();
+    for _ in 0..3 {
+        assert_eq!(env.op("job.list", json!({}))["ok"], true);
+    }
+    let db = env.home.join("state/audit.db");
+    let script = "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nc.execute(\"UPDATE audit SET outcome=? WHERE id=2\", ('\\x1b[2Jfuture_code',))\nc.commit()\n";
+    assert!(std::process::Command::new("python3").arg("-c").arg(script).arg(&db).status().unwrap().success());
+    let out = env.cmd(&["audit"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(!table.contains('\x1b'), "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "a header and three rows:\n{table}");
+    assert!(lines[2].starts_with("row 2 (job.list): cannot be shown: ") && lines[2].contains(r"unknown outcome `\u{1b}[2Jfuture_code`"), "{table}");
+    assert!(lines[1].contains("job.list") && lines[3].contains("job.list") && lines[3].contains(" ok "), "{table}");
+    let rows = audit_json(&env);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[1]["id"], 2);
+    assert!(rows[1]["unreadable"].as_str().unwrap().contains("unknown outcome"), "{rows:?}");
+    assert_eq!((rows[0]["outcome"].as_str(), rows[2]["outcome"].as_str()), (Some("ok"), Some("ok")));
+}

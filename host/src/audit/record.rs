@@ -198,7 +198,7 @@ impl FromSql for Decision {
         [Decision::Allow, Decision::Ask, Decision::Deny]
             .into_iter()
             .find(|d| d.as_str() == text)
-            .ok_or_else(|| FromSqlError::Other(format!("the audit trail holds an unknown decision `{}`", crate::text::escape(text, 64)).into()))
+            .ok_or_else(|| FromSqlError::Other(format!("the audit trail holds an unknown decision `{}`", crate::text::clip(text, 64)).into()))
     }
 }
 
@@ -209,7 +209,7 @@ fn from_wire<T: Wire>(text: &str) -> Result<T, String> {
     T::all()
         .into_iter()
         .find(|v| v.wire() == text)
-        .ok_or_else(|| format!("the audit trail holds an unknown {} `{}`", T::WHAT, crate::text::escape(text, 64)))
+        .ok_or_else(|| format!("the audit trail holds an unknown {} `{}`", T::WHAT, crate::text::clip(text, 64)))
 }
 
 /// The value recorded in place of a sensitive param's.

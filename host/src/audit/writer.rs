@@ -129,7 +129,7 @@ mod tests {
             });
         }
         drop(writer);
-        let rows = store.query(&Filter { limit: usize::MAX, ..Filter::default() }).unwrap();
+        let rows: Vec<Record> = store.query(&Filter { limit: usize::MAX, ..Filter::default() }).unwrap().into_iter().map(Result::unwrap).collect();
         assert_eq!(rows.len(), 2000);
         assert_eq!(rows[1999].verb, "v.n1999", "in order");
     }

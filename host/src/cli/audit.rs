@@ -71,13 +71,17 @@ pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
     loop {
         let rows = store.query(&filter)?;
         for r in &rows {
-            print_row(r, a.json);
+            match r {
+                Ok(r) => print_row(r, a.json),
+                Err(u) => print_unreadable(u, a.json),
+            }
         }
         if !a.follow {
             return Ok(ExitCode::SUCCESS);
         }
         filter.after_id = Some(match rows.last() {
-            Some(r) => r.id,
+            Some(Ok(r)) => r.id,
+            Some(Err(u)) => u.id,
             None => filter.after_id.map_or_else(|| store.last_id(), Ok)?,
         });
         filter.limit = usize::MAX;
@@ -110,6 +114,16 @@ fn print_row(r: &Record, json: bool) {
         return;
     }
     println!("{}", table_row(r));
+}
+
+/// A row whose closed-set column holds something this verbgate never
+/// writes: said, not guessed at, and the rows around it still shown.
+fn print_unreadable(u: &crate::audit::Unreadable, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(u).unwrap_or_default());
+        return;
+    }
+    println!("row {} ({}): cannot be shown: {}", u.id, cell(&u.verb, CELL_BYTES), cell(&u.why, RUN_CELL_BYTES));
 }
 
 /// One line of the table.

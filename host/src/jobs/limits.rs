@@ -35,8 +35,26 @@ impl From<&crate::config::Limits> for JobLimits {
 
 impl JobLimits {
     /// The time limit a job runs with: the plan's, clamped to the maximum,
-    /// or the default when it set none.
+    /// or the default when it set none. A plan's zero is no time limit
+    /// asked for, not "none": it gets the default (a job always has one;
+    /// the config refuses a zero default or maximum).
     pub fn time_limit(&self, asked: Option<Duration>) -> Duration {
-        asked.unwrap_or(self.default_time_limit).min(self.max_time_limit)
+        asked.filter(|d| !d.is_zero()).unwrap_or(self.default_time_limit).min(self.max_time_limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plans_zero_time_limit_gets_the_default_never_none() {
+        // Seen in review: `timeout_ms: 0` in a spawn plan gave min(0, max)
+        // = 0, stored as "no limit", so the job outlived the maximum.
+        let l = JobLimits::from(&crate::config::Limits::default());
+        assert_eq!(l.time_limit(Some(Duration::ZERO)), l.default_time_limit);
+        assert_eq!(l.time_limit(None), l.default_time_limit);
+        assert_eq!(l.time_limit(Some(Duration::from_secs(u64::MAX / 4))), l.max_time_limit);
+        assert!(!l.time_limit(Some(Duration::ZERO)).is_zero());
     }
 }
