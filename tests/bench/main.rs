@@ -354,45 +354,143 @@ async fn sandbox_cost() -> Result<Row> {
     })
 }
 
-/// Where git.status's time goes (`VERBGATE_BENCH_EXEC_BREAKDOWN=1`): the
-/// op without the program (dry run: plan + prepare), the host's process
-/// runner alone, std's `Command::output`, and the whole op.
+/// Where git.status's time goes (`VERBGATE_BENCH_EXEC_BREAKDOWN=1`), each
+/// part timed alone in this process (which holds wasmtime's pooling
+/// allocator, as a server does), medians: the op without the program (dry
+/// run: plan + prepare), the sandbox's parts (profile, private TMPDIR,
+/// Landlock ruleset), the host's process runner with and without the
+/// sandbox, std's `Command::output`, and the whole op confined and not.
 async fn exec_breakdown() -> Result<()> {
     let home = Home::new(&[], "")?;
+    let open = Home::new(&[], "[sandbox]\nmode = \"off\"\n")?;
     let (d, registry) = home.dispatcher().await?;
-    let git = registry.resolve("git.status").context("git.status")?.programs["git"].clone();
+    let (du, _) = open.dispatcher().await?;
+    let verb = registry.resolve("git.status").context("git.status")?.clone();
+    let git = verb.programs["git"].clone();
     let dry = json!({"ops": [{"op": "git.status", "dry_run": true}]});
+    let req = json!({"ops": [{"op": "git.status"}]});
     let plan = d.handle(&dry).await.body;
     let argv: Vec<String> = serde_json::from_value(plan["results"][0]["result"]["plan"]["command"]["argv"].clone())?;
-    let env = [("PATH".to_string(), std::env::var("PATH").unwrap_or_default()), ("GIT_OPTIONAL_LOCKS".to_string(), "0".to_string())].into_iter().collect();
+    let env: std::collections::BTreeMap<String, String> =
+        [("PATH".to_string(), std::env::var("PATH").unwrap_or_default()), ("GIT_OPTIONAL_LOCKS".to_string(), "0".to_string())].into_iter().collect();
     let p = Prepared {
         name: "git".into(),
         program: git.clone(),
         argv: argv.clone(),
         cwd: home.root.clone(),
-        env,
+        env: env.clone(),
         stdin: None,
         timeout: Duration::from_secs(60),
         truncate_stdout: false,
         caller_words: vec![],
         sandbox: None,
     };
-    let (mut dry_us, mut runner, mut std_ms) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..200 {
-        let t = Instant::now();
+    let derive = || {
+        verbgate::sandbox::Profile::derive(&verbgate::sandbox::profile::Inputs {
+            verb: "git.status",
+            effects: &verb.effects,
+            root: &home.root,
+            program: &git,
+            env: &env,
+            widen: &[],
+            also_read: vec![],
+        })
+    };
+    let confined = Prepared { sandbox: Some(derive()), ..p.clone() };
+    let mut t: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    let mut time = |name: &'static str, us: f64| t.entry(name).or_default().push(us);
+    for _ in 0..runs(200) {
+        let s = Instant::now();
         d.handle(&dry).await;
-        dry_us.push(t.elapsed().as_secs_f64() * 1e6);
-        let t = Instant::now();
+        time("dry run (plan + prepare), µs", s.elapsed().as_secs_f64() * 1e6);
+        let s = Instant::now();
+        std::hint::black_box(derive());
+        time("Profile::derive, µs", s.elapsed().as_secs_f64() * 1e6);
+        let s = Instant::now();
+        let tmp = verbgate::sandbox::RunTmp::new().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let made = s.elapsed().as_secs_f64() * 1e6;
+        let c = verbgate::sandbox::Confinement::new(confined.sandbox.as_ref().unwrap(), tmp.path()).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let ruleset = s.elapsed().as_secs_f64() * 1e6 - made;
+        drop(c);
+        drop(tmp);
+        time("RunTmp made + removed, µs", s.elapsed().as_secs_f64() * 1e6 - ruleset);
+        time("Confinement::new, µs", ruleset);
+        let s = Instant::now();
         verbgate::exec::run_command(&p, 1 << 20).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-        runner.push(t.elapsed().as_secs_f64() * 1e3);
-        let t = Instant::now();
-        Command::new(&git).args(&argv).env("GIT_OPTIONAL_LOCKS", "0").current_dir(&home.root).output()?;
-        std_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        time("run_command unconfined, ms", s.elapsed().as_secs_f64() * 1e3);
+        let s = Instant::now();
+        verbgate::exec::run_command(&confined, 1 << 20).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        time("run_command confined, ms", s.elapsed().as_secs_f64() * 1e3);
+        let s = Instant::now();
+        Command::new(&git).args(&argv).env_clear().envs(&env).current_dir(&home.root).output()?;
+        time("std Command::output (same env), ms", s.elapsed().as_secs_f64() * 1e3);
+        let s = Instant::now();
+        let mut c = Command::new(&git);
+        c.args(&argv).env_clear().envs(&env).current_dir(&home.root);
+        // SAFETY: an empty closure; it only makes std fork instead of spawn.
+        unsafe { std::os::unix::process::CommandExt::pre_exec(&mut c, || Ok(())) };
+        c.output()?;
+        time("std Command::output with a pre_exec (fork), ms", s.elapsed().as_secs_f64() * 1e3);
+        let s = Instant::now();
+        d.handle(&req).await;
+        time("whole op, sandbox on, ms", s.elapsed().as_secs_f64() * 1e3);
+        let s = Instant::now();
+        du.handle(&req).await;
+        time("whole op, sandbox off, ms", s.elapsed().as_secs_f64() * 1e3);
     }
-    let whole = exec_end_to_end().await?;
-    println!("dry run (plan + prepare): {:.1} µs", median(dry_us));
-    println!("run_command alone: {:.3} ms; std Command::output: {:.3} ms", median(runner), median(std_ms));
-    println!("whole op: {:.3} ms vs direct {:.3} ms (ratio {:.2})", whole.value, whole.baseline, whole.ratio());
+    // The op's parts around the program, each alone.
+    let quiet = Home::new(&[], "[sandbox]\nmode = \"off\"\n[audit]\nenabled = false\n")?;
+    let (dq, _) = quiet.dispatcher().await?;
+    let runtime = registry.runtime().clone();
+    let config = home.config()?;
+    let limits = verbgate::exec::RunLimits { default_timeout: Duration::from_secs(5), max_timeout: Duration::from_secs(5), capture_bytes: 1 << 20 };
+    let guards = verbgate::exec::Guards::new(vec![], vec![]);
+    let output = verbgate::exec::run_command(&p, 1 << 20).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let turns = verbgate::dispatch::turns::Turns::new(&home.home, &home.root);
+    for _ in 0..runs(200) {
+        let s = Instant::now();
+        let plan = runtime.plan(&verb.plugin.component, &verb.name, "{}").await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        time("part: plan (component call), µs", s.elapsed().as_secs_f64() * 1e6);
+        let verbgate::runtime::model::Plan::Exec(cmd) = plan else { anyhow::bail!("not exec") };
+        let s = Instant::now();
+        let mut prepared = Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
+        guards.harden(&mut prepared, &config.root)?;
+        time("part: Prepared::from_command + harden, µs", s.elapsed().as_secs_f64() * 1e6);
+        let s = Instant::now();
+        guards.check(&prepared, &config.root).await?;
+        time("part: git guard check (cached verdict), µs", s.elapsed().as_secs_f64() * 1e6);
+        let s = Instant::now();
+        let mapped = runtime.map_result(&verb.plugin.component, &verb.name, "{}", &output, None).await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        time("part: map_result (component call), µs", s.elapsed().as_secs_f64() * 1e6);
+        let s = Instant::now();
+        let v: Value = serde_json::from_str(&mapped)?;
+        let _ = verb.result_problems(&v);
+        time("part: result parse + schema, µs", s.elapsed().as_secs_f64() * 1e6);
+        let s = Instant::now();
+        drop(turns.take(verbgate::dispatch::turns::Access::Shared).await);
+        time("part: turn taken + given back, µs", s.elapsed().as_secs_f64() * 1e6);
+        let s = Instant::now();
+        dq.handle(&req).await;
+        time("whole op, sandbox off, audit off, ms", s.elapsed().as_secs_f64() * 1e3);
+    }
+    for _ in 0..runs(200) {
+        let s = Instant::now();
+        // SAFETY: the child only calls _exit.
+        unsafe {
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::_exit(0);
+            }
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        time("bare fork + _exit + wait, µs", s.elapsed().as_secs_f64() * 1e6);
+    }
+    for (name, v) in t {
+        println!("{name}: {:.3}", median(v));
+    }
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let maps = std::fs::read_to_string("/proc/self/maps")?.lines().count();
+    println!("maps: {maps}; {}", status.lines().filter(|l| l.starts_with("VmRSS") || l.starts_with("VmPTE") || l.starts_with("VmSize")).collect::<Vec<_>>().join(", "));
     Ok(())
 }
 
@@ -592,6 +690,20 @@ async fn main() -> Result<()> {
     }
     if std::env::var_os("VERBGATE_BENCH_EXEC_BREAKDOWN").is_some() {
         return exec_breakdown().await;
+    }
+    if let Ok(mode) = std::env::var("VERBGATE_BENCH_GIT_STATUS_LOOP") {
+        // git.status over and over (sandbox `on` or `off`), to profile.
+        let home = Home::new(&[], if mode == "off" { "[sandbox]\nmode = \"off\"\n" } else { "" })?;
+        let (d, _) = home.dispatcher().await?;
+        let req = json!({"ops": [{"op": "git.status"}]});
+        let mut t = Vec::new();
+        for _ in 0..runs(100) {
+            let s = Instant::now();
+            d.handle(&req).await;
+            t.push(s.elapsed().as_secs_f64() * 1e3);
+        }
+        println!("git.status, sandbox {mode}: {:.3} ms", median(t));
+        return Ok(());
     }
     if std::env::var_os("VERBGATE_BENCH_SANDBOX_ONLY").is_some() {
         let r = sandbox_cost().await?;
