@@ -106,6 +106,9 @@ pub struct Turns {
     lock: Arc<RwLock<()>>,
     /// The lock file other processes on the same root share.
     file: PathBuf,
+    /// Whether a turn has made and checked the lock files' directory (and
+    /// got its turn): from then on a turn first tries without waiting.
+    checked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A held turn; dropping it lets the next op go.
@@ -124,7 +127,7 @@ impl Turns {
     pub fn new(home: &Path, root: &Path) -> Turns {
         let hash = crate::json::sha256_hex(root.as_os_str().as_encoded_bytes());
         let file = home.join("state").join("locks").join(format!("root-{}.lock", &hash[..32]));
-        Turns { lock: Arc::new(RwLock::new(())), file }
+        Turns { lock: Arc::new(RwLock::new(())), file, checked: Arc::default() }
     }
 
     /// Wait (at most [`TURN_WAIT`]) for a turn of the kind `access` asks
@@ -163,6 +166,14 @@ impl Turns {
             .with("path", self.file.display().to_string())
         };
         let gate = self.file.with_extension("gate");
+        // Uncontended (the usual case), the same steps succeed without
+        // waiting: try them here, without a hand-off to a blocking thread.
+        if self.checked.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(file) = lock_now(&path, &gate, access) {
+                return Ok(file);
+            }
+        }
+        let checked = Arc::clone(&self.checked);
         let joined = tokio::task::spawn_blocking(move || -> Result<File, String> {
             // `flock` grants a shared lock while an exclusive one waits, so
             // readers of other processes could starve a writer for ever.
@@ -177,6 +188,7 @@ impl Turns {
             }
             .map_err(|e| e.to_string())?;
             drop(gate);
+            checked.store(true, std::sync::atomic::Ordering::Release);
             Ok(file)
         })
         .await;
@@ -228,14 +240,38 @@ impl<'a> Slot<'a> {
     }
 }
 
+/// The steps of [`Turns::lock_file`]'s wait, each without waiting: the
+/// gate (free: no writer of another process waits), then the lock itself;
+/// `None` when either is held elsewhere (or a file cannot be opened), so
+/// the caller waits for them as usual. Only once the waiting path has made
+/// and checked the directory (0700, this user's). Each turn opens its own descriptions of
+/// the files, as the waiting path does: a `flock` belongs to one.
+fn lock_now(path: &Path, gate: &Path, access: Access) -> Option<File> {
+    let gate = open_lock_file_in(gate).ok()?;
+    gate.try_lock().ok()?;
+    let file = open_lock_file_in(path).ok()?;
+    match access {
+        Access::Shared => file.try_lock_shared(),
+        Access::Exclusive => file.try_lock(),
+    }
+    .ok()?;
+    drop(gate);
+    Some(file)
+}
+
 /// Open (creating 0600, in a 0700 directory) the lock file, never through
 /// a symlink: the file is only ever locked, never read or written, but a
 /// planted link must not make verbgate create files elsewhere.
 fn open_lock_file(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         crate::private_files::ensure_private_dir(dir).map_err(|e| std::io::Error::other(format!("{e:#}")))?;
     }
+    open_lock_file_in(path)
+}
+
+/// [`open_lock_file`] in a directory that exists.
+fn open_lock_file_in(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
 }
 

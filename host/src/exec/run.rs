@@ -149,11 +149,10 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
     // The temporary directory is removed when the run is over, whatever
     // happened; the confinement (its ruleset descriptor) must outlive the
     // spawn.
-    let _confined = match &p.sandbox {
+    let confined = match &p.sandbox {
         Some(profile) => {
             let tmp = crate::sandbox::RunTmp::new()?;
             let confinement = crate::sandbox::Confinement::new(profile, tmp.path())?;
-            confinement.install(&mut std_cmd);
             std_cmd.env("TMPDIR", tmp.path());
             Some((tmp, confinement))
         }
@@ -161,7 +160,12 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
     };
     let mut cmd = tokio::process::Command::from(std_cmd);
     cmd.stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| {
+    let spawned = match &confined {
+        Some((_, confinement)) => confinement.spawn(&mut cmd),
+        None => cmd.spawn(),
+    };
+    let _tmp = confined.map(|(tmp, _)| tmp);
+    let mut child = spawned.map_err(|e| {
         let confined = if p.sandbox.is_some() { " (in its sandbox)" } else { "" };
         OpError::new(ErrorCode::LaunchFailed, format!("cannot start {}{confined}: {e}", p.program.display())).with("program", p.program.display().to_string())
     })?;

@@ -50,16 +50,15 @@ pub fn supervise(state_dir: &Path, id: &str, sandbox: Option<&str>) -> i32 {
     }
 }
 
-/// Confine `cmd` by the profile given as JSON (none: unconfined), with a
-/// private TMPDIR, returned to be removed when the job is over.
-/// The confinement is returned with it: its ruleset descriptor must stay
-/// open until the program has been spawned.
+/// The confinement of the profile given as JSON (none: unconfined), with a
+/// private TMPDIR set in `cmd`'s environment, returned to be removed when
+/// the job is over. `cmd` is started through the confinement
+/// ([`crate::sandbox::Confinement::spawn`]).
 fn confine(cmd: &mut Command, sandbox: Option<&str>) -> Result<Option<(crate::sandbox::RunTmp, crate::sandbox::Confinement)>, String> {
     let Some(text) = sandbox else { return Ok(None) };
     let profile: crate::sandbox::Profile = serde_json::from_str(text).map_err(|e| format!("the job's sandbox profile is unreadable: {e}"))?;
     let tmp = crate::sandbox::RunTmp::new().map_err(|e| e.message)?;
     let confinement = crate::sandbox::Confinement::new(&profile, tmp.path()).map_err(|e| e.message)?;
-    confinement.install(cmd);
     cmd.env("TMPDIR", tmp.path());
     Ok(Some((tmp, confinement)))
 }
@@ -161,7 +160,10 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
             return Ok(());
         }
     };
-    let spawned = cmd.spawn();
+    let spawned = match &_tmp {
+        Some((_, confinement)) => confinement.spawn(&mut cmd),
+        None => cmd.spawn(),
+    };
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {

@@ -9,7 +9,6 @@
 //! them.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,6 +16,7 @@ use landlock::{Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, Rulese
 use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
 
 use super::profile::Profile;
+use super::spawn::Spawn;
 use super::support::Support;
 
 /// The Landlock ABI the kernel speaks (`None`: no Landlock).
@@ -119,31 +119,52 @@ impl Confinement {
         Ok(Confinement { ruleset, filter: filter(profile.network)? })
     }
 
-    /// Install into `cmd`, to run in the child right before `exec`.
-    pub fn install(&self, cmd: &mut std::process::Command) {
+    /// Start `cmd` confined, without forking this process: a thread of its
+    /// own confines itself (`no_new_privs`, Landlock's `restrict_self`,
+    /// seccomp — each applies to the calling thread only) and then starts
+    /// the program, which inherits all three from the thread that made it.
+    /// The thread ends right after, so the confinement never reaches any
+    /// other code of verbgate.
+    ///
+    /// Why a thread and not a `pre_exec` hook in the child: a hook forces
+    /// `fork` (posix_spawn cannot run code between its clone and exec), and
+    /// forking a server that holds wasmtime's pool costs milliseconds of
+    /// page-table copying; spawned from the confined thread, std uses
+    /// posix_spawn (`CLONE_VM | CLONE_VFORK`) and nothing is copied.
+    pub fn spawn<C: Spawn>(&self, cmd: &mut C) -> std::io::Result<C::Child> {
         let ruleset = self.ruleset.as_ref().map(|f| f.as_raw_fd());
-        let filter = Arc::clone(&self.filter);
-        // SAFETY: the closure runs between fork and exec, so it makes only
-        // system calls — no allocation, no locks: prctl, Landlock's
-        // restrict_self on a descriptor opened in the parent (it closes on
-        // exec), and seccomp with a program compiled in the parent.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if let Some(fd) = ruleset {
-                    if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if seccompiler::apply_filter(&filter).is_err() {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        let filter: &BpfProgram = &self.filter;
+        // A tokio command registers its child with the runtime that awaits it.
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        std::thread::scope(|scope| {
+            let confined = std::thread::Builder::new().name("verbgate-confined-start".into()).spawn_scoped(scope, move || {
+                let _runtime = runtime.as_ref().map(tokio::runtime::Handle::enter);
+                confine_this_thread(ruleset, filter)?;
+                cmd.start()
+            })?;
+            confined.join().unwrap_or_else(|_| Err(std::io::Error::other("the thread that starts a confined program panicked")))
+        })
+    }
+}
+
+/// Confine the calling thread (only it: none of these calls is given a
+/// flag that would reach the process's other threads).
+fn confine_this_thread(ruleset: Option<std::os::fd::RawFd>, filter: &BpfProgram) -> std::io::Result<()> {
+    // SAFETY: prctl and landlock_restrict_self take plain integers; the
+    // ruleset descriptor is open (owned by the confinement, which outlives
+    // this call).
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(fd) = ruleset {
+            if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
     }
+    // `apply_filter` installs for the calling thread only (no TSYNC).
+    seccompiler::apply_filter(filter).map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("seccomp refused the filter: {e}")))
 }
 
 #[cfg(test)]
@@ -163,10 +184,8 @@ mod tests {
         let mut cmd = std::process::Command::new("/usr/bin/python3");
         cmd.arg("-c").arg(code).arg(arg).stderr(std::process::Stdio::null());
         let c = Confinement::new(&profile, tmp.path()).unwrap();
-        if confined {
-            c.install(&mut cmd);
-        }
-        cmd.status().unwrap().code()
+        let mut child = if confined { c.spawn(&mut cmd).unwrap() } else { cmd.spawn().unwrap() };
+        child.wait().unwrap().code()
     }
 
     #[test]
@@ -194,5 +213,26 @@ mod tests {
         }
         let _ = target.kill();
         let _ = target.wait();
+    }
+
+    #[test]
+    fn the_program_is_confined_and_the_thread_that_started_it_is_not() {
+        if kernel_abi().is_none() {
+            panic!("this test needs Landlock (the machines verbgate is tested on have it)");
+        }
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "x").unwrap();
+        let read = "import sys; open(sys.argv[1]).read()";
+        let secret = secret.to_str().unwrap();
+        assert_eq!(python(read, secret, false), Some(0), "unconfined, the file is readable");
+        assert_ne!(python(read, secret, true), Some(0), "confined, a file outside the profile must not be readable");
+        // The confinement stayed on the thread that started the program:
+        // this thread (and the process) still reads, writes and opens any
+        // socket, and a program it starts unconfined is unconfined.
+        std::fs::read(secret).unwrap();
+        std::fs::write(outside.path().join("written"), "y").unwrap();
+        std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(python(read, secret, false), Some(0));
     }
 }

@@ -18,14 +18,15 @@
 //! `[[sandbox.allow]]` (extra paths, network).
 //!
 //! The confinement is made in the parent (Landlock's ruleset, seccomp's
-//! BPF program) and installed in the child between `fork` and `exec` with
-//! nothing but system calls ([`Confinement::install`]), so a process tree
-//! inherits it and cannot undo it. Linux: [`linux`]; macOS: a Seatbelt
+//! BPF program, compiled once per process) and applied before the program's
+//! `exec` with nothing but system calls ([`Confinement::spawn`]), so a
+//! process tree inherits it and cannot undo it. Linux: [`linux`]; macOS: a Seatbelt
 //! profile ([`macos`]). Where the kernel cannot enforce a profile the op
 //! answers `sandbox_unavailable`, unless the operator turned the sandbox
 //! off (`[sandbox] mode = "off"`): never a silent unconfined run.
 
 pub mod profile;
+mod spawn;
 mod support;
 
 #[cfg(target_os = "linux")]
@@ -36,6 +37,7 @@ pub mod macos;
 use std::path::{Path, PathBuf};
 
 pub use profile::Profile;
+pub use spawn::Spawn;
 pub use support::Support;
 
 use crate::error::{ErrorCode, OpError};
@@ -89,14 +91,24 @@ impl Confinement {
         }
     }
 
-    /// Install into `cmd`: applied in the child right before `exec`. A
-    /// failure there fails the spawn with the kernel's error, which the
-    /// caller reports as the program's launch failure.
-    pub fn install(&self, cmd: &mut std::process::Command) {
-        #[cfg(any(target_os = "linux", target_os = "macos"))]
-        self.inner.install(cmd);
+    /// Start `cmd` confined; a failure to confine fails the start with the
+    /// kernel's error, which the caller reports as the program's launch
+    /// failure. Linux: from a thread that confined itself (no `fork`, see
+    /// [`linux::Confinement::spawn`]); macOS: installed in the child right
+    /// before `exec`.
+    pub fn spawn<C: Spawn>(&self, cmd: &mut C) -> std::io::Result<C::Child> {
+        #[cfg(target_os = "linux")]
+        return self.inner.spawn(cmd);
+        #[cfg(target_os = "macos")]
+        {
+            self.inner.install(cmd.std());
+            return cmd.start();
+        }
         #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-        let _ = cmd;
+        {
+            let _ = cmd;
+            Err(std::io::Error::other("verbgate has no sandbox for this operating system"))
+        }
     }
 }
 
@@ -137,6 +149,10 @@ impl RunTmp {
 
 impl Drop for RunTmp {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        // Most programs leave it empty: one `rmdir`, and the walk of
+        // `remove_dir_all` only for what a program left behind.
+        if std::fs::remove_dir(&self.path).is_err() {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
     }
 }
