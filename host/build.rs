@@ -14,12 +14,17 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// Components compiled into the binary, in load order.
-const BUNDLED: &[&str] = &["core", "git", "cargo", "just", "rg", "pytest", "npm", "vitest", "jest", "tsc", "eslint", "go", "ruff"];
+const BUNDLED: &[&str] = &[
+    "core", "git", "cargo", "just", "rg", "pytest", "npm", "vitest", "jest", "tsc", "eslint", "go",
+    "ruff",
+];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=VERBGATE_COMPONENTS_DIR");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let dir = std::env::var_os("VERBGATE_COMPONENTS_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("bundled"));
+    let dir = std::env::var_os("VERBGATE_COMPONENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest.join("bundled"));
     let mut out = String::from("/// Components compiled into this binary, with pinned digests.\npub const BUNDLED: &[BundledComponent] = &[\n");
     for name in BUNDLED {
         let path = dir.join(format!("{name}.wasm"));

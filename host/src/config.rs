@@ -324,8 +324,12 @@ impl<'de> Deserialize<'de> for EffectPattern {
             return Ok(EffectPattern::Undeclared);
         }
         Effect::parse(&name).map(EffectPattern::Effect).ok_or_else(|| {
-            let names: Vec<&str> = Effect::ALL.iter().map(|e| e.as_str()).chain([UNDECLARED]).collect();
-            serde::de::Error::custom(format!("unknown effect {name:?}; effects are {}", names.join(", ")))
+            let names: Vec<&str> =
+                Effect::ALL.iter().map(|e| e.as_str()).chain([UNDECLARED]).collect();
+            serde::de::Error::custom(format!(
+                "unknown effect {name:?}; effects are {}",
+                names.join(", ")
+            ))
         })
     }
 }
@@ -467,7 +471,19 @@ impl Default for GitSettings {
 
 /// Environment variables passed to programs by default (everything else is
 /// cleared). `env_allow` in the config replaces this list.
-pub const DEFAULT_ENV_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"];
+pub const DEFAULT_ENV_ALLOW: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+];
 
 /// `verbgate.toml` as written by an operator.
 #[derive(Debug, Default, Deserialize)]
@@ -564,8 +580,10 @@ impl Config {
         crate::private_files::check_home(&home, file_path.as_deref())?;
         let file = match &file_path {
             Some(p) => {
-                let text = std::fs::read_to_string(p).with_context(|| format!("cannot read config file {}", p.display()))?;
-                toml::from_str::<FileConfig>(&text).with_context(|| format!("invalid config file {}", p.display()))?
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read config file {}", p.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .with_context(|| format!("invalid config file {}", p.display()))?
             }
             None => FileConfig::default(),
         };
@@ -573,7 +591,9 @@ impl Config {
             Some(r) => r,
             None => std::env::current_dir().context("cannot read the current directory")?,
         };
-        let root = root.canonicalize().with_context(|| format!("root directory {} does not exist", root.display()))?;
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("root directory {} does not exist", root.display()))?;
         if !root.is_dir() {
             bail!("root {} is not a directory", root.display());
         }
@@ -585,7 +605,8 @@ impl Config {
         if file.consent.timeout_ms == 0 {
             bail!("consent.timeout_ms must be at least 1");
         }
-        if file.audit.retain_days == 0 || file.audit.retain_rows == 0 || file.audit.args_bytes < 64 {
+        if file.audit.retain_days == 0 || file.audit.retain_rows == 0 || file.audit.args_bytes < 64
+        {
             bail!(
                 "audit.retain_days and audit.retain_rows must be at least 1 and audit.args_bytes at least 64 (turn the trail off with audit.enabled = false)"
             );
@@ -614,7 +635,9 @@ impl Config {
             root,
             allow: file.allow,
             plugin_dirs,
-            env_allow: file.env_allow.unwrap_or_else(|| DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect()),
+            env_allow: file
+                .env_allow
+                .unwrap_or_else(|| DEFAULT_ENV_ALLOW.iter().map(|s| s.to_string()).collect()),
             limits: file.limits,
             programs: file.programs,
             components: file.components,
@@ -682,9 +705,15 @@ mod tests {
         let f: FileConfig = toml::from_str("[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 128\ntimeout_ms = 5000").unwrap();
         check_limits(&f.limits, &f.components).unwrap();
         assert_eq!(f.components["py-echo"].memory_mib, Some(128));
-        let f: FileConfig = toml::from_str("[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 512").unwrap();
+        let f: FileConfig = toml::from_str(
+            "[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 512",
+        )
+        .unwrap();
         let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
-        assert!(err.contains("components.py-echo.memory_mib = 512") && err.contains("256"), "{err}");
+        assert!(
+            err.contains("components.py-echo.memory_mib = 512") && err.contains("256"),
+            "{err}"
+        );
         let f: FileConfig = toml::from_str("[components.x]\ntimeout_ms = 999999").unwrap();
         let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
         assert!(err.contains("components.x.timeout_ms"), "{err}");
@@ -695,7 +724,12 @@ mod tests {
     #[test]
     fn plugin_bounds_stay_within_their_caps() {
         check_limits(&Limits::default(), &BTreeMap::new()).unwrap();
-        for bad in ["plan_args = 0", "plan_args = 70000", "plugin_verbs = 20000", "plugin_error_details_bytes = 9999999"] {
+        for bad in [
+            "plan_args = 0",
+            "plan_args = 70000",
+            "plugin_verbs = 20000",
+            "plugin_error_details_bytes = 9999999",
+        ] {
             let f: FileConfig = toml::from_str(&format!("[limits]\n{bad}")).unwrap();
             let err = check_limits(&f.limits, &f.components).unwrap_err().to_string();
             assert!(err.contains(bad.split(' ').next().unwrap()), "{err}");
@@ -710,23 +744,42 @@ mod tests {
             let err = check_limits(&f.limits, &none).unwrap_err().to_string();
             assert!(err.contains(bad.split(' ').next().unwrap()), "{err}");
         }
-        let f: FileConfig = toml::from_str("[limits]\nexec_timeout_ms = 9000\nexec_timeout_max_ms = 1000").unwrap();
-        assert!(check_limits(&f.limits, &none).unwrap_err().to_string().contains("exec_timeout_max_ms = 1000"));
+        let f: FileConfig =
+            toml::from_str("[limits]\nexec_timeout_ms = 9000\nexec_timeout_max_ms = 1000").unwrap();
+        assert!(check_limits(&f.limits, &none)
+            .unwrap_err()
+            .to_string()
+            .contains("exec_timeout_max_ms = 1000"));
     }
 
     #[test]
     fn job_limits_default_and_are_checked() {
         let d = Limits::default();
         assert_eq!(
-            (d.max_running_jobs, d.job_output_bytes, d.job_timeout_ms, d.job_timeout_max_ms, d.job_retain_days, d.job_retain_count),
+            (
+                d.max_running_jobs,
+                d.job_output_bytes,
+                d.job_timeout_ms,
+                d.job_timeout_max_ms,
+                d.job_retain_days,
+                d.job_retain_count
+            ),
             (16, 64 << 20, 3_600_000, 86_400_000, 14, 1000)
         );
         let none = BTreeMap::new();
         let f: FileConfig = toml::from_str("[limits]\nmax_running_jobs = 0").unwrap();
-        assert!(check_limits(&f.limits, &none).unwrap_err().to_string().contains("limits.max_running_jobs"));
-        let f: FileConfig = toml::from_str("[limits]\njob_timeout_ms = 5000\njob_timeout_max_ms = 1000").unwrap();
+        assert!(check_limits(&f.limits, &none)
+            .unwrap_err()
+            .to_string()
+            .contains("limits.max_running_jobs"));
+        let f: FileConfig =
+            toml::from_str("[limits]\njob_timeout_ms = 5000\njob_timeout_max_ms = 1000").unwrap();
         let err = check_limits(&f.limits, &none).unwrap_err().to_string();
-        assert!(err.contains("limits.job_timeout_ms = 5000") && err.contains("job_timeout_max_ms = 1000"), "{err}");
+        assert!(
+            err.contains("limits.job_timeout_ms = 5000")
+                && err.contains("job_timeout_max_ms = 1000"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -736,8 +789,16 @@ mod tests {
         assert_eq!(f.policy[0].decision, Decision::Deny);
         // An unknown effect is refused as the file is read, naming it and
         // where it is (the names are parsed once, not at every match).
-        let err = toml::from_str::<FileConfig>("[[policy]]\neffects = [\"write\"]\ndecision = \"ask\"").unwrap_err().to_string();
-        assert!(err.contains("unknown effect \"write\"") && err.contains("line 2") && err.contains("writes_repo"), "{err}");
+        let err =
+            toml::from_str::<FileConfig>("[[policy]]\neffects = [\"write\"]\ndecision = \"ask\"")
+                .unwrap_err()
+                .to_string();
+        assert!(
+            err.contains("unknown effect \"write\"")
+                && err.contains("line 2")
+                && err.contains("writes_repo"),
+            "{err}"
+        );
         for (bad, says) in [
             ("effects = []\ndecision = \"ask\"", "matches nothing"),
             ("verbs = [\"git status\"]\ndecision = \"ask\"", "not a verb pattern"),
@@ -747,7 +808,8 @@ mod tests {
             assert!(err.contains(says) && err.contains("rule 1"), "{err}");
         }
         assert!(toml::from_str::<FileConfig>("[[policy]]\ndecision = \"maybe\"").is_err());
-        assert!(toml::from_str::<FileConfig>("[[policy]]\nverb = [\"x\"]\ndecision = \"allow\"").is_err());
+        assert!(toml::from_str::<FileConfig>("[[policy]]\nverb = [\"x\"]\ndecision = \"allow\"")
+            .is_err());
     }
 
     #[test]
@@ -766,11 +828,30 @@ mod tests {
     /// here until it is listed.
     fn real_defaults() -> BTreeMap<String, Option<serde_json::Value>> {
         use serde_json::{json, to_value};
-        let FileConfig { root, allow, plugin_dirs, env_allow, limits, programs, components, trusted_repos, policy, consent, audit, sandbox, git } =
-            FileConfig::default();
+        let FileConfig {
+            root,
+            allow,
+            plugin_dirs,
+            env_allow,
+            limits,
+            programs,
+            components,
+            trusted_repos,
+            policy,
+            consent,
+            audit,
+            sandbox,
+            git,
+        } = FileConfig::default();
         let SandboxSettings { mode, allow: widenings } = sandbox;
         assert!(root.is_none() && allow.is_none() && plugin_dirs.is_none() && env_allow.is_none());
-        assert!(programs.is_empty() && components.is_empty() && trusted_repos.is_empty() && policy.is_empty() && widenings.is_empty());
+        assert!(
+            programs.is_empty()
+                && components.is_empty()
+                && trusted_repos.is_empty()
+                && policy.is_empty()
+                && widenings.is_empty()
+        );
         let mut out: BTreeMap<String, Option<serde_json::Value>> = BTreeMap::from([
             ("root".into(), None),
             ("allow".into(), None),
@@ -783,7 +864,12 @@ mod tests {
             ("sandbox.mode".into(), Some(to_value(mode).unwrap())),
             ("sandbox.allow".into(), Some(json!([]))),
         ]);
-        let sections = [("limits", to_value(limits)), ("consent", to_value(consent)), ("audit", to_value(audit)), ("git", to_value(git))];
+        let sections = [
+            ("limits", to_value(limits)),
+            ("consent", to_value(consent)),
+            ("audit", to_value(audit)),
+            ("git", to_value(git)),
+        ];
         for (section, value) in sections {
             for (key, v) in value.unwrap().as_object().unwrap() {
                 out.insert(format!("{section}.{key}"), Some(v.clone()));
@@ -795,13 +881,21 @@ mod tests {
     /// docs/configuration.md's defaults table (`| key | default | what |`):
     /// each key with its default cell.
     fn documented_defaults(text: &str) -> Vec<(String, String)> {
-        let rows = text.lines().skip_while(|l| !l.replace(' ', "").starts_with("|key|default|what|")).skip(2);
+        let rows = text
+            .lines()
+            .skip_while(|l| !l.replace(' ', "").starts_with("|key|default|what|"))
+            .skip(2);
         let mut out = Vec::new();
         for line in rows.take_while(|l| l.starts_with('|')) {
             let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
             let key = cells[0].strip_prefix('`').and_then(|k| k.strip_suffix('`'));
-            let key = key.unwrap_or_else(|| panic!("docs/configuration.md: the first cell is not a `key`: {line}"));
-            assert!(cells.len() == 3 && !cells[2].is_empty(), "docs/configuration.md: `{key}` needs a default and what it does: {line}");
+            let key = key.unwrap_or_else(|| {
+                panic!("docs/configuration.md: the first cell is not a `key`: {line}")
+            });
+            assert!(
+                cells.len() == 3 && !cells[2].is_empty(),
+                "docs/configuration.md: `{key}` needs a default and what it does: {line}"
+            );
             out.push((key.to_string(), cells[1].to_string()));
         }
         out
@@ -810,14 +904,21 @@ mod tests {
     #[test]
     fn docs_configuration_md_gives_every_real_default() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md");
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
         let real = real_defaults();
         let documented = documented_defaults(&text);
         let mut problems = Vec::new();
         for (key, cell) in &documented {
             // A default written as one code span is a TOML value.
-            let value = cell.strip_prefix('`').and_then(|c| c.strip_suffix('`')).filter(|c| !c.contains('`'));
-            let value = value.map(|v| toml::from_str::<toml::Table>(&format!("v = {v}")).map(|mut t| serde_json::to_value(t.remove("v")).unwrap()));
+            let value = cell
+                .strip_prefix('`')
+                .and_then(|c| c.strip_suffix('`'))
+                .filter(|c| !c.contains('`'));
+            let value = value.map(|v| {
+                toml::from_str::<toml::Table>(&format!("v = {v}"))
+                    .map(|mut t| serde_json::to_value(t.remove("v")).unwrap())
+            });
             match (real.get(key), value) {
                 (None, _) => problems.push(format!("`{key}` is not a setting")),
                 (Some(Some(want)), Some(Ok(got))) if &got == want => {}
@@ -832,7 +933,11 @@ mod tests {
                 problems.push(format!("`{key}` is not documented"));
             }
         }
-        assert!(problems.is_empty(), "docs/configuration.md is out of step with the defaults in host/src/config.rs:\n  {}", problems.join("\n  "));
+        assert!(
+            problems.is_empty(),
+            "docs/configuration.md is out of step with the defaults in host/src/config.rs:\n  {}",
+            problems.join("\n  ")
+        );
     }
 
     #[test]

@@ -48,7 +48,10 @@ fn declared_fns() -> BTreeSet<String> {
             if i > 0 && text.as_bytes()[i - 1].is_ascii_alphanumeric() {
                 continue;
             }
-            let name: String = text[i + 3..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let name: String = text[i + 3..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
             if !name.is_empty() {
                 names.insert(name);
             }
@@ -101,7 +104,10 @@ fn citations(text: &str) -> Vec<Cited> {
             let Some(prev) = &last_name else { continue };
             let word = end[1..].find('_').map_or(end, |j| &end[..j + 1]);
             if let Some(at) = prev.rfind(word) {
-                out.push(Cited::Test { span: span.to_string(), name: format!("{}{end}", &prev[..at]) });
+                out.push(Cited::Test {
+                    span: span.to_string(),
+                    name: format!("{}{end}", &prev[..at]),
+                });
             } else {
                 out.push(Cited::Test { span: span.to_string(), name: span.to_string() });
             }
@@ -119,13 +125,18 @@ fn citations(text: &str) -> Vec<Cited> {
                 Some(m) => m.clone(),
                 None => continue,
             }
-        } else if module.starts_with("e2e/") || module.starts_with("host/tests/") || module.ends_with("::tests") {
+        } else if module.starts_with("e2e/")
+            || module.starts_with("host/tests/")
+            || module.ends_with("::tests")
+        {
             module.to_string()
         } else {
             // `Env::spawn`, `::1`, `file.py::test`: not a test's path.
             continue;
         };
-        let Some(files) = module_files(module.strip_suffix("::tests").unwrap_or(&module)) else { continue };
+        let Some(files) = module_files(module.strip_suffix("::tests").unwrap_or(&module)) else {
+            continue;
+        };
         last_module = Some(module.clone());
         if last == "*" {
             out.push(Cited::Module { span: span.to_string(), files });
@@ -141,20 +152,27 @@ fn citations(text: &str) -> Vec<Cited> {
 fn every_test_security_md_and_the_docs_cite_exists() {
     let repo = repo();
     let mut docs = vec![repo.join("SECURITY.md"), repo.join("README.md")];
-    let mut in_docs: Vec<PathBuf> =
-        std::fs::read_dir(repo.join("docs")).expect("docs/ exists").flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect();
+    let mut in_docs: Vec<PathBuf> = std::fs::read_dir(repo.join("docs"))
+        .expect("docs/ exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
     in_docs.sort();
     docs.extend(in_docs);
     let fns = declared_fns();
     let mut missing = Vec::new();
     let mut count = 0;
     for doc in &docs {
-        let text = std::fs::read_to_string(doc).unwrap_or_else(|e| panic!("cannot read {}: {e}", doc.display()));
+        let text = std::fs::read_to_string(doc)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", doc.display()));
         let shown = doc.strip_prefix(&repo).unwrap_or(doc).display().to_string();
         for cited in citations(&text) {
             count += 1;
             match cited {
-                Cited::Test { span, name } if !fns.contains(&name) => missing.push(format!("{shown}: `{span}` (no `fn {name}`)")),
+                Cited::Test { span, name } if !fns.contains(&name) => {
+                    missing.push(format!("{shown}: `{span}` (no `fn {name}`)"))
+                }
                 Cited::Module { span, files } if !files.iter().any(|f| f.is_file()) => {
                     missing.push(format!("{shown}: `{span}` (none of {files:?} exists)"));
                 }
@@ -163,7 +181,11 @@ fn every_test_security_md_and_the_docs_cite_exists() {
         }
     }
     let security = citations(&std::fs::read_to_string(repo.join("SECURITY.md")).unwrap());
-    assert!(security.len() > 100, "SECURITY.md cites its tests; found only {} citations, so this check reads it wrong", security.len());
+    assert!(
+        security.len() > 100,
+        "SECURITY.md cites its tests; found only {} citations, so this check reads it wrong",
+        security.len()
+    );
     assert!(
         missing.is_empty(),
         "{} of {count} cited tests do not exist; cite the test that proves the claim, or drop the claim:\n  {}",

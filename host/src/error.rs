@@ -306,15 +306,21 @@ mod tests {
     /// The codes of docs/errors.md's table (`| code | meaning | what to do |`),
     /// each row checked for a meaning and an action.
     fn documented_codes(text: &str) -> Vec<String> {
-        let rows = text.lines().skip_while(|l| !l.replace(' ', "").starts_with("|code|meaning|whattodo|")).skip(2);
+        let rows = text
+            .lines()
+            .skip_while(|l| !l.replace(' ', "").starts_with("|code|meaning|whattodo|"))
+            .skip(2);
         let mut codes = Vec::new();
         for line in rows.take_while(|l| l.starts_with('|')) {
             let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
-            let code = cells[0]
-                .strip_prefix('`')
-                .and_then(|c| c.strip_suffix('`'))
-                .unwrap_or_else(|| panic!("docs/errors.md: the first cell is not a `code`: {line}"));
-            assert!(cells.len() == 3 && cells[1..].iter().all(|c| !c.is_empty()), "docs/errors.md: `{code}` needs a meaning and what to do: {line}");
+            let code =
+                cells[0].strip_prefix('`').and_then(|c| c.strip_suffix('`')).unwrap_or_else(|| {
+                    panic!("docs/errors.md: the first cell is not a `code`: {line}")
+                });
+            assert!(
+                cells.len() == 3 && cells[1..].iter().all(|c| !c.is_empty()),
+                "docs/errors.md: `{code}` needs a meaning and what to do: {line}"
+            );
             codes.push(code.to_string());
         }
         codes
@@ -323,12 +329,20 @@ mod tests {
     #[test]
     fn docs_errors_md_lists_every_code_and_no_other() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
         let documented = documented_codes(&text);
         let real: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
-        let missing: Vec<&&str> = real.iter().filter(|c| !documented.iter().any(|d| d == *c)).collect();
-        let unknown: Vec<&String> = documented.iter().filter(|d| ErrorCode::from_wire(d).is_none()).collect();
-        let twice: Vec<&String> = documented.iter().enumerate().filter(|(i, d)| documented[..*i].contains(d)).map(|(_, d)| d).collect();
+        let missing: Vec<&&str> =
+            real.iter().filter(|c| !documented.iter().any(|d| d == *c)).collect();
+        let unknown: Vec<&String> =
+            documented.iter().filter(|d| ErrorCode::from_wire(d).is_none()).collect();
+        let twice: Vec<&String> = documented
+            .iter()
+            .enumerate()
+            .filter(|(i, d)| documented[..*i].contains(d))
+            .map(|(_, d)| d)
+            .collect();
         assert!(
             missing.is_empty() && unknown.is_empty() && twice.is_empty(),
             "docs/errors.md is out of step with ErrorCode (host/src/error.rs):\n  codes it does not document: {missing:?}\n  \
@@ -348,13 +362,21 @@ mod tests {
     /// The codes listed in docs/errors.md's "Load-time codes" section, one
     /// `- `code`: meaning` item each; any other list item there fails.
     fn documented_load_codes(text: &str) -> Vec<String> {
-        let section = text.lines().skip_while(|l| l.trim() != "## Load-time codes").skip(1).take_while(|l| !l.starts_with("## "));
+        let section = text
+            .lines()
+            .skip_while(|l| l.trim() != "## Load-time codes")
+            .skip(1)
+            .take_while(|l| !l.starts_with("## "));
         let mut codes = Vec::new();
         for line in section.filter(|l| l.trim_start().starts_with(['-', '*', '|'])) {
             let (code, meaning) = line
                 .strip_prefix("- `")
                 .and_then(|rest| rest.split_once("`: "))
-                .unwrap_or_else(|| panic!("docs/errors.md, Load-time codes: not a \"- `code`: meaning\" item: {line}"));
+                .unwrap_or_else(|| {
+                    panic!(
+                        "docs/errors.md, Load-time codes: not a \"- `code`: meaning\" item: {line}"
+                    )
+                });
             assert!(!meaning.trim().is_empty(), "docs/errors.md: `{code}` needs a meaning: {line}");
             codes.push(code.to_string());
         }
@@ -364,11 +386,22 @@ mod tests {
     #[test]
     fn docs_errors_md_lists_every_load_code_and_no_other() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
         let documented = documented_load_codes(&text);
-        let missing: Vec<&str> = LoadCode::ALL.iter().map(|c| c.as_str()).filter(|c| !documented.iter().any(|d| d == c)).collect();
-        let unknown: Vec<&String> = documented.iter().filter(|d| LoadCode::from_wire(d).is_none()).collect();
-        let twice: Vec<&String> = documented.iter().enumerate().filter(|(i, d)| documented[..*i].contains(d)).map(|(_, d)| d).collect();
+        let missing: Vec<&str> = LoadCode::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .filter(|c| !documented.iter().any(|d| d == c))
+            .collect();
+        let unknown: Vec<&String> =
+            documented.iter().filter(|d| LoadCode::from_wire(d).is_none()).collect();
+        let twice: Vec<&String> = documented
+            .iter()
+            .enumerate()
+            .filter(|(i, d)| documented[..*i].contains(d))
+            .map(|(_, d)| d)
+            .collect();
         assert!(
             missing.is_empty() && unknown.is_empty() && twice.is_empty(),
             "docs/errors.md's Load-time codes are out of step with LoadCode (host/src/error.rs):\n  codes it does not list: {missing:?}\n  \

@@ -74,8 +74,13 @@ pub fn near_matches<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
         .filter_map(|c| {
             // A prefix or suffix relation is an edit distance of exactly
             // the length difference.
-            let related = !name.is_empty() && (c.starts_with(name) || name.starts_with(c) || c.ends_with(name));
-            let d = if related { Some(c.chars().count().abs_diff(name.chars().count())) } else { edit_distance_within(name, c, 2) };
+            let related = !name.is_empty()
+                && (c.starts_with(name) || name.starts_with(c) || c.ends_with(name));
+            let d = if related {
+                Some(c.chars().count().abs_diff(name.chars().count()))
+            } else {
+                edit_distance_within(name, c, 2)
+            };
             d.map(|d| (d, c))
         })
         .collect();

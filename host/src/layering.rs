@@ -44,7 +44,10 @@ fn code(text: &str) -> String {
     let mut end = text.len();
     for (at, _) in text.match_indices("#[cfg(test)]\n") {
         let next = text[at..].lines().nth(1).unwrap_or("").trim_start();
-        if next.starts_with("mod ") || next.starts_with("pub(crate) mod ") || next.starts_with("pub mod ") {
+        if next.starts_with("mod ")
+            || next.starts_with("pub(crate) mod ")
+            || next.starts_with("pub mod ")
+        {
             end = at;
             break;
         }
@@ -62,7 +65,9 @@ fn paths(code: &str, children: &[String]) -> Vec<Vec<String>> {
     let mut offset = 0;
     for line in code.split_inclusive('\n') {
         let trimmed = line.trim_start();
-        let item = ["use ", "pub use ", "pub(crate) use ", "pub(super) use "].iter().find_map(|p| trimmed.strip_prefix(p));
+        let item = ["use ", "pub use ", "pub(crate) use ", "pub(super) use "]
+            .iter()
+            .find_map(|p| trimmed.strip_prefix(p));
         if let Some(item) = item {
             let start = offset + (line.len() - item.len());
             let end = code[start..].find(';').map_or(code.len(), |e| start + e);
@@ -73,17 +78,32 @@ fn paths(code: &str, children: &[String]) -> Vec<Vec<String>> {
     // Paths written out in code, from the crate, a parent, this module or
     // a child module (whose names `children` gives).
     let bytes = code.as_bytes();
-    let roots: Vec<String> = ["crate", "super", "self"].iter().map(|r| r.to_string()).chain(children.iter().cloned()).map(|r| r + "::").collect();
+    let roots: Vec<String> = ["crate", "super", "self"]
+        .iter()
+        .map(|r| r.to_string())
+        .chain(children.iter().cloned())
+        .map(|r| r + "::")
+        .collect();
     for root in &roots {
         let mut from = 0;
         while let Some(i) = code[from..].find(root.as_str()) {
             let at = from + i;
             from = at + root.len();
-            if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_' || bytes[at - 1] == b':') {
+            if at > 0
+                && (bytes[at - 1].is_ascii_alphanumeric()
+                    || bytes[at - 1] == b'_'
+                    || bytes[at - 1] == b':')
+            {
                 continue;
             }
-            let len = code[at..].find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(code.len() - at);
-            let path: Vec<String> = code[at..at + len].split("::").filter(|s| !s.is_empty()).map(str::to_string).collect();
+            let len = code[at..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(code.len() - at);
+            let path: Vec<String> = code[at..at + len]
+                .split("::")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
             // `super::{…}` is a `use` group, expanded above.
             if path.len() > 1 {
                 out.push(path);
@@ -97,7 +117,12 @@ fn paths(code: &str, children: &[String]) -> Vec<Vec<String>> {
 fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     let tree = tree.trim();
     if let Some(open) = tree.find('{').filter(|&o| tree.rfind('}').is_some_and(|c| c > o)) {
-        let head: Vec<String> = tree[..open].split("::").map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+        let head: Vec<String> = tree[..open]
+            .split("::")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
         let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
         let (mut depth, mut item) = (0, String::new());
         let mut items = Vec::new();
@@ -123,7 +148,12 @@ fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     } else {
         let tree = tree.split(" as ").next().unwrap_or(tree);
         let mut path = prefix.clone();
-        path.extend(tree.split("::").map(str::trim).filter(|s| !s.is_empty() && *s != "self").map(str::to_string));
+        path.extend(
+            tree.split("::")
+                .map(str::trim)
+                .filter(|s| !s.is_empty() && *s != "self")
+                .map(str::to_string),
+        );
         out.push(path);
     }
 }
@@ -148,7 +178,11 @@ fn target(module: &Module, path: &[String], files: &BTreeMap<Module, String>) ->
         None => return None,
     };
     base.extend(rest.iter().cloned());
-    (0..=base.len()).rev().map(|n| base[..n].to_vec()).find(|m| files.contains_key(m)).filter(|m| m != module)
+    (0..=base.len())
+        .rev()
+        .map(|n| base[..n].to_vec())
+        .find(|m| files.contains_key(m))
+        .filter(|m| m != module)
 }
 
 /// The import graph of the files under `src`.
@@ -157,8 +191,15 @@ fn graph(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
     files
         .iter()
         .map(|(m, text)| {
-            let children: Vec<String> = files.keys().filter(|c| c.len() == m.len() + 1 && c.starts_with(m)).filter_map(|c| c.last().cloned()).collect();
-            (m.clone(), paths(&code(text), &children).iter().filter_map(|p| target(m, p, &files)).collect())
+            let children: Vec<String> = files
+                .keys()
+                .filter(|c| c.len() == m.len() + 1 && c.starts_with(m))
+                .filter_map(|c| c.last().cloned())
+                .collect();
+            (
+                m.clone(),
+                paths(&code(text), &children).iter().filter_map(|p| target(m, p, &files)).collect(),
+            )
         })
         .collect()
 }
@@ -203,7 +244,13 @@ fn cycles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<String>> {
             }
         }
     }
-    let mut s = State { graph, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
     for v in graph.keys() {
         if !s.index.contains_key(v) {
             visit(&mut s, v);
@@ -218,17 +265,28 @@ fn no_module_of_the_host_imports_one_that_imports_it() {
     let graph = graph(&src);
     assert!(graph.len() > 80, "the walk found the host's files ({})", graph.len());
     let dispatch = &graph[&vec!["dispatch".to_string()]];
-    assert!(dispatch.contains(&vec!["dispatch".to_string(), "request".to_string()]), "edges are found: {dispatch:?}");
+    assert!(
+        dispatch.contains(&vec!["dispatch".to_string(), "request".to_string()]),
+        "edges are found: {dispatch:?}"
+    );
     let found = cycles(&graph);
     // Each cycle with its edges, so a failure says which import to undo.
     let name = |m: &Module| if m.is_empty() { "crate".to_string() } else { m.join("::") };
     let edges: Vec<String> = found
         .iter()
         .flat_map(|c| {
-            graph.iter().filter(|(m, _)| c.contains(&name(m))).flat_map(|(m, to)| to.iter().filter(|t| c.contains(&name(t))).map(move |t| format!("{} -> {}", name(m), name(t))))
+            graph.iter().filter(|(m, _)| c.contains(&name(m))).flat_map(|(m, to)| {
+                to.iter()
+                    .filter(|t| c.contains(&name(t)))
+                    .map(move |t| format!("{} -> {}", name(m), name(t)))
+            })
         })
         .collect();
-    assert!(found.is_empty(), "import cycles among host modules: {found:?}\nedges in them:\n{}", edges.join("\n"));
+    assert!(
+        found.is_empty(),
+        "import cycles among host modules: {found:?}\nedges in them:\n{}",
+        edges.join("\n")
+    );
 }
 
 #[test]
@@ -238,8 +296,16 @@ fn a_cycle_is_found() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("a")).unwrap();
     std::fs::write(dir.path().join("lib.rs"), "mod a; mod c;\n").unwrap();
-    std::fs::write(dir.path().join("a/mod.rs"), "mod b;\nuse self::{b::{X, Y as Z}};\n// use crate::c;\n").unwrap();
+    std::fs::write(
+        dir.path().join("a/mod.rs"),
+        "mod b;\nuse self::{b::{X, Y as Z}};\n// use crate::c;\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("a/b.rs"), "fn f() { super::g(); }\n").unwrap();
-    std::fs::write(dir.path().join("c.rs"), "use crate::a::b::X;\n#[cfg(test)]\nmod tests { use crate::c; }\n").unwrap();
+    std::fs::write(
+        dir.path().join("c.rs"),
+        "use crate::a::b::X;\n#[cfg(test)]\nmod tests { use crate::c; }\n",
+    )
+    .unwrap();
     assert_eq!(cycles(&graph(dir.path())), vec![vec!["a".to_string(), "a::b".to_string()]]);
 }

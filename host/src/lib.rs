@@ -32,9 +32,9 @@ mod doc_citations;
 pub mod error;
 pub mod exec;
 pub mod jobs;
+pub mod json;
 #[cfg(test)]
 mod layering;
-pub mod json;
 pub mod mcp;
 pub mod private_files;
 pub mod registry;

@@ -46,7 +46,13 @@ impl InsecureFile {
 
 impl fmt::Display for InsecureFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}; verbgate does not trust files another user could have written (fix: {})", self.path.display(), self.problem, self.fix)
+        write!(
+            f,
+            "{} {}; verbgate does not trust files another user could have written (fix: {})",
+            self.path.display(),
+            self.problem,
+            self.fix
+        )
     }
 }
 
@@ -65,8 +71,14 @@ pub fn check_private(path: &Path, meta: &Metadata) -> Result<(), InsecureFile> {
     if meta.uid() != me {
         return Err(InsecureFile {
             path: path.to_path_buf(),
-            problem: format!("is owned by uid {}, not by the user running verbgate (uid {me})", meta.uid()),
-            fix: format!("`chown {me} {}`, or remove it and let verbgate recreate it", path.display()),
+            problem: format!(
+                "is owned by uid {}, not by the user running verbgate (uid {me})",
+                meta.uid()
+            ),
+            fix: format!(
+                "`chown {me} {}`, or remove it and let verbgate recreate it",
+                path.display()
+            ),
         });
     }
     let mode = meta.permissions().mode() & 0o7777;
@@ -124,7 +136,11 @@ pub fn check_token_meta(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
     if let Err(mut insecure) = check_private(path, meta) {
         // Whoever could write it may have added a token of their own:
         // fixing the mode is not enough.
-        let tighten = if insecure.problem.contains("owned by") { insecure.fix.clone() } else { format!("`chmod 600 {}`", path.display()) };
+        let tighten = if insecure.problem.contains("owned by") {
+            insecure.fix.clone()
+        } else {
+            format!("`chmod 600 {}`", path.display())
+        };
         insecure.fix = format!("{tighten}, then look for tokens you did not make with `verbgate token list` and revoke them");
         return Err(insecure.into());
     }
@@ -144,7 +160,8 @@ pub fn ensure_private_dir(dir: &Path) -> Result<()> {
     }
     check_private(dir, &meta)?;
     if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).with_context(|| format!("cannot make {} private", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.display()))?;
     }
     Ok(())
 }
@@ -152,7 +169,9 @@ pub fn ensure_private_dir(dir: &Path) -> Result<()> {
 /// `n` bytes from the system's random source.
 pub fn random_bytes(n: usize) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; n];
-    File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).context("cannot read random bytes from /dev/urandom")?;
+    File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .context("cannot read random bytes from /dev/urandom")?;
     Ok(buf)
 }
 
@@ -163,9 +182,10 @@ pub fn random_bytes(n: usize) -> Result<Vec<u8>> {
 pub fn write_file_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let (tmp, mut file) = create_exclusive_temp(path, mode)?;
     let written = file.write_all(bytes).and_then(|_| file.sync_all());
-    let result = written
-        .with_context(|| format!("cannot write {}", tmp.display()))
-        .and_then(|_| std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display())));
+    let result =
+        written.with_context(|| format!("cannot write {}", tmp.display())).and_then(|_| {
+            std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+        });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -184,13 +204,15 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Returns false when `path` already existed.
 pub fn create_private_file_once(path: &Path, bytes: &[u8]) -> Result<bool> {
     let (tmp, mut file) = create_exclusive_temp(path, 0o600)?;
-    let result = file.write_all(bytes).and_then(|_| file.sync_all()).with_context(|| format!("cannot write {}", tmp.display())).and_then(|_| {
-        match std::fs::hard_link(&tmp, path) {
+    let result = file
+        .write_all(bytes)
+        .and_then(|_| file.sync_all())
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|_| match std::fs::hard_link(&tmp, path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(e).with_context(|| format!("cannot create {}", path.display())),
-        }
-    });
+        });
     let _ = std::fs::remove_file(&tmp);
     result
 }
@@ -201,13 +223,20 @@ fn create_exclusive_temp(path: &Path, mode: u32) -> Result<(PathBuf, File)> {
     let mut last = None;
     for _ in 0..8 {
         let tmp = dir.join(format!(".{name}.{}.tmp", hex::encode(random_bytes(8)?)));
-        match OpenOptions::new().write(true).create_new(true).mode(mode).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(&tmp) {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+        {
             Ok(f) => return Ok((tmp, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e).with_context(|| format!("cannot create {}", tmp.display())),
         }
     }
-    Err(last.expect("the loop ran")).with_context(|| format!("cannot find a free temporary name beside {}", path.display()))
+    Err(last.expect("the loop ran"))
+        .with_context(|| format!("cannot find a free temporary name beside {}", path.display()))
 }
 
 /// Why a small file could not be read (a sentence naming no path; callers
@@ -235,26 +264,40 @@ impl fmt::Display for ReadRefusal {
 /// regular file of at most `cap` bytes, owned by the user and not writable
 /// by group or others. Never reads more than `cap + 1` bytes.
 pub fn read_regular_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadRefusal> {
-    let file = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY).open(path) {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadRefusal::Missing),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(ReadRefusal::Refused("is a symlink; it is read only as a regular file, never through a link".into()))
+            return Err(ReadRefusal::Refused(
+                "is a symlink; it is read only as a regular file, never through a link".into(),
+            ))
         }
         Err(e) => return Err(ReadRefusal::Refused(format!("cannot be opened ({e})"))),
     };
-    let meta = file.metadata().map_err(|e| ReadRefusal::Refused(format!("cannot be checked ({e})")))?;
+    let meta =
+        file.metadata().map_err(|e| ReadRefusal::Refused(format!("cannot be checked ({e})")))?;
     if !meta.file_type().is_file() {
-        return Err(ReadRefusal::Refused("is not a regular file (a FIFO, device, socket or directory)".into()));
+        return Err(ReadRefusal::Refused(
+            "is not a regular file (a FIFO, device, socket or directory)".into(),
+        ));
     }
     if meta.len() > cap {
-        return Err(ReadRefusal::Refused(format!("is {} bytes, more than the {cap}-byte cap", meta.len())));
+        return Err(ReadRefusal::Refused(format!(
+            "is {} bytes, more than the {cap}-byte cap",
+            meta.len()
+        )));
     }
     if let Err(e) = check_private(path, &meta) {
         return Err(ReadRefusal::Refused(format!("{} (fix: {})", e.problem, e.fix)));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| ReadRefusal::Refused(format!("cannot be read ({e})")))?;
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ReadRefusal::Refused(format!("cannot be read ({e})")))?;
     if bytes.len() as u64 > cap {
         return Err(ReadRefusal::Refused(format!("grew past the {cap}-byte cap while being read")));
     }
@@ -285,7 +328,11 @@ mod tests {
         let victim = dir.path().join("victim");
         std::fs::write(&victim, "keep").unwrap();
         let p = dir.path().join("secret");
-        std::os::unix::fs::symlink(&victim, dir.path().join(format!(".secret.tmp{}", std::process::id()))).unwrap();
+        std::os::unix::fs::symlink(
+            &victim,
+            dir.path().join(format!(".secret.tmp{}", std::process::id())),
+        )
+        .unwrap();
         write_private_file(&p, b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
@@ -307,7 +354,12 @@ mod tests {
         let d = dir.path().join("a/b");
         ensure_private_dir(&d).unwrap();
         for p in [dir.path().join("a"), d.clone()] {
-            assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o700, "{}", p.display());
+            assert_eq!(
+                std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+                0o700,
+                "{}",
+                p.display()
+            );
         }
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o770)).unwrap();
         let err = ensure_private_dir(&d).unwrap_err();
@@ -330,6 +382,9 @@ mod tests {
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert!(read_regular_capped(&fifo, 10).unwrap_err().to_string().contains("not a regular file"));
+        assert!(read_regular_capped(&fifo, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("not a regular file"));
     }
 }

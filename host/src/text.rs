@@ -33,7 +33,8 @@ pub fn hidden(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_control();
     }
-    matches!(c, '\u{115f}' | '\u{1160}' | '\u{2800}' | '\u{3164}' | '\u{ffa0}') || c.escape_debug().next() != Some(c)
+    matches!(c, '\u{115f}' | '\u{1160}' | '\u{2800}' | '\u{3164}' | '\u{ffa0}')
+        || c.escape_debug().next() != Some(c)
 }
 
 /// The marker after a cut value: how many bytes of it are not shown.
@@ -86,7 +87,9 @@ pub fn escape(text: &str, max: usize) -> String {
 /// else in double quotes with `"` escaped too. For display only: nothing is
 /// ever run through a shell.
 pub fn word(text: &str, max: usize) -> String {
-    let plain = !text.is_empty() && text.len() <= max && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c));
+    let plain = !text.is_empty()
+        && text.len() <= max
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c));
     if plain {
         return text.to_string();
     }
@@ -122,7 +125,9 @@ fn clip_strings(value: &Value, max: usize) -> Value {
     match value {
         Value::String(s) => Value::String(clip_raw(s, max)),
         Value::Array(items) => Value::Array(items.iter().map(|v| clip_strings(v, max)).collect()),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (clip_raw(k, max), clip_strings(v, max))).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter().map(|(k, v)| (clip_raw(k, max), clip_strings(v, max))).collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -204,7 +209,11 @@ mod tests {
         for plain in ['a', 'é', 'ß', '中', '→', ' ', '😀'] {
             assert!(!hidden(plain), "{plain:?}");
         }
-        assert_eq!(escape("a\\u{1b}\n\t\r", 64), "a\\\\u{1b}\\n\\t\\r", "a backslash is escaped, so an escape cannot be faked");
+        assert_eq!(
+            escape("a\\u{1b}\n\t\r", 64),
+            "a\\\\u{1b}\\n\\t\\r",
+            "a backslash is escaped, so an escape cannot be faked"
+        );
     }
 
     #[test]
@@ -217,7 +226,10 @@ mod tests {
         let huge = "n".repeat(3 << 20);
         let started = std::time::Instant::now();
         assert_eq!(escape(&huge, 256).len(), 256 + "…(+3145472 bytes not shown)".len());
-        assert!(started.elapsed() < std::time::Duration::from_millis(200), "only what is shown is looked at");
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(200),
+            "only what is shown is looked at"
+        );
     }
 
     #[test]
@@ -237,7 +249,10 @@ mod tests {
         let shown = escape_json(&v, 10);
         let back: Value = serde_json::from_str(&shown).expect("still JSON");
         assert_eq!(back["word"], format!("{}…(+90 bytes not shown)", "y".repeat(10)));
-        assert_eq!(back["list"], json!(["short", format!("{}…(+40 bytes not shown)", "z".repeat(10))]));
+        assert_eq!(
+            back["list"],
+            json!(["short", format!("{}…(+40 bytes not shown)", "z".repeat(10))])
+        );
         assert_eq!(back["n"], 3);
     }
 }

@@ -89,12 +89,19 @@ impl TokenStore {
     fn read(&self) -> Result<Option<Vec<u8>>> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
-        let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY).open(&self.path) {
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+            .open(&self.path)
+        {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", self.path.display())),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read {}", self.path.display()))
+            }
         };
-        let meta = file.metadata().with_context(|| format!("cannot check {}", self.path.display()))?;
+        let meta =
+            file.metadata().with_context(|| format!("cannot check {}", self.path.display()))?;
         if !meta.is_file() {
             bail!("{} is not a regular file; remove it and make tokens again with `verbgate token add`", self.path.display());
         }
@@ -103,9 +110,14 @@ impl TokenStore {
             bail!("{} is {} bytes, more than the {TOKENS_FILE_BYTES}-byte cap for a token file; verbgate did not write it", self.path.display(), meta.len());
         }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(TOKENS_FILE_BYTES + 1).read_to_end(&mut bytes).with_context(|| format!("cannot read {}", self.path.display()))?;
+        file.take(TOKENS_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {}", self.path.display()))?;
         if bytes.len() as u64 > TOKENS_FILE_BYTES {
-            bail!("{} grew past the {TOKENS_FILE_BYTES}-byte cap for a token file while being read", self.path.display());
+            bail!(
+                "{} grew past the {TOKENS_FILE_BYTES}-byte cap for a token file while being read",
+                self.path.display()
+            );
         }
         Ok(Some(bytes))
     }
@@ -115,7 +127,8 @@ impl TokenStore {
     /// user's or others could write it.
     pub fn list(&self) -> Result<Vec<TokenRecord>> {
         let Some(bytes) = self.read()? else { return Ok(vec![]) };
-        let file: TokenFile = serde_json::from_slice(&bytes).with_context(|| format!("{} is not a valid token file", self.path.display()))?;
+        let file: TokenFile = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a valid token file", self.path.display()))?;
         Ok(file.tokens)
     }
 
@@ -126,8 +139,16 @@ impl TokenStore {
     }
 
     /// [`TokenStore::add`], choosing whether the token sees every job.
-    pub fn add_with(&self, name: &str, allow: Option<Vec<String>>, all_jobs: bool) -> Result<String> {
-        if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+    pub fn add_with(
+        &self,
+        name: &str,
+        allow: Option<Vec<String>>,
+        all_jobs: bool,
+    ) -> Result<String> {
+        if name.is_empty()
+            || name.len() > 64
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
             bail!("`{name}` is not a valid token name (1-64 letters, digits, `-`, `_`, `.`)");
         }
         if let Some(patterns) = &allow {
@@ -146,7 +167,13 @@ impl TokenStore {
             bail!("a token named `{name}` exists; revoke it first (`verbgate token revoke {name}`) or choose another name");
         }
         let text = generate()?;
-        tokens.push(TokenRecord { name: name.to_string(), sha256: sha256_hex(text.as_bytes()), allow, created: rfc3339_now(), all_jobs });
+        tokens.push(TokenRecord {
+            name: name.to_string(),
+            sha256: sha256_hex(text.as_bytes()),
+            allow,
+            created: rfc3339_now(),
+            all_jobs,
+        });
         self.save(tokens)?;
         Ok(text)
     }
@@ -180,7 +207,8 @@ impl TokenStore {
 
     fn save(&self, tokens: Vec<TokenRecord>) -> Result<()> {
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let mut text = serde_json::to_string_pretty(&TokenFile { tokens })?;
         text.push('\n');
@@ -237,10 +265,21 @@ mod tests {
         let text = store.add("ci", None).unwrap();
         for mode in [0o666, 0o620, 0o602] {
             std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(mode)).unwrap();
-            for err in [store.find(&text).unwrap_err(), store.list().unwrap_err(), store.add("x", None).unwrap_err(), store.check().unwrap_err()] {
-                let insecure = err.downcast_ref::<crate::private_files::InsecureFile>().unwrap_or_else(|| panic!("{mode:o}: {err:#}"));
+            for err in [
+                store.find(&text).unwrap_err(),
+                store.list().unwrap_err(),
+                store.add("x", None).unwrap_err(),
+                store.check().unwrap_err(),
+            ] {
+                let insecure = err
+                    .downcast_ref::<crate::private_files::InsecureFile>()
+                    .unwrap_or_else(|| panic!("{mode:o}: {err:#}"));
                 assert!(insecure.problem.contains(&format!("mode {mode:o}")), "{insecure}");
-                assert!(insecure.fix.contains("chmod 600") && insecure.fix.contains("verbgate token list"), "{insecure}");
+                assert!(
+                    insecure.fix.contains("chmod 600")
+                        && insecure.fix.contains("verbgate token list"),
+                    "{insecure}"
+                );
             }
         }
         // Readable by others is not a danger (only hashes are stored).
@@ -257,7 +296,11 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert!(store.list().unwrap_err().to_string().contains("not a regular file"));
         std::fs::remove_file(store.path()).unwrap();
-        crate::config::write_private_file(store.path(), &vec![b' '; (TOKENS_FILE_BYTES + 1) as usize]).unwrap();
+        crate::config::write_private_file(
+            store.path(),
+            &vec![b' '; (TOKENS_FILE_BYTES + 1) as usize],
+        )
+        .unwrap();
         assert!(store.list().unwrap_err().to_string().contains("cap"));
     }
 

@@ -28,14 +28,32 @@ fn arb_json() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(|n| json!(n)),
         any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
         ".{0,12}".prop_map(Value::String),
-        prop_oneof![Just("op"), Just("ops"), Just("args"), Just("help"), Just("git.log"), Just("--x"), Just("schema_fingerprint"), Just("dry_run")]
-            .prop_map(|s| Value::String(s.into())),
+        prop_oneof![
+            Just("op"),
+            Just("ops"),
+            Just("args"),
+            Just("help"),
+            Just("git.log"),
+            Just("--x"),
+            Just("schema_fingerprint"),
+            Just("dry_run")
+        ]
+        .prop_map(|s| Value::String(s.into())),
     ];
     leaf.prop_recursive(5, 64, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
             prop::collection::vec(
-                (prop_oneof![Just("op".to_string()), Just("ops".to_string()), Just("args".to_string()), Just("help".to_string()), ".{0,6}"], inner),
+                (
+                    prop_oneof![
+                        Just("op".to_string()),
+                        Just("ops".to_string()),
+                        Just("args".to_string()),
+                        Just("help".to_string()),
+                        ".{0,6}"
+                    ],
+                    inner
+                ),
                 0..6
             )
             .prop_map(|kv| Value::Object(kv.into_iter().collect())),
@@ -44,11 +62,18 @@ fn arb_json() -> impl Strategy<Value = Value> {
 }
 
 fn arb_arg() -> impl Strategy<Value = Arg> {
-    let text = prop_oneof![".{0,10}", Just("-c".to_string()), Just("--upload-pack=x".to_string()), Just("a\0b".to_string()), Just("--".to_string())];
+    let text = prop_oneof![
+        ".{0,10}",
+        Just("-c".to_string()),
+        Just("--upload-pack=x".to_string()),
+        Just("a\0b".to_string()),
+        Just("--".to_string())
+    ];
     prop_oneof![
         text.clone().prop_map(Arg::Value),
         text.clone().prop_map(Arg::Literal),
-        (prop_oneof!["[a-z][a-z-]{0,6}", ".{0,4}"], text.clone()).prop_map(|(name, value)| Arg::Option { name, value }),
+        (prop_oneof!["[a-z][a-z-]{0,6}", ".{0,4}"], text.clone())
+            .prop_map(|(name, value)| Arg::Option { name, value }),
         Just(Arg::EndOfOptions),
     ]
 }
@@ -130,12 +155,20 @@ fn any_flipped_byte_breaks_the_signature() {
         bad[at] ^= 0x01;
         assert!(verify_component(&bad, &store).is_err(), "flipping byte {at} went unnoticed");
     }
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() });
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
     runner
         .run(&(0..signed.len(), 1u8..=255), |(at, mask)| {
             let mut bad = signed.clone();
             bad[at] ^= mask;
-            prop_assert!(verify_component(&bad, &store).is_err(), "flipping byte {} went unnoticed", at);
+            prop_assert!(
+                verify_component(&bad, &store).is_err(),
+                "flipping byte {} went unnoticed",
+                at
+            );
             Ok(())
         })
         .unwrap();
@@ -160,7 +193,10 @@ enum SectionEdit {
 fn arb_edit() -> impl Strategy<Value = SectionEdit> {
     prop_oneof![
         prop::collection::vec(any::<u8>(), 1..40).prop_map(SectionEdit::TrailingPayload),
-        (any::<u8>().prop_filter("not ed25519", |a| *a != 0x01), prop::collection::vec(any::<u8>(), 0..80))
+        (
+            any::<u8>().prop_filter("not ed25519", |a| *a != 0x01),
+            prop::collection::vec(any::<u8>(), 0..80)
+        )
             .prop_map(|(alg, body)| SectionEdit::UnknownAlgorithm { alg, body }),
         (1usize..4).prop_map(|extra| SectionEdit::NonMinimalSize { extra }),
         Just(SectionEdit::Duplicate),
@@ -192,7 +228,9 @@ fn split_signed(signed: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let mut cursor = Cursor::new(signed);
     let stream = Module::init_from_reader(&mut cursor).unwrap();
     let mut sections = Module::iterate(stream).unwrap();
-    let Section::Custom(c) = sections.next().unwrap().unwrap() else { panic!("no signature section") };
+    let Section::Custom(c) = sections.next().unwrap().unwrap() else {
+        panic!("no signature section")
+    };
     let end = cursor.position() as usize;
     (c.payload().to_vec(), signed[end..].to_vec())
 }
@@ -224,7 +262,11 @@ fn any_change_to_the_signature_section_is_refused() {
     assert_eq!(assemble(&payload, 0, &content, false), signed);
     assert!(verify_component(&signed, &store).is_ok());
     let data = wasmsign2::SignatureData::deserialize(&payload).unwrap();
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() });
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
     runner
         .run(&arb_edit(), |edit| {
             let bad = match &edit {
@@ -261,10 +303,15 @@ fn any_change_to_the_signature_section_is_refused() {
                     p.extend(leb(sh.len(), 0));
                     p.extend(sh);
                     // The parser still accepts it (and drops the unknown entry).
-                    prop_assert_eq!(wasmsign2::SignatureData::deserialize(&p).unwrap(), data.clone());
+                    prop_assert_eq!(
+                        wasmsign2::SignatureData::deserialize(&p).unwrap(),
+                        data.clone()
+                    );
                     assemble(&p, 0, &content, false)
                 }
-                SectionEdit::NonMinimalSize { extra } => assemble(&payload, *extra, &content, false),
+                SectionEdit::NonMinimalSize { extra } => {
+                    assemble(&payload, *extra, &content, false)
+                }
                 SectionEdit::Duplicate => assemble(&payload, 0, &content, true),
             };
             prop_assert_ne!(&bad, &signed);

@@ -34,17 +34,34 @@ impl Server {
         // The batches read a job the local user started: a token sees it
         // only when granted every job.
         let out = home.verbgate().args(["token", "add", &name, "--all-jobs"]).output()?;
-        let said = || format!("`verbgate token add` printed {} {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let said = || {
+            format!(
+                "`verbgate token add` printed {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        };
         let v: Value = serde_json::from_slice(&out.stdout).with_context(said)?;
         let token = v["token"].as_str().with_context(said)?.to_string();
-        let mut child = home.verbgate().args(["serve", "--http", "127.0.0.1:0"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+        let mut child = home
+            .verbgate()
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
         let mut err = BufReader::new(child.stderr.take().context("stderr")?);
         let mut line = String::new();
         let addr = loop {
             line.clear();
-            anyhow::ensure!(err.read_line(&mut line)? > 0, "the server ended before saying where it listens");
+            anyhow::ensure!(
+                err.read_line(&mut line)? > 0,
+                "the server ended before saying where it listens"
+            );
             // "verbgate: serving MCP on http://ADDR/mcp (bearer tokens required)"
-            if let Some(url) = line.split("http://").nth(1).and_then(|u| u.split_whitespace().next()) {
+            if let Some(url) =
+                line.split("http://").nth(1).and_then(|u| u.split_whitespace().next())
+            {
                 break url.trim_end_matches("/mcp").parse::<SocketAddr>()?;
             }
         };
@@ -81,17 +98,29 @@ impl Server {
         let split = raw.windows(4).position(|w| w == b"\r\n\r\n").context("no header end")?;
         let headers = String::from_utf8_lossy(&raw[..split]).to_string();
         let status = headers.split_whitespace().nth(1).unwrap_or_default().to_string();
-        anyhow::ensure!(status.starts_with('2'), "HTTP {status}: {}", String::from_utf8_lossy(&raw));
+        anyhow::ensure!(
+            status.starts_with('2'),
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&raw)
+        );
         let header = |name: &str| {
-            headers.lines().find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_string()))
+            headers.lines().find_map(|l| {
+                l.split_once(':')
+                    .filter(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.trim().to_string())
+            })
         };
         let mut payload = raw[split + 4..].to_vec();
         if header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
             payload = dechunk(&payload)?;
         }
         let text = String::from_utf8_lossy(&payload);
-        let messages = if header("content-type").is_some_and(|t| t.starts_with("text/event-stream")) {
-            text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect()
+        let messages = if header("content-type").is_some_and(|t| t.starts_with("text/event-stream"))
+        {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str(d.trim()).ok())
+                .collect()
         } else if text.trim().is_empty() {
             Vec::new()
         } else {
@@ -105,7 +134,10 @@ fn dechunk(mut b: &[u8]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     loop {
         let eol = b.windows(2).position(|w| w == b"\r\n").context("chunk size")?;
-        let size = usize::from_str_radix(String::from_utf8_lossy(&b[..eol]).split(';').next().unwrap_or("").trim(), 16)?;
+        let size = usize::from_str_radix(
+            String::from_utf8_lossy(&b[..eol]).split(';').next().unwrap_or("").trim(),
+            16,
+        )?;
         b = &b[eol + 2..];
         if size == 0 {
             return Ok(out);
@@ -128,7 +160,8 @@ impl<'a> Session<'a> {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
         let (id, _) = server.post(None, &init)?;
         let id = id.context("no session id")?;
-        server.post(Some(&id), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        server
+            .post(Some(&id), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
         Ok(Session { server, id, next: 1 })
     }
 
@@ -150,7 +183,12 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
 
 /// `clients` sessions each sending `per_client` batches at once: ops/s and
 /// every request's latency (ms).
-fn drive(server: &Server, batch: &Value, clients: usize, per_client: usize) -> Result<(f64, Vec<f64>)> {
+fn drive(
+    server: &Server,
+    batch: &Value,
+    clients: usize,
+    per_client: usize,
+) -> Result<(f64, Vec<f64>)> {
     let t = Instant::now();
     let latencies = std::thread::scope(|s| {
         let handles: Vec<_> = (0..clients)
@@ -197,7 +235,12 @@ pub fn rows(home: &Home, batch: &Value, stdio_ops: f64, stdio_ms: f64) -> Result
     }
     let held = server.rss_mib();
     drop(open);
-    let row = |figure: &str, value: f64, unit: &'static str, baseline_name: &str, baseline: f64, goal: Option<(&'static str, f64)>| Row {
+    let row = |figure: &str,
+               value: f64,
+               unit: &'static str,
+               baseline_name: &str,
+               baseline: f64,
+               goal: Option<(&'static str, f64)>| Row {
         figure: figure.into(),
         value,
         unit,
@@ -206,11 +249,53 @@ pub fn rows(home: &Home, batch: &Value, stdio_ops: f64, stdio_ms: f64) -> Result
         goal,
     };
     Ok(vec![
-        row("16-op job.status batches over HTTP, 1 client", one, "ops/s", "same batches over stdio MCP", stdio_ops, None),
-        row("16-op job.status batches over HTTP, 50 clients", fifty, "ops/s", "same batches over stdio MCP", stdio_ops, None),
-        row("HTTP request latency p50, 1 client", median(one_lat), "ms", "stdio request latency p50", stdio_ms, None),
-        row("HTTP request latency p50, 50 clients", percentile(lat.clone(), 0.5), "ms", "stdio request latency p50", stdio_ms, None),
-        row("HTTP request latency p99, 50 clients", percentile(lat, 0.99), "ms", "stdio request latency p50", stdio_ms, None),
-        row("RSS with 50 open HTTP sessions", held, "MiB", "the same server with one session", idle, None),
+        row(
+            "16-op job.status batches over HTTP, 1 client",
+            one,
+            "ops/s",
+            "same batches over stdio MCP",
+            stdio_ops,
+            None,
+        ),
+        row(
+            "16-op job.status batches over HTTP, 50 clients",
+            fifty,
+            "ops/s",
+            "same batches over stdio MCP",
+            stdio_ops,
+            None,
+        ),
+        row(
+            "HTTP request latency p50, 1 client",
+            median(one_lat),
+            "ms",
+            "stdio request latency p50",
+            stdio_ms,
+            None,
+        ),
+        row(
+            "HTTP request latency p50, 50 clients",
+            percentile(lat.clone(), 0.5),
+            "ms",
+            "stdio request latency p50",
+            stdio_ms,
+            None,
+        ),
+        row(
+            "HTTP request latency p99, 50 clients",
+            percentile(lat, 0.99),
+            "ms",
+            "stdio request latency p50",
+            stdio_ms,
+            None,
+        ),
+        row(
+            "RSS with 50 open HTTP sessions",
+            held,
+            "MiB",
+            "the same server with one session",
+            idle,
+            None,
+        ),
     ])
 }

@@ -96,20 +96,39 @@ impl Home {
             std::fs::write(home.join("plugins").join(format!("{c}.wasm")), signed)?;
         }
         let cli = bin_dir().join("verbgate-fixture-cli");
-        std::fs::write(home.join("verbgate.toml"), format!("{config}\n[programs]\nverbgate-fixture-cli = {:?}\n", cli.display().to_string()))?;
+        std::fs::write(
+            home.join("verbgate.toml"),
+            format!(
+                "{config}\n[programs]\nverbgate-fixture-cli = {:?}\n",
+                cli.display().to_string()
+            ),
+        )?;
         Ok(Home { _tmp: tmp, home, root })
     }
 
     fn config(&self) -> Result<Config> {
-        Config::load(&Overrides { home: Some(self.home.clone()), root: Some(self.root.clone()), ..Overrides::default() })
+        Config::load(&Overrides {
+            home: Some(self.home.clone()),
+            root: Some(self.root.clone()),
+            ..Overrides::default()
+        })
     }
 
     async fn dispatcher(&self) -> Result<(Arc<Dispatcher>, Arc<Registry>)> {
         let config = Arc::new(self.config()?);
-        let runtime = Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
+        let runtime =
+            Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
         let registry = Arc::new(Registry::load(&config, runtime).await?);
-        let jobs = Jobs::open(&config.state_dir(), bin_dir().join("verbgate"), JobLimits::from(&config.limits))?;
-        let audit = if config.audit.enabled { Some(Arc::new(verbgate::audit::AuditStore::open(&config.state_dir())?)) } else { None };
+        let jobs = Jobs::open(
+            &config.state_dir(),
+            bin_dir().join("verbgate"),
+            JobLimits::from(&config.limits),
+        )?;
+        let audit = if config.audit.enabled {
+            Some(Arc::new(verbgate::audit::AuditStore::open(&config.state_dir())?))
+        } else {
+            None
+        };
         Ok((Dispatcher::new(registry.clone(), config, Some(jobs), audit), registry))
     }
 
@@ -130,7 +149,13 @@ struct Stdio_ {
 
 impl Stdio_ {
     fn start(home: &Home) -> Result<Stdio_> {
-        let mut child = home.verbgate().arg("serve").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        let mut child = home
+            .verbgate()
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
         let stdin = child.stdin.take().context("stdin")?;
         let stdout = BufReader::new(child.stdout.take().context("stdout")?);
         Ok(Stdio_ { child, stdin, stdout, next_id: 1 })
@@ -139,7 +164,11 @@ impl Stdio_ {
     fn call(&mut self, method: &str, params: Value) -> Result<Value> {
         let id = self.next_id;
         self.next_id += 1;
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )?;
         self.stdin.flush()?;
         loop {
             let mut line = String::new();
@@ -153,7 +182,11 @@ impl Stdio_ {
 
     fn handshake(&mut self) -> Result<()> {
         self.call("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}))?;
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )?;
         Ok(())
     }
 
@@ -177,7 +210,14 @@ async fn tool_bytes(n: usize) -> Result<Row> {
     let verbs: Vec<_> = registry.verbs().take(n).collect();
     anyhow::ensure!(verbs.len() == n, "only {} verbs loaded", verbs.len());
     let ours = serde_json::to_string(&verbgate::mcp::tool::tool(8))?.len() as f64;
-    let per_verb: usize = verbs.iter().map(|v| json!({"name": v.name, "description": v.summary, "inputSchema": v.params_schema}).to_string().len()).sum();
+    let per_verb: usize = verbs
+        .iter()
+        .map(|v| {
+            json!({"name": v.name, "description": v.summary, "inputSchema": v.params_schema})
+                .to_string()
+                .len()
+        })
+        .sum();
     Ok(Row {
         figure: format!("tools/list bytes, {n} verbs"),
         value: ours,
@@ -195,7 +235,8 @@ async fn catalog_bytes() -> Result<Row> {
     let cat = d.handle(&json!({"help": true})).await.body;
     let n = registry.verbs().count() as f64;
     let ours = cat["help"]["verbs"].to_string().len() as f64 / n;
-    let full: usize = registry.verbs().map(|v| v.params_schema.to_string().len() + v.name.len()).sum();
+    let full: usize =
+        registry.verbs().map(|v| v.params_schema.to_string().len() + v.name.len()).sum();
     Ok(Row {
         figure: "catalog bytes per verb (bundled)".into(),
         value: ours,
@@ -214,9 +255,14 @@ async fn overhead() -> Result<Row> {
     let verb = registry.resolve("echo.argv").context("echo.argv")?.clone();
     let runtime = registry.runtime().clone();
     let args = json!({"word": "hello", "flag": "x", "tail": ["a", "b"]});
-    let stdout = br#"{"argv":["hello","--flag=x","--","a","b"],"cwd":"/","env":{},"stdin":""}"#.to_vec();
+    let stdout =
+        br#"{"argv":["hello","--flag=x","--","a","b"],"cwd":"/","env":{},"stdin":""}"#.to_vec();
     let outcome = Outcome { exit_code: Some(0), stdout: stdout.clone(), ..Outcome::default() };
-    let limits = verbgate::exec::RunLimits { default_timeout: Duration::from_secs(5), max_timeout: Duration::from_secs(5), capture_bytes: 1 << 20 };
+    let limits = verbgate::exec::RunLimits {
+        default_timeout: Duration::from_secs(5),
+        max_timeout: Duration::from_secs(5),
+        capture_bytes: 1 << 20,
+    };
     let iterations = runs(2000);
     let mut ours = Vec::with_capacity(iterations);
     let mut floor = Vec::with_capacity(iterations);
@@ -224,10 +270,17 @@ async fn overhead() -> Result<Row> {
         let t = Instant::now();
         verb.validate_args(&args)?;
         let text = args.to_string();
-        let plan = runtime.plan(&verb.plugin.component, &verb.name, &text).await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        let plan = runtime
+            .plan(&verb.plugin.component, &verb.name, &text)
+            .await?
+            .map_err(|e| anyhow::anyhow!(e.message))?;
         let verbgate::runtime::model::Plan::Exec(cmd) = plan else { anyhow::bail!("not exec") };
-        let _prepared = Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
-        let mapped = runtime.map_result(&verb.plugin.component, &verb.name, &text, &outcome, None).await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        let _prepared =
+            Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
+        let mapped = runtime
+            .map_result(&verb.plugin.component, &verb.name, &text, &outcome, None)
+            .await?
+            .map_err(|e| anyhow::anyhow!(e.message))?;
         let v: Value = serde_json::from_str(&mapped)?;
         let _ = verb.result_problems(&v);
         ours.push(t.elapsed().as_secs_f64() * 1e6);
@@ -237,10 +290,17 @@ async fn overhead() -> Result<Row> {
         verb.validate_args(&args)?;
         let text = args.to_string();
         let parsed: Value = serde_json::from_str(&text)?;
-        let mut argv = vec!["argv".to_string(), parsed["word"].as_str().unwrap_or_default().to_string()];
+        let mut argv =
+            vec!["argv".to_string(), parsed["word"].as_str().unwrap_or_default().to_string()];
         argv.push(format!("--flag={}", parsed["flag"].as_str().unwrap_or_default()));
         argv.push("--".into());
-        argv.extend(parsed["tail"].as_array().into_iter().flatten().filter_map(|x| x.as_str().map(String::from)));
+        argv.extend(
+            parsed["tail"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|x| x.as_str().map(String::from)),
+        );
         let out: Value = serde_json::from_slice(&stdout)?;
         let _ = verb.result_problems(&out);
         std::hint::black_box((argv, out));
@@ -265,14 +325,19 @@ async fn policy_audit_cost() -> Result<Row> {
     let off = Home::new(&["fixture-echo"], "[audit]\nenabled = false\n")?;
     let (d_on, reg) = on.dispatcher().await?;
     let (d_off, _) = off.dispatcher().await?;
-    let fp = d_on.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
+    let fp =
+        d_on.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
     let mut ids = Vec::new();
     for d in [&d_on, &d_off] {
         let r = d.handle(&json!({"ops": [{"op": "echo.job", "args": {"word": "x"}, "schema_fingerprint": fp}]})).await.body;
         ids.push(r["results"][0]["result"]["job"]["id"].as_str().context("job id")?.to_string());
     }
     let iterations = runs(2000);
-    let (mut with, mut without, mut decide) = (Vec::with_capacity(iterations), Vec::with_capacity(iterations), Vec::with_capacity(iterations));
+    let (mut with, mut without, mut decide) = (
+        Vec::with_capacity(iterations),
+        Vec::with_capacity(iterations),
+        Vec::with_capacity(iterations),
+    );
     let verb = reg.resolve("job.status").context("job.status")?.clone();
     for _ in 0..iterations {
         let t = Instant::now();
@@ -302,10 +367,21 @@ async fn policy_audit_cost() -> Result<Row> {
 async fn git_status_command(home: &Home, registry: &Registry) -> Result<Prepared> {
     let config = home.config()?;
     let verb = registry.resolve("git.status").context("git.status")?.clone();
-    let plan = registry.runtime().plan(&verb.plugin.component, &verb.name, "{}").await?.map_err(|e| anyhow::anyhow!(e.message))?;
-    let verbgate::runtime::model::Plan::Exec(cmd) = plan else { anyhow::bail!("git.status does not plan one command") };
-    let limits = verbgate::exec::RunLimits { default_timeout: Duration::from_secs(60), max_timeout: Duration::from_secs(60), capture_bytes: 1 << 20 };
-    let mut p = Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
+    let plan = registry
+        .runtime()
+        .plan(&verb.plugin.component, &verb.name, "{}")
+        .await?
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    let verbgate::runtime::model::Plan::Exec(cmd) = plan else {
+        anyhow::bail!("git.status does not plan one command")
+    };
+    let limits = verbgate::exec::RunLimits {
+        default_timeout: Duration::from_secs(60),
+        max_timeout: Duration::from_secs(60),
+        capture_bytes: 1 << 20,
+    };
+    let mut p =
+        Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
     verbgate::exec::Guards::new(vec![], vec![]).harden(&mut p, &config.root)?;
     Ok(p)
 }
@@ -319,8 +395,13 @@ async fn exec_end_to_end() -> Result<Row> {
     let git = git_status_command(&home, &registry).await?;
     let req = json!({"ops": [{"op": "git.status"}]});
     let dry = d.handle(&json!({"ops": [{"op": "git.status", "dry_run": true}]})).await.body;
-    let argv: Vec<String> = serde_json::from_value(dry["results"][0]["result"]["plan"]["command"]["argv"].clone())?;
-    anyhow::ensure!(argv == git.argv, "the direct run's argv {:?} is not the op's {argv:?}", git.argv);
+    let argv: Vec<String> =
+        serde_json::from_value(dry["results"][0]["result"]["plan"]["command"]["argv"].clone())?;
+    anyhow::ensure!(
+        argv == git.argv,
+        "the direct run's argv {:?} is not the op's {argv:?}",
+        git.argv
+    );
     let (mut ours, mut direct) = (Vec::new(), Vec::new());
     for _ in 0..runs(60) {
         let t = Instant::now();
@@ -328,7 +409,12 @@ async fn exec_end_to_end() -> Result<Row> {
         anyhow::ensure!(r["status"] == "success", "{r}");
         ours.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
-        let out = Command::new(&git.program).args(&git.argv).env_clear().envs(&git.env).current_dir(&git.cwd).output()?;
+        let out = Command::new(&git.program)
+            .args(&git.argv)
+            .env_clear()
+            .envs(&git.env)
+            .current_dir(&git.cwd)
+            .output()?;
         anyhow::ensure!(out.status.success());
         direct.push(t.elapsed().as_secs_f64() * 1e3);
     }
@@ -412,7 +498,8 @@ async fn exec_breakdown() -> Result<()> {
         let s = Instant::now();
         let tmp = verbgate::sandbox::RunTmp::new().map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let made = s.elapsed().as_secs_f64() * 1e6;
-        let c = verbgate::sandbox::Confinement::new(confined.sandbox.as_ref().unwrap(), tmp.path()).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let c = verbgate::sandbox::Confinement::new(confined.sandbox.as_ref().unwrap(), tmp.path())
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let ruleset = s.elapsed().as_secs_f64() * 1e6 - made;
         drop(c);
         drop(tmp);
@@ -422,7 +509,9 @@ async fn exec_breakdown() -> Result<()> {
         verbgate::exec::run_command(&p, 1 << 20).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
         time("run_command unconfined, ms", s.elapsed().as_secs_f64() * 1e3);
         let s = Instant::now();
-        verbgate::exec::run_command(&confined, 1 << 20).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        verbgate::exec::run_command(&confined, 1 << 20)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         time("run_command confined, ms", s.elapsed().as_secs_f64() * 1e3);
         let s = Instant::now();
         Command::new(&git).args(&argv).env_clear().envs(&env).current_dir(&home.root).output()?;
@@ -446,24 +535,36 @@ async fn exec_breakdown() -> Result<()> {
     let (dq, _) = quiet.dispatcher().await?;
     let runtime = registry.runtime().clone();
     let config = home.config()?;
-    let limits = verbgate::exec::RunLimits { default_timeout: Duration::from_secs(5), max_timeout: Duration::from_secs(5), capture_bytes: 1 << 20 };
+    let limits = verbgate::exec::RunLimits {
+        default_timeout: Duration::from_secs(5),
+        max_timeout: Duration::from_secs(5),
+        capture_bytes: 1 << 20,
+    };
     let guards = verbgate::exec::Guards::new(vec![], vec![]);
-    let output = verbgate::exec::run_command(&p, 1 << 20).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let output =
+        verbgate::exec::run_command(&p, 1 << 20).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let turns = verbgate::dispatch::turns::Turns::new(&home.home, &home.root);
     for _ in 0..runs(200) {
         let s = Instant::now();
-        let plan = runtime.plan(&verb.plugin.component, &verb.name, "{}").await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        let plan = runtime
+            .plan(&verb.plugin.component, &verb.name, "{}")
+            .await?
+            .map_err(|e| anyhow::anyhow!(e.message))?;
         time("part: plan (component call), µs", s.elapsed().as_secs_f64() * 1e6);
         let verbgate::runtime::model::Plan::Exec(cmd) = plan else { anyhow::bail!("not exec") };
         let s = Instant::now();
-        let mut prepared = Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
+        let mut prepared =
+            Prepared::from_command(&cmd, &verb.programs, &config.root, &config.env_allow, &limits)?;
         guards.harden(&mut prepared, &config.root)?;
         time("part: Prepared::from_command + harden, µs", s.elapsed().as_secs_f64() * 1e6);
         let s = Instant::now();
         guards.check(&prepared, &config.root).await?;
         time("part: git guard check (cached verdict), µs", s.elapsed().as_secs_f64() * 1e6);
         let s = Instant::now();
-        let mapped = runtime.map_result(&verb.plugin.component, &verb.name, "{}", &output, None).await?.map_err(|e| anyhow::anyhow!(e.message))?;
+        let mapped = runtime
+            .map_result(&verb.plugin.component, &verb.name, "{}", &output, None)
+            .await?
+            .map_err(|e| anyhow::anyhow!(e.message))?;
         time("part: map_result (component call), µs", s.elapsed().as_secs_f64() * 1e6);
         let s = Instant::now();
         let v: Value = serde_json::from_str(&mapped)?;
@@ -493,7 +594,14 @@ async fn exec_breakdown() -> Result<()> {
     }
     let status = std::fs::read_to_string("/proc/self/status")?;
     let maps = std::fs::read_to_string("/proc/self/maps")?.lines().count();
-    println!("maps: {maps}; {}", status.lines().filter(|l| l.starts_with("VmRSS") || l.starts_with("VmPTE") || l.starts_with("VmSize")).collect::<Vec<_>>().join(", "));
+    println!(
+        "maps: {maps}; {}",
+        status
+            .lines()
+            .filter(|l| l.starts_with("VmRSS") || l.starts_with("VmPTE") || l.starts_with("VmSize"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(())
 }
 
@@ -520,7 +628,11 @@ fn start_rows() -> Result<Vec<Row>> {
     let warm_home = Home::new(&[], "")?;
     cold_start(&warm_home)?;
     let warm = median((0..10).map(|_| cold_start(&warm_home).unwrap_or(f64::NAN)).collect());
-    let cold = median((0..3).map(|_| Home::new(&[], "").and_then(|h| cold_start(&h)).unwrap_or(f64::NAN)).collect());
+    let cold = median(
+        (0..3)
+            .map(|_| Home::new(&[], "").and_then(|h| cold_start(&h)).unwrap_or(f64::NAN))
+            .collect(),
+    );
     Ok(vec![
         Row {
             figure: "start to tools/list, warm compile cache".into(),
@@ -545,7 +657,8 @@ fn start_rows() -> Result<Vec<Row>> {
 async fn wake_latency() -> Result<Row> {
     let home = Home::new(&["fixture-echo"], "")?;
     let (d, _) = home.dispatcher().await?;
-    let fp = d.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
+    let fp =
+        d.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
     let mut lat = Vec::new();
     for _ in 0..8 {
         let r = d.handle(&json!({"ops": [{"op": "echo.job", "args": {"sleep_ms": 300}, "schema_fingerprint": fp}]})).await.body;
@@ -573,13 +686,22 @@ async fn wake_latency() -> Result<Row> {
 async fn batch_throughput() -> Result<(Row, Home, Value, f64)> {
     let home = Home::new(&["fixture-echo"], "")?;
     let (d, _) = home.dispatcher().await?;
-    let fp = d.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
-    let r = d.handle(&json!({"ops": [{"op": "echo.job", "args": {"word": "x"}, "schema_fingerprint": fp}]})).await.body;
+    let fp =
+        d.handle(&json!({"help": "echo.job"})).await.body["help"]["schema_fingerprint"].clone();
+    let r = d
+        .handle(
+            &json!({"ops": [{"op": "echo.job", "args": {"word": "x"}, "schema_fingerprint": fp}]}),
+        )
+        .await
+        .body;
     let id = r["results"][0]["result"]["job"]["id"].as_str().context("job id")?.to_string();
     let batch = json!({"ops": (0..16).map(|_| json!({"op": "job.status", "args": {"id": &id}})).collect::<Vec<_>>()});
     let cap16 = Home::new(&["fixture-echo"], "[limits]\nbatch_cap = 16")?;
     // Same store for the CLI baseline: reuse `home` but with cap 16.
-    std::fs::write(home.home.join("verbgate.toml"), std::fs::read_to_string(cap16.home.join("verbgate.toml"))?)?;
+    std::fs::write(
+        home.home.join("verbgate.toml"),
+        std::fs::read_to_string(cap16.home.join("verbgate.toml"))?,
+    )?;
     let mut s = Stdio_::start(&home)?;
     s.handshake()?;
     s.request(batch.clone())?;
@@ -614,7 +736,11 @@ async fn batch_throughput() -> Result<(Row, Home, Value, f64)> {
 fn rss_kib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(f64::NAN)
 }
 
@@ -661,12 +787,18 @@ fn idle_rss() -> Result<Vec<Row>> {
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|s| s.lines().next().and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.lines().next().and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
         .map(|kib| format!("{:.0} GiB", kib / 1024.0 / 1024.0))
         .unwrap_or_default();
     format!("{cpu}, {cores} cores, {mem} RAM, {}", std::env::consts::OS)
@@ -710,7 +842,13 @@ async fn main() -> Result<()> {
     }
     if std::env::var_os("VERBGATE_BENCH_SANDBOX_ONLY").is_some() {
         let r = sandbox_cost().await?;
-        println!("{}: {:.3} ms vs {:.3} ms unconfined (ratio {:.3})", r.figure, r.value, r.baseline, r.ratio());
+        println!(
+            "{}: {:.3} ms vs {:.3} ms unconfined (ratio {:.3})",
+            r.figure,
+            r.value,
+            r.baseline,
+            r.ratio()
+        );
         return Ok(());
     }
     let mut rows = Vec::new();
@@ -732,7 +870,10 @@ async fn main() -> Result<()> {
 
     let mut table = String::from("| figure | value | baseline (same run) | ratio | goal | met |\n|---|---|---|---|---|---|\n");
     for r in &rows {
-        let goal = r.goal.map(|(op, g)| format!("{op} {} {}", fmt(g), r.unit)).unwrap_or_else(|| "—".into());
+        let goal = r
+            .goal
+            .map(|(op, g)| format!("{op} {} {}", fmt(g), r.unit))
+            .unwrap_or_else(|| "—".into());
         let met = match r.met() {
             Some(true) => "met",
             Some(false) => "NOT met",
@@ -755,14 +896,19 @@ async fn main() -> Result<()> {
     std::fs::create_dir_all(out_dir)?;
     std::fs::write(
         out_dir.join("results.json"),
-        serde_json::to_string_pretty(&json!({ "machine": machine, "rows": rows.iter().map(Row::json).collect::<Vec<_>>() }))?,
+        serde_json::to_string_pretty(
+            &json!({ "machine": machine, "rows": rows.iter().map(Row::json).collect::<Vec<_>>() }),
+        )?,
     )?;
     let md = format!(
         "# Benchmarks\n\nProduced by `just bench` (release build) on: {machine}.\nEach figure sits beside a baseline measured in the same run; the ratio is figure ÷ baseline.\nRaw numbers: `target/bench/results.json`.\n\n{table}\nNotes:\n- `tools/list` bytes do not depend on the verbs loaded (one tool); the baseline is what one tool per verb would advertise.\n- git.status end to end: the dispatcher's whole op in process (no MCP transport; the OS sandbox on, as by default) vs the same program, argv, working directory and environment (prepared and hardened as dispatch does; only the run's private `TMPDIR` differs) started with std's `Command::output`, interleaved; the goal is 1.05 × that direct run. `VERBGATE_BENCH_EXEC_BREAKDOWN=1 target/release/verbgate-bench` times each part alone (medians, this machine): the plan call about 60 µs, prepare and git's hardening 16 µs, the git guard's cached verdict (stamps of the repository's files) 24 µs, the sandbox profile 30 µs, the Landlock ruleset 27 µs, the private TMPDIR made and removed about 150 µs, a turn on the root 10 µs, map-result 36 µs, the result's schema 13 µs, the audit row committed before the program starts about 0.2 ms, and the process runner (tokio, pidfd, pipes) about 0.1 ms over std's. `VERBGATE_BENCH_GIT_STATUS_LOOP=on|off` loops the op for a profiler.\n- Plugin instances come from wasmtime's pooling allocator (memories, tables and fiber stacks reused; touched pages reset through PAGEMAP_SCAN): a fresh instance per call without an mmap/munmap per call.\n- Host overhead per component op: two calls (plan, map-result), each on a fresh instance. Where its time goes (perf, this machine): instantiating, about half (wasmtime's `InstancePre::instantiate` ~10 µs per op, the bindings' type check of every export ~2.5 µs, the store and its WASI context ~2.5 µs); dropping the stores ~7 µs (the PAGEMAP_SCAN reset of touched pages ~4 µs); the rest the guests' own work and JSON. Making the next instances ahead and dropping stores on another task was tried and measured worse on 2 cores (42–53 µs against 29–31 µs, interleaved): the background work competes with the op.\n- A turn on the root (see `dispatch/turns.rs`) is taken on the op's own thread when nobody holds the root: the gate and lock files are tried without waiting, and only a contended turn waits on a blocking thread (about 100 µs → 10 µs).\n- Wake latency is the time from the job's recorded end to `job.wait` returning, with a 1 s poll interval.\n- HTTP rows: `verbgate serve --http 127.0.0.1:0` with a bearer token, raw HTTP/1.1 clients (a new connection per request, the answer read from the event stream); 1 client sends 200 batches, 50 clients 20 each at once; latency is per request. RSS is the server's with 50 sessions initialised and open.\n- Policy + audit: a one-op `job.status` request through the dispatcher with the audit trail on vs off, interleaved, medians subtracted, plus the policy decision alone (it runs in both). A job verb that only reads queues its row; an op that starts a program (or kills a job) commits its row before it acts, which this row does not measure.\n- The OS sandbox: git.status with the sandbox (the default) vs the same verb with `[sandbox] mode = \"off\"`, interleaved, on this repository as the root. The program is started by a thread that confined itself first (`no_new_privs`, Landlock, seccomp: each applies to the calling thread only, and the child inherits them), so std starts it with posix_spawn. It used to be confined in a `pre_exec` hook, which forces `fork`: forking a process that holds wasmtime's pool took 2–3 ms on this VM (bare fork + exit + wait; 0.8 ms even for a Python process), most of what the sandbox cost. What is left: the run's private TMPDIR made and removed, the Landlock ruleset, the thread, and Landlock's check on every file git opens.\n"
     );
     // Figures measured by hand (fresh-clone build times) live below this
     // heading and are kept as they are.
-    let kept = std::fs::read_to_string("BENCHMARKS.md").ok().and_then(|old| old.find(HAND_MEASURED).map(|i| old[i..].to_string())).unwrap_or_default();
+    let kept = std::fs::read_to_string("BENCHMARKS.md")
+        .ok()
+        .and_then(|old| old.find(HAND_MEASURED).map(|i| old[i..].to_string()))
+        .unwrap_or_default();
     std::fs::write("BENCHMARKS.md", format!("{md}\n{kept}"))?;
     Ok(())
 }

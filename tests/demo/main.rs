@@ -16,9 +16,14 @@ use verbgate_tests::{bin_dir, component};
 const PRINT_MAX: usize = 2400;
 
 fn verbgate(home: &std::path::Path, args: &[&str]) -> Result<Value> {
-    let out = Command::new(bin_dir().join("verbgate")).env("VERBGATE_HOME", home).args(args).output()?;
+    let out =
+        Command::new(bin_dir().join("verbgate")).env("VERBGATE_HOME", home).args(args).output()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    anyhow::ensure!(out.status.success(), "verbgate {args:?} failed: {text}{}", String::from_utf8_lossy(&out.stderr));
+    anyhow::ensure!(
+        out.status.success(),
+        "verbgate {args:?} failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(serde_json::from_str(text.trim())?)
 }
 
@@ -45,19 +50,35 @@ async fn main() -> Result<()> {
     println!("\x1b[1mverbgate demo\x1b[0m — home {} , root {}", home.display(), repo.display());
     let key = verbgate(&home, &["keygen", "--name", "demo"])?;
     println!("keygen: {}", key["key_id"]);
-    verbgate(&home, &["trust", "add", key["public_key"].as_str().unwrap(), "--name", "demo author"])?;
+    verbgate(
+        &home,
+        &["trust", "add", key["public_key"].as_str().unwrap(), "--name", "demo author"],
+    )?;
     let signed = plugins.join("fixture-echo.wasm");
     let sig = verbgate(
         &home,
-        &["sign", component("fixture-echo").to_str().unwrap(), "--key", key["secret_key"].as_str().unwrap(), "--out", signed.to_str().unwrap()],
+        &[
+            "sign",
+            component("fixture-echo").to_str().unwrap(),
+            "--key",
+            key["secret_key"].as_str().unwrap(),
+            "--out",
+            signed.to_str().unwrap(),
+        ],
     )?;
     println!("signed: {} by {}", sig["file"], sig["signer"]);
     let fixture_cli = bin_dir().join("verbgate-fixture-cli");
     // The policy's defaults: reads run; repository code runs in the OS
     // sandbox without asking (the root, no network); writes ask a person.
-    std::fs::write(home.join("verbgate.toml"), format!("[programs]\nverbgate-fixture-cli = {:?}\n", fixture_cli.display().to_string()))?;
+    std::fs::write(
+        home.join("verbgate.toml"),
+        format!("[programs]\nverbgate-fixture-cli = {:?}\n", fixture_cli.display().to_string()),
+    )?;
     let doctor = verbgate(&home, &["--root", repo.to_str().unwrap(), "doctor"])?;
-    println!("OS sandbox: {} ({})", doctor["sandbox"]["mechanism"], doctor["sandbox"]["what_happens"]);
+    println!(
+        "OS sandbox: {} ({})",
+        doctor["sandbox"]["mechanism"], doctor["sandbox"]["what_happens"]
+    );
     println!("git.status's profile: {}", doctor["verbs"]["git.status"]);
 
     let mut serve = tokio::process::Command::new(bin_dir().join("verbgate"));
@@ -109,18 +130,33 @@ async fn main() -> Result<()> {
     let spawn = json!({"ops": [{"op": "cargo.check", "args": {"package": "verbgate-fixture-cli"}, "schema_fingerprint": fp}]});
     let started = session.request(spawn.clone()).await?.structured;
     show("cargo.check starts as a background job", &spawn, &started);
-    let id = started["results"][0]["result"]["job"]["id"].as_str().context("no job id")?.to_string();
-    let wait = json!({"ops": [{"op": "job.wait", "args": {"ids": [&id], "max_wait_seconds": 240}}]});
+    let id =
+        started["results"][0]["result"]["job"]["id"].as_str().context("no job id")?.to_string();
+    let wait =
+        json!({"ops": [{"op": "job.wait", "args": {"ids": [&id], "max_wait_seconds": 240}}]});
     let waited = session.request(wait.clone()).await?.structured;
     show("job.wait joins it (a bounded wait, every id accounted for)", &wait, &waited);
     let result = json!({"ops": [{"op": "job.result", "args": {"id": &id}}]});
     let mapped = session.request(result.clone()).await?.structured;
     show("job.result: cargo's JSON messages mapped by the cargo plugin", &result, &mapped);
-    anyhow::ensure!(mapped["results"][0]["result"]["status"] == "succeeded", "cargo.check did not succeed: {mapped}");
+    anyhow::ensure!(
+        mapped["results"][0]["result"]["status"] == "succeeded",
+        "cargo.check did not succeed: {mapped}"
+    );
     session.close().await?;
-    let audit = Command::new(bin_dir().join("verbgate")).env("VERBGATE_HOME", &home).args(["audit", "--limit", "12"]).output()?;
-    anyhow::ensure!(audit.status.success(), "verbgate audit failed: {}", String::from_utf8_lossy(&audit.stderr));
-    println!("\n\x1b[1m── verbgate audit: every op, the policy's decision and who made it\x1b[0m\n{}", String::from_utf8_lossy(&audit.stdout));
+    let audit = Command::new(bin_dir().join("verbgate"))
+        .env("VERBGATE_HOME", &home)
+        .args(["audit", "--limit", "12"])
+        .output()?;
+    anyhow::ensure!(
+        audit.status.success(),
+        "verbgate audit failed: {}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    println!(
+        "\n\x1b[1m── verbgate audit: every op, the policy's decision and who made it\x1b[0m\n{}",
+        String::from_utf8_lossy(&audit.stdout)
+    );
     println!("\nDone. Point your MCP host at `verbgate serve` (see README.md).");
     Ok(())
 }

@@ -22,9 +22,15 @@ fn option_like_caller_values_never_reach_an_option_position() {
 #[test]
 fn option_values_are_one_word_and_values_after_the_marker_are_positional() {
     let env = echo_env();
-    let r = env.op("echo.argv", json!({ "flag": "--upload-pack=evil -c x", "tail": ["-c", "--upload-pack=evil"] }));
+    let r = env.op(
+        "echo.argv",
+        json!({ "flag": "--upload-pack=evil -c x", "tail": ["-c", "--upload-pack=evil"] }),
+    );
     assert_eq!(r["ok"], true, "{r}");
-    assert_eq!(r["result"]["argv"], json!(["--flag=--upload-pack=evil -c x", "--", "-c", "--upload-pack=evil"]));
+    assert_eq!(
+        r["result"]["argv"],
+        json!(["--flag=--upload-pack=evil -c x", "--", "-c", "--upload-pack=evil"])
+    );
 }
 
 #[test]
@@ -38,7 +44,10 @@ fn nul_in_a_value_is_refused() {
 fn the_environment_is_cleared_to_the_allow_list() {
     let env = echo_env();
     let out = env
-        .cmd(&["request", &json!({"ops": [{"op": "echo.argv", "args": {"stdin": "in"}}]}).to_string()])
+        .cmd(&[
+            "request",
+            &json!({"ops": [{"op": "echo.argv", "args": {"stdin": "in"}}]}).to_string(),
+        ])
         .env("VERBGATE_TEST_SECRET", "leak")
         .output()
         .unwrap();
@@ -49,7 +58,20 @@ fn the_environment_is_cleared_to_the_allow_list() {
     assert!(!envs.contains_key("VERBGATE_TEST_SECRET"), "{v}");
     for k in envs.keys() {
         assert!(
-            ["PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&k.as_str()),
+            [
+                "PATH",
+                "HOME",
+                "USER",
+                "LANG",
+                "LC_ALL",
+                "LC_CTYPE",
+                "TZ",
+                "TMPDIR",
+                "CARGO_HOME",
+                "RUSTUP_HOME",
+                "RUSTUP_TOOLCHAIN"
+            ]
+            .contains(&k.as_str()),
             "unexpected env {k}"
         );
     }
@@ -59,7 +81,8 @@ fn the_environment_is_cleared_to_the_allow_list() {
 #[test]
 fn dry_run_shows_the_plan_without_running_it() {
     let env = echo_env();
-    let r = env.request(&json!({"ops": [{"op": "echo.argv", "args": {"word": "w"}, "dry_run": true}]}));
+    let r =
+        env.request(&json!({"ops": [{"op": "echo.argv", "args": {"word": "w"}, "dry_run": true}]}));
     let plan = &r["results"][0]["result"]["plan"];
     assert_eq!(plan["kind"], "exec", "{r}");
     assert_eq!(plan["command"]["argv"], json!(["argv", "w"]));
@@ -96,7 +119,9 @@ fn a_path_is_confined_relative_to_the_repo_it_is_read_in() {
     verbgate_tests::git(&sub, &["init", "-q", "-b", "main"]);
     std::os::unix::fs::symlink("/etc", sub.join("link")).unwrap();
     std::os::unix::fs::symlink("../..", sub.join("up")).unwrap();
-    for (verb, path) in [("git.log", "link"), ("git.log", "link/passwd"), ("git.diff", "link"), ("git.log", "up")] {
+    for (verb, path) in
+        [("git.log", "link"), ("git.log", "link/passwd"), ("git.diff", "link"), ("git.log", "up")]
+    {
         let res = env.op(verb, json!({"repo": "sub", "path": path}));
         assert_eq!(res["ok"], false, "{verb} {path}: {res}");
         assert_eq!(res["error"]["code"], "plan_refused", "{verb} {path}: {res}");

@@ -26,7 +26,11 @@ fn staged(env: &Env) -> String {
 fn rows(env: &Env) -> Vec<Value> {
     let out = env.cmd(&["audit", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -36,9 +40,19 @@ fn no_op_runs_while_the_trail_is_locked() {
     let env = repo_env();
     let db = env.home.join("state/audit.db");
     let script = "import sqlite3,sys,time\nc=sqlite3.connect(sys.argv[1],isolation_level=None)\nc.execute('BEGIN EXCLUSIVE')\nprint('locked',flush=True)\ntime.sleep(8)\n";
-    let mut locker = Command::new("python3").arg("-c").arg(script).arg(&db).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut locker = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(locker.stdout.as_mut().unwrap()), &mut line).unwrap();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(locker.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
     assert_eq!(line.trim(), "locked");
     let r = env.op("git.add", json!({"paths": ["a.txt"]}));
     locker.wait().unwrap();
@@ -61,7 +75,13 @@ fn no_op_runs_when_the_trail_cannot_grow() {
         .arg("echo $$ > \"$0\"; trap '' XFSZ; exec \"$@\"")
         .arg(&pidfile)
         .arg(verbgate_bin())
-        .args(["--root", env.root.to_str().unwrap(), "--plugins", env.plugins.to_str().unwrap(), "serve"])
+        .args([
+            "--root",
+            env.root.to_str().unwrap(),
+            "--plugins",
+            env.plugins.to_str().unwrap(),
+            "serve",
+        ])
         .env("VERBGATE_HOME", &env.home)
         .env_remove("VERBGATE_LOG")
         .stderr(std::process::Stdio::null());
@@ -70,9 +90,13 @@ fn no_op_runs_when_the_trail_cannot_grow() {
         let warm = session.request(json!({"ops": [{"op": "git.status"}]})).await.unwrap();
         assert_eq!(warm.structured["status"], "success", "{warm:?}");
         let pid = std::fs::read_to_string(&pidfile).unwrap();
-        let limited = Command::new("prlimit").args(["--pid", pid.trim(), "--fsize=4096:4096"]).status().unwrap();
+        let limited = Command::new("prlimit")
+            .args(["--pid", pid.trim(), "--fsize=4096:4096"])
+            .status()
+            .unwrap();
         assert!(limited.success());
-        let asked = session.request(json!({"ops": [{"op": "git.add", "args": {"paths": ["a.txt"]}}]}));
+        let asked =
+            session.request(json!({"ops": [{"op": "git.add", "args": {"paths": ["a.txt"]}}]}));
         let answer = tokio::time::timeout(std::time::Duration::from_secs(60), asked).await;
         // The server can no longer write files: stop it outright rather
         // than wait for a clean shutdown.
@@ -80,13 +104,18 @@ fn no_op_runs_when_the_trail_cannot_grow() {
         match answer {
             Ok(r) => {
                 let r = r.unwrap();
-                assert_eq!(r.structured["results"][0]["error"]["code"], "audit_unavailable", "{r:?}");
+                assert_eq!(
+                    r.structured["results"][0]["error"]["code"], "audit_unavailable",
+                    "{r:?}"
+                );
             }
             // Seen once in six runs: a server that can no longer write
             // files gave no answer (the cause is not understood yet). What
             // this test is about still holds and is checked below: the op
             // did not run.
-            Err(_) => eprintln!("no answer to git.add within 60 s from a server that cannot write files"),
+            Err(_) => {
+                eprintln!("no answer to git.add within 60 s from a server that cannot write files")
+            }
         }
         drop(session);
     });
@@ -107,6 +136,9 @@ fn every_op_that_ran_has_its_row_and_refused_requests_have_theirs() {
     let add = all.iter().find(|r| r["verb"] == "git.add").unwrap_or_else(|| panic!("{all:?}"));
     assert_eq!(add["outcome"], "ok", "the row written before the op ran was completed: {add}");
     assert!(add["program"].as_str().unwrap().ends_with("git"), "{add}");
-    let req = all.iter().find(|r| r["verb"] == "request").unwrap_or_else(|| panic!("no row for the refused request: {all:?}"));
+    let req = all
+        .iter()
+        .find(|r| r["verb"] == "request")
+        .unwrap_or_else(|| panic!("no row for the refused request: {all:?}"));
     assert_eq!(req["outcome"], "batch_too_large", "{req}");
 }

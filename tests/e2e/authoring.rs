@@ -27,19 +27,25 @@ fn scaffold(env: &Env, name: &str, lang: &str) -> PathBuf {
 /// building wit-bindgen, serde and schemars again (a minute of CPU on a
 /// fresh clone). Run alone, the test still passes; it only builds more.
 fn build_env(c: &mut Command, lang: &str) {
-    c.env("VERBGATE", verbgate_bin()).env("CARGO_NET_OFFLINE", "true").env("PIP_NO_INDEX", "1").env("npm_config_offline", "true");
+    c.env("VERBGATE", verbgate_bin())
+        .env("CARGO_NET_OFFLINE", "true")
+        .env("PIP_NO_INDEX", "1")
+        .env("npm_config_offline", "true");
     if lang == "rust" {
-        c.env("CARGO_TARGET_DIR", target_dir().join("plugins")).env("RUSTFLAGS", plugins_rustflags());
+        c.env("CARGO_TARGET_DIR", target_dir().join("plugins"))
+            .env("RUSTFLAGS", plugins_rustflags());
     }
     if let Some(tools) = guest_tools() {
-        c.env("COMPONENTIZE_PY", tools.componentize_py).env("COMPONENTIZE_JS", tools.componentize_js);
+        c.env("COMPONENTIZE_PY", tools.componentize_py)
+            .env("COMPONENTIZE_JS", tools.componentize_js);
     }
 }
 
 /// The RUSTFLAGS `just plugins` builds with (the justfile's remap of the
 /// cargo home); cargo reuses a dependency only when the flags match.
 fn plugins_rustflags() -> String {
-    let cargo_home = std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").unwrap_or_default()));
+    let cargo_home = std::env::var("CARGO_HOME")
+        .unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").unwrap_or_default()));
     format!("--remap-path-prefix={cargo_home}=/cargo")
 }
 
@@ -50,7 +56,11 @@ fn run_test_sh(dir: &Path, lang: &str) -> String {
     build_env(&mut c, lang);
     let out = c.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{lang} test.sh failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{lang} test.sh failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     stdout
 }
 
@@ -60,8 +70,9 @@ fn dev(env: &Env, dir: &Path, lang: &str) -> (i32, Value) {
     build_env(&mut c, lang);
     let out = c.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: Value =
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("dev printed non-JSON ({e}): {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!("dev printed non-JSON ({e}): {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+    });
     (out.status.code().unwrap_or(-1), v)
 }
 
@@ -98,18 +109,37 @@ fn author_round_trip(lang: &str, name: &str, project_test: bool) {
     assert_eq!(second["key"]["id"], first["key"]["id"]);
     let line = second["catalog"][0].as_str().unwrap();
     assert!(line.starts_with(&format!("{name}.hello")) && line.contains("name"), "{second}");
-    assert!(second["check"]["errors"].as_array().unwrap().is_empty() && second["check"]["lint"].as_array().unwrap().is_empty(), "{second}");
+    assert!(
+        second["check"]["errors"].as_array().unwrap().is_empty()
+            && second["check"]["lint"].as_array().unwrap().is_empty(),
+        "{second}"
+    );
 
     // Installed into $VERBGATE_HOME/plugins: a real MCP session answers it.
     assert!(env.home.join("plugins").join(format!("{name}.wasm")).is_file());
     verbgate_tests::runtime().block_on(async {
         let s = Session::start(env.serve_command()).await.unwrap();
-        let reply = s.request(json!({"ops": [{"op": format!("{name}.hello"), "args": {"name": "mcp"}}]})).await.unwrap();
+        let reply = s
+            .request(json!({"ops": [{"op": format!("{name}.hello"), "args": {"name": "mcp"}}]}))
+            .await
+            .unwrap();
         assert!(!reply.is_error, "{}", reply.structured);
-        assert_eq!(reply.structured["results"][0]["result"], json!({"greeting": "hello, mcp"}), "{}", reply.structured);
+        assert_eq!(
+            reply.structured["results"][0]["result"],
+            json!({"greeting": "hello, mcp"}),
+            "{}",
+            reply.structured
+        );
         // Caller input stays a value: an option-looking name is refused, not run.
-        let reply = s.request(json!({"ops": [{"op": format!("{name}.hello"), "args": {"name": "-n"}}]})).await.unwrap();
-        assert_eq!(reply.structured["results"][0]["error"]["code"], "unsafe_argv", "{}", reply.structured);
+        let reply = s
+            .request(json!({"ops": [{"op": format!("{name}.hello"), "args": {"name": "-n"}}]}))
+            .await
+            .unwrap();
+        assert_eq!(
+            reply.structured["results"][0]["error"]["code"], "unsafe_argv",
+            "{}",
+            reply.structured
+        );
         s.close().await.unwrap();
     });
 }
@@ -132,16 +162,23 @@ fn the_rust_template_unit_tests_pass_natively() {
         .env("CARGO_TARGET_DIR", target_dir().join("plugins-native"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn new_refuses_bad_names_and_existing_projects() {
     let env = Env::new();
-    let (code, out, _) = env.run(&["new", "Git Tool", "--dir", env.tmp.path().join("x").to_str().unwrap()]);
+    let (code, out, _) =
+        env.run(&["new", "Git Tool", "--dir", env.tmp.path().join("x").to_str().unwrap()]);
     assert_eq!(code, 1);
     assert!(out["error"]["message"].as_str().unwrap().contains("Git Tool"), "{out}");
-    let (code, out, _) = env.run(&["new", "git", "--dir", env.tmp.path().join("y").to_str().unwrap()]);
+    let (code, out, _) =
+        env.run(&["new", "git", "--dir", env.tmp.path().join("y").to_str().unwrap()]);
     assert_eq!(code, 1);
     assert!(out["error"]["message"].as_str().unwrap().contains("bundled"), "{out}");
     let dir = scaffold(&env, "twice", "js");

@@ -20,7 +20,13 @@ const SMALL: usize = 64 << 10;
 /// envelope, its size and how long the answer took.
 fn timed(env: &Env, request: &Value) -> (Value, usize, Duration) {
     let started = Instant::now();
-    let mut child = env.cmd(&["request", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = env
+        .cmd(&["request", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let text = request.to_string();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
@@ -36,10 +42,18 @@ fn timed(env: &Env, request: &Value) -> (Value, usize, Duration) {
     let _ = done.send(());
     watchdog.join().unwrap();
     let _ = writer.join().unwrap();
-    assert!(out.status.code().is_some(), "verbgate did not answer within {:?} and was killed", HANG * 6);
+    assert!(
+        out.status.code().is_some(),
+        "verbgate did not answer within {:?} and was killed",
+        HANG * 6
+    );
     let elapsed = started.elapsed();
-    let body: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(2000)])));
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(2000)])
+        )
+    });
     (body, out.stdout.len(), elapsed)
 }
 
@@ -51,7 +65,8 @@ fn head(v: &Value) -> String {
 #[test]
 fn eight_unknown_ops_with_megabyte_names_answer_at_once() {
     let env = Env::new();
-    let ops: Vec<Value> = (0..8).map(|i| json!({"op": format!("{i}{}", "g".repeat(MEGABYTE))})).collect();
+    let ops: Vec<Value> =
+        (0..8).map(|i| json!({"op": format!("{i}{}", "g".repeat(MEGABYTE))})).collect();
     let (out, size, took) = timed(&env, &json!({ "ops": ops }));
     assert!(took < HANG, "took {took:?}");
     assert_eq!(out["error"]["code"], "invalid_request", "{}", head(&out));
@@ -87,7 +102,10 @@ fn a_megabyte_unknown_parameter_name_answers_at_once_and_small() {
 fn job_wait_with_two_hundred_thousand_ids_is_a_small_answer() {
     let env = Env::new();
     let ids: Vec<String> = (0..200_000).map(|i| format!("z{i}")).collect();
-    let (out, size, took) = timed(&env, &json!({ "ops": [{"op": "job.wait", "args": {"ids": ids, "max_wait_seconds": 0}}] }));
+    let (out, size, took) = timed(
+        &env,
+        &json!({ "ops": [{"op": "job.wait", "args": {"ids": ids, "max_wait_seconds": 0}}] }),
+    );
     assert!(took < HANG, "took {took:?}");
     assert_eq!(out["results"][0]["error"]["code"], "invalid_args", "{}", head(&out));
     assert!(size < SMALL, "a {size}-byte answer");
@@ -99,7 +117,8 @@ fn job_wait_with_two_hundred_thousand_ids_is_a_small_answer() {
 fn per_op_problems_are_the_first_few_and_a_count() {
     let env = Env::new();
     let ids: Vec<Value> = (0..5000).map(|i| json!(i)).collect();
-    let (out, size, took) = timed(&env, &json!({ "ops": [{"op": "job.wait", "args": {"ids": ids}}] }));
+    let (out, size, took) =
+        timed(&env, &json!({ "ops": [{"op": "job.wait", "args": {"ids": ids}}] }));
     assert!(took < HANG, "took {took:?}");
     let e = &out["results"][0]["error"];
     assert_eq!(e["code"], "invalid_args", "{}", head(&out));
@@ -115,7 +134,10 @@ fn per_op_problems_are_the_first_few_and_a_count() {
 fn a_megabyte_fingerprint_is_refused_and_not_echoed() {
     let env = Env::with_plugin("fixture-echo");
     let fp = format!("sha256:{}", "0".repeat(MEGABYTE));
-    let (out, size, took) = timed(&env, &json!({ "ops": [{"op": "echo.job", "args": {"word": "a"}, "dry_run": true, "schema_fingerprint": fp}] }));
+    let (out, size, took) = timed(
+        &env,
+        &json!({ "ops": [{"op": "echo.job", "args": {"word": "a"}, "dry_run": true, "schema_fingerprint": fp}] }),
+    );
     assert!(took < HANG, "took {took:?}");
     assert_eq!(out["error"]["code"], "invalid_request", "{}", head(&out));
     assert_eq!(out["error"]["field"], "schema_fingerprint", "{}", head(&out));
@@ -126,7 +148,10 @@ fn a_megabyte_fingerprint_is_refused_and_not_echoed() {
 #[test]
 fn a_megabyte_invalid_value_is_not_repeated_in_the_answer() {
     let env = Env::new();
-    let (out, size, took) = timed(&env, &json!({ "ops": [{"op": "job.status", "args": {"id": "!".repeat(MEGABYTE)}}] }));
+    let (out, size, took) = timed(
+        &env,
+        &json!({ "ops": [{"op": "job.status", "args": {"id": "!".repeat(MEGABYTE)}}] }),
+    );
     assert!(took < HANG, "took {took:?}");
     let e = &out["results"][0]["error"];
     assert_eq!(e["code"], "invalid_args", "{}", head(&out));

@@ -4,7 +4,12 @@
 use verbgate_tests::Env;
 
 fn cache_of(verbs: &serde_json::Value, plugin: &str) -> String {
-    let p = verbs["plugins"].as_array().unwrap().iter().find(|p| p["name"] == plugin).unwrap_or_else(|| panic!("{verbs}"));
+    let p = verbs["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == plugin)
+        .unwrap_or_else(|| panic!("{verbs}"));
     p["cache"].as_str().unwrap().to_string()
 }
 
@@ -34,19 +39,30 @@ fn a_cached_component_is_still_verified() {
     // Same bytes, but now unsigned: the cache entry exists, yet it must not load.
     std::fs::copy(verbgate_tests::component("fixture-echo"), &path).unwrap();
     let verbs = env.verbs();
-    assert!(verbs["plugins"].as_array().unwrap().iter().all(|p| p["name"] != "fixture-echo"), "{verbs}");
+    assert!(
+        verbs["plugins"].as_array().unwrap().iter().all(|p| p["name"] != "fixture-echo"),
+        "{verbs}"
+    );
     let u = verbs["unavailable"].as_array().unwrap();
     assert!(u.iter().any(|u| u["code"] == "unsigned"), "{verbs}");
 }
 
 /// The cache entry holding plugin `plugin`'s compiled code.
 fn entry_of(env: &Env, verbs: &serde_json::Value, plugin: &str) -> std::path::PathBuf {
-    let p = verbs["plugins"].as_array().unwrap().iter().find(|p| p["name"] == plugin).unwrap_or_else(|| panic!("{verbs}"));
+    let p = verbs["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == plugin)
+        .unwrap_or_else(|| panic!("{verbs}"));
     let digest = p["digest"].as_str().unwrap();
     let hits: Vec<_> = std::fs::read_dir(env.home.join("cache"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(digest) && p.extension().is_some_and(|e| e == "cwasm"))
+        .filter(|p| {
+            p.file_name().unwrap().to_str().unwrap().starts_with(digest)
+                && p.extension().is_some_and(|e| e == "cwasm")
+        })
         .collect();
     assert_eq!(hits.len(), 1, "{hits:?}");
     hits[0].clone()

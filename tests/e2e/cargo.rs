@@ -8,7 +8,11 @@ fn crate_env(lib_rs: &str) -> Env {
     // These tests are about what the verbs do; the policy (which asks
     // before running repository code) is tested in `policy`.
     let env = Env::new().allowing(&["cargo.*"]);
-    std::fs::write(env.root.join("Cargo.toml"), "[package]\nname = \"sample\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n").unwrap();
+    std::fs::write(
+        env.root.join("Cargo.toml"),
+        "[package]\nname = \"sample\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(env.root.join("src")).unwrap();
     std::fs::write(env.root.join("src/lib.rs"), lib_rs).unwrap();
     env
@@ -28,10 +32,16 @@ fn check_reports_an_error_and_a_warning_with_file_and_line() {
     let r = run_job(&env, "cargo.check", json!({}));
     assert_eq!(r["success"], false, "{r}");
     let diags = r["diagnostics"].as_array().unwrap();
-    let err = diags.iter().find(|d| d["level"] == "error" && d["file"] == "src/lib.rs").unwrap_or_else(|| panic!("{r}"));
+    let err = diags
+        .iter()
+        .find(|d| d["level"] == "error" && d["file"] == "src/lib.rs")
+        .unwrap_or_else(|| panic!("{r}"));
     assert_eq!(err["line"], 3);
     assert_eq!(err["code"], "E0308");
-    let warn = diags.iter().find(|d| d["level"] == "warning" && d["file"] == "src/lib.rs").unwrap_or_else(|| panic!("{r}"));
+    let warn = diags
+        .iter()
+        .find(|d| d["level"] == "warning" && d["file"] == "src/lib.rs")
+        .unwrap_or_else(|| panic!("{r}"));
     assert_eq!(warn["line"], 2);
     assert!(warn["message"].as_str().unwrap().contains("parentheses"), "{warn}");
     assert!(r["counts"]["errors"].as_u64().unwrap() >= 1);
@@ -44,8 +54,13 @@ fn test_reports_counts_and_names() {
     let r = run_job(&env, "cargo.test", json!({}));
     assert_eq!(r["success"], false, "{r}");
     let t = &r["tests"];
-    assert_eq!((t["passed"].clone(), t["failed"].clone(), t["ignored"].clone()), (json!(1), json!(1), json!(1)), "{r}");
-    let failed = t["results"].as_array().unwrap().iter().find(|x| x["outcome"] == "failed").unwrap();
+    assert_eq!(
+        (t["passed"].clone(), t["failed"].clone(), t["ignored"].clone()),
+        (json!(1), json!(1), json!(1)),
+        "{r}"
+    );
+    let failed =
+        t["results"].as_array().unwrap().iter().find(|x| x["outcome"] == "failed").unwrap();
     assert_eq!(failed["name"], "tests::fails");
     assert!(failed["output"].as_str().unwrap().contains("deliberate"), "{failed}");
     // A filter narrows the run, and cannot smuggle a harness option in.

@@ -10,7 +10,12 @@ fn check(env: &Env, name: &str) -> (i32, Value) {
 }
 
 fn error_codes(out: &Value) -> Vec<String> {
-    out["errors"].as_array().unwrap().iter().map(|e| e["code"].as_str().unwrap().to_string()).collect()
+    out["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["code"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -21,7 +26,8 @@ fn the_git_component_passes() {
     assert_eq!(out["ok"], true);
     assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
     assert_eq!(out["wit_version"], "0.2.0");
-    let verbs: Vec<&str> = out["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let verbs: Vec<&str> =
+        out["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(verbs.contains(&"git.status") && verbs.contains(&"git.log"), "{out}");
 }
 
@@ -31,7 +37,12 @@ fn an_open_schema_is_named_with_its_location() {
     let (code, out) = check(&env, "fixture-open-schema");
     assert_eq!(code, 1);
     assert_eq!(out["ok"], false);
-    let e = out["errors"].as_array().unwrap().iter().find(|e| e["code"] == "open_schema").unwrap_or_else(|| panic!("{out}"));
+    let e = out["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["code"] == "open_schema")
+        .unwrap_or_else(|| panic!("{out}"));
     assert_eq!(e["verb"], "open.thing");
     assert_eq!(e["pointer"], "/");
     assert!(e["fix"].as_str().unwrap().contains("additionalProperties"));
@@ -50,7 +61,12 @@ fn a_colliding_verb_name_is_named() {
     let env = Env::new();
     let (_, out) = check(&env, "fixture-collide");
     assert_eq!(out["ok"], false);
-    let e = out["errors"].as_array().unwrap().iter().find(|e| e["code"] == "verb_collision").unwrap_or_else(|| panic!("{out}"));
+    let e = out["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["code"] == "verb_collision")
+        .unwrap_or_else(|| panic!("{out}"));
     assert!(e["message"].as_str().unwrap().contains("git"), "{e}");
 }
 
@@ -62,14 +78,24 @@ fn broken_components_are_refused_at_load_with_reasons() {
     }
     let verbs = env.verbs();
     let unavailable = verbs["unavailable"].as_array().unwrap();
-    let code_for = |verb: &str| unavailable.iter().find(|u| u["verb"] == verb).map(|u| u["code"].as_str().unwrap().to_string());
+    let code_for = |verb: &str| {
+        unavailable
+            .iter()
+            .find(|u| u["verb"] == verb)
+            .map(|u| u["code"].as_str().unwrap().to_string())
+    };
     assert_eq!(code_for("open.thing").as_deref(), Some("open_schema"), "{verbs}");
     assert_eq!(code_for("trust.add").as_deref(), Some("reserved_namespace"), "{verbs}");
     assert_eq!(code_for("git.status").as_deref(), Some("collision"), "{verbs}");
     // The bundled git.status still belongs to git.
-    let owner = verbs["verbs"].as_array().unwrap().iter().find(|v| v["verb"] == "git.status").unwrap();
+    let owner =
+        verbs["verbs"].as_array().unwrap().iter().find(|v| v["verb"] == "git.status").unwrap();
     assert_eq!(owner["plugin"], "git");
-    assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["verb"] == "trust.add" || v["verb"] == "open.thing"));
+    assert!(!verbs["verbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["verb"] == "trust.add" || v["verb"] == "open.thing"));
 }
 
 /// Every lint code fires on the verb of `fixture-lint` built to trigger it,
@@ -97,15 +123,27 @@ fn each_lint_code_fires_on_its_fixture_verb() {
         ("lint.noprograms", "no_programs", None),
     ];
     for (verb, code, pointer) in expect {
-        let f = findings.iter().find(|f| f["verb"] == verb && f["code"] == code).unwrap_or_else(|| panic!("no `{code}` finding for {verb}: {out}"));
-        assert!(!f["fix"].as_str().unwrap().is_empty() && !f["fix"].as_str().unwrap().contains('\n'), "{f}");
+        let f = findings
+            .iter()
+            .find(|f| f["verb"] == verb && f["code"] == code)
+            .unwrap_or_else(|| panic!("no `{code}` finding for {verb}: {out}"));
+        assert!(
+            !f["fix"].as_str().unwrap().is_empty() && !f["fix"].as_str().unwrap().contains('\n'),
+            "{f}"
+        );
         if let Some(p) = pointer {
             assert_eq!(f["pointer"], p, "{f}");
         }
     }
-    let undeclared = findings.iter().find(|f| f["code"] == "undeclared_program" && f["verb"] == "lint.undeclared").unwrap();
+    let undeclared = findings
+        .iter()
+        .find(|f| f["code"] == "undeclared_program" && f["verb"] == "lint.undeclared")
+        .unwrap();
     assert!(undeclared["message"].as_str().unwrap().contains("`sh`"), "{undeclared}");
-    assert!(!findings.iter().any(|f| f["verb"] == "lint.clean"), "the clean verb has findings: {out}");
+    assert!(
+        !findings.iter().any(|f| f["verb"] == "lint.clean"),
+        "the clean verb has findings: {out}"
+    );
 }
 
 /// Components that should pass have no finding at all (errors or lint).
@@ -114,7 +152,8 @@ fn clean_components_have_no_findings() {
     let env = Env::new();
     for name in ["fixture-echo", "git"] {
         let (_, out) = check(&env, name);
-        let collisions_only = out["errors"].as_array().unwrap().iter().all(|e| e["code"] == "verb_collision");
+        let collisions_only =
+            out["errors"].as_array().unwrap().iter().all(|e| e["code"] == "verb_collision");
         assert!(collisions_only, "{name}: {out}");
         assert!(out["lint"].as_array().unwrap().is_empty(), "{name}: {out}");
     }
@@ -140,12 +179,26 @@ fn a_wasi_http_import_is_refused_with_its_name() {
     assert_eq!(e["code"], "import_outside_policy", "{out}");
     assert_eq!(e["import"], "wasi:http/outgoing-handler@0.2.0", "{out}");
     let dest = env.plugins.join("http.wasm");
-    env.run_ok(&["sign", unsigned.to_str().unwrap(), "--key", env.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+    env.run_ok(&[
+        "sign",
+        unsigned.to_str().unwrap(),
+        "--key",
+        env.secret_key().to_str().unwrap(),
+        "--out",
+        dest.to_str().unwrap(),
+    ]);
     let verbs = env.verbs();
-    let refusal =
-        verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap().ends_with("http.wasm")).unwrap_or_else(|| panic!("{verbs}"));
+    let refusal = verbs["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["source"].as_str().unwrap().ends_with("http.wasm"))
+        .unwrap_or_else(|| panic!("{verbs}"));
     assert_eq!(refusal["code"], "import_outside_policy", "{refusal}");
-    assert!(refusal["reason"].as_str().unwrap().contains("wasi:http/outgoing-handler@0.2.0"), "{refusal}");
+    assert!(
+        refusal["reason"].as_str().unwrap().contains("wasi:http/outgoing-handler@0.2.0"),
+        "{refusal}"
+    );
 }
 
 /// Closed all the way down: a property typed `["object", "null"]` without
@@ -155,11 +208,21 @@ fn a_nested_open_object_is_named_with_its_pointer_and_refused_at_load() {
     let env = Env::new();
     let (code, out) = check(&env, "fixture-open-schema");
     assert_eq!(code, 1);
-    let e = out["errors"].as_array().unwrap().iter().find(|e| e["code"] == "open_schema" && e["verb"] == "open.nested").unwrap_or_else(|| panic!("{out}"));
+    let e = out["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["code"] == "open_schema" && e["verb"] == "open.nested")
+        .unwrap_or_else(|| panic!("{out}"));
     assert_eq!(e["pointer"], "/properties/opts", "{e}");
     env.install("fixture-open-schema");
     let verbs = env.verbs();
-    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["verb"] == "open.nested").unwrap_or_else(|| panic!("{verbs}"));
+    let refusal = verbs["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["verb"] == "open.nested")
+        .unwrap_or_else(|| panic!("{verbs}"));
     assert_eq!(refusal["code"], "open_schema", "{refusal}");
     assert!(refusal["reason"].as_str().unwrap().contains("/properties/opts"), "{refusal}");
     let typo = env.op("open.nested", serde_json::json!({"opts": {"vebrose": true}}));
@@ -172,15 +235,28 @@ fn a_nested_open_object_is_named_with_its_pointer_and_refused_at_load() {
 fn a_verb_in_a_namespace_another_plugin_owns_is_refused() {
     let env = Env::new().with_config("allow = [\"git.*\"]");
     let (_, out) = check(&env, "fixture-collide");
-    let e = out["errors"].as_array().unwrap().iter().find(|e| e["code"] == "namespace_owned").unwrap_or_else(|| panic!("{out}"));
+    let e = out["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["code"] == "namespace_owned")
+        .unwrap_or_else(|| panic!("{out}"));
     assert_eq!(e["verb"], "git.squatter", "{e}");
     assert!(e["message"].as_str().unwrap().contains("`git`"), "{e}");
     env.install("fixture-collide");
     let verbs = env.verbs();
-    let refusal = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["verb"] == "git.squatter").unwrap_or_else(|| panic!("{verbs}"));
+    let refusal = verbs["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["verb"] == "git.squatter")
+        .unwrap_or_else(|| panic!("{verbs}"));
     assert_eq!(refusal["code"], "namespace_owned", "{refusal}");
     assert_eq!(refusal["plugin"], "fixture-collide", "{refusal}");
-    assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["plugin"] == "fixture-collide"), "{verbs}");
+    assert!(
+        !verbs["verbs"].as_array().unwrap().iter().any(|v| v["plugin"] == "fixture-collide"),
+        "{verbs}"
+    );
     assert_eq!(env.op("git.squatter", serde_json::json!({}))["error"]["code"], "unknown_verb");
 }
 

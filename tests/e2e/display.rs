@@ -10,23 +10,44 @@ use verbgate_tests::{target_dir, verbgate_bin, Env};
 
 /// Characters a terminal or UI acts on or hides: none may reach a person raw.
 fn hidden(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
 fn audit_json(env: &Env) -> Vec<Value> {
     let out = env.cmd(&["audit", "--json"]).output().unwrap();
-    assert!(out.status.success(), "verbgate audit failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "verbgate audit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// Run tests/python/mcp_display.py in `mode` against `env`.
 fn python(env: &Env, mode: &str) -> Value {
     let python = target_dir().join("py/bin/python");
-    assert!(python.exists(), "{} is missing: run `just python-env` (part of `just test`)", python.display());
+    assert!(
+        python.exists(),
+        "{} is missing: run `just python-env` (part of `just test`)",
+        python.display()
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_display.py");
-    let out = Command::new(&python).arg(&script).arg(verbgate_bin()).arg(&env.home).arg(&env.root).arg(&env.plugins).arg(mode).output().unwrap();
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(verbgate_bin())
+        .arg(&env.home)
+        .arg(&env.root)
+        .arg(&env.plugins)
+        .arg(mode)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "python client failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "python client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
@@ -36,7 +57,8 @@ fn terminal_escapes_in_an_op_name_cannot_rewrite_the_audit_table() {
     // the cursor up, erased the previous row and printed a fake one.
     let env = Env::new();
     assert_eq!(env.op("job.list", json!({}))["ok"], true);
-    let forged = "\x1b[1A\x1b[2K\r2026-01-01T00:00:00.000Z cli local git.status allow default:allow ok";
+    let forged =
+        "\x1b[1A\x1b[2K\r2026-01-01T00:00:00.000Z cli local git.status allow default:allow ok";
     let bidi = "git.\u{202e}sutats\u{200b}";
     for name in [forged, bidi] {
         assert_eq!(env.op(name, json!({}))["error"]["code"], "unknown_verb");
@@ -68,7 +90,11 @@ fn a_megabyte_client_name_is_recorded_clipped_and_escaped() {
     assert_eq!(rows.len(), 8);
     for row in &rows {
         let client = row["client"].as_str().unwrap();
-        assert!(client.len() <= 700, "the client name is bounded where it enters: {} bytes", client.len());
+        assert!(
+            client.len() <= 700,
+            "the client name is bounded where it enters: {} bytes",
+            client.len()
+        );
         assert!(client.starts_with(r"\u{1b}[2J\u{1b}[1;1Hnnn"), "{client}");
         assert!(client.contains("bytes not shown") && client.ends_with(r"/1\u{202e}0"), "{client}");
         assert!(!client.chars().any(hidden), "{client:?}");
@@ -89,7 +115,10 @@ fn the_consent_question_shows_what_runs_first_escaped_and_bounded() {
     // zero-width space raw, and a 20 kB value made a 40 kB question whose
     // program and argv came after it.
     let env = Env::new();
-    env.install_from("fixture-echo", &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/contract-0.1.0/fixture-echo.wasm"));
+    env.install_from(
+        "fixture-echo",
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/contract-0.1.0/fixture-echo.wasm"),
+    );
     let v = python(&env, "consent");
     assert_eq!(v["result"]["results"][0]["error"]["code"], "consent_declined", "{v}");
     let message = v["asked"][0].as_str().unwrap();
@@ -100,11 +129,13 @@ fn the_consent_question_shows_what_runs_first_escaped_and_bounded() {
     assert!(lines[0].contains("`echo.argv`"), "{message}");
     let runs = lines[1];
     assert!(
-        runs.starts_with("runs: ") && runs.contains("verbgate-fixture-cli argv \"\\u{202e}gnp.exe\\u{200b}yyy"),
+        runs.starts_with("runs: ")
+            && runs.contains("verbgate-fixture-cli argv \"\\u{202e}gnp.exe\\u{200b}yyy"),
         "the program and argv come first: {message}"
     );
     assert!(runs.contains("bytes not shown"), "a cut value says so: {runs}");
-    let args = lines.iter().find(|l| l.starts_with("args: ")).unwrap_or_else(|| panic!("{message}"));
+    let args =
+        lines.iter().find(|l| l.starts_with("args: ")).unwrap_or_else(|| panic!("{message}"));
     assert!(args.contains(r"\u202egnp.exe\u200byyy") && args.contains("bytes not shown"), "{args}");
 }
 
@@ -120,18 +151,34 @@ fn a_row_holding_a_value_verbgate_never_writes_is_named_and_hides_no_other() {
     }
     let db = env.home.join("state/audit.db");
     let script = "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nc.execute(\"UPDATE audit SET outcome=? WHERE id=2\", ('\\x1b[2Jfuture_code',))\nc.commit()\n";
-    assert!(std::process::Command::new("python3").arg("-c").arg(script).arg(&db).status().unwrap().success());
+    assert!(std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&db)
+        .status()
+        .unwrap()
+        .success());
     let out = env.cmd(&["audit"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(!table.contains('\x1b'), "{table}");
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 4, "a header and three rows:\n{table}");
-    assert!(lines[2].starts_with("row 2 (job.list): cannot be shown: ") && lines[2].contains(r"unknown outcome `\u{1b}[2Jfuture_code`"), "{table}");
-    assert!(lines[1].contains("job.list") && lines[3].contains("job.list") && lines[3].contains(" ok "), "{table}");
+    assert!(
+        lines[2].starts_with("row 2 (job.list): cannot be shown: ")
+            && lines[2].contains(r"unknown outcome `\u{1b}[2Jfuture_code`"),
+        "{table}"
+    );
+    assert!(
+        lines[1].contains("job.list") && lines[3].contains("job.list") && lines[3].contains(" ok "),
+        "{table}"
+    );
     let rows = audit_json(&env);
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(rows[1]["id"], 2);
     assert!(rows[1]["unreadable"].as_str().unwrap().contains("unknown outcome"), "{rows:?}");
-    assert_eq!((rows[0]["outcome"].as_str(), rows[2]["outcome"].as_str()), (Some("ok"), Some("ok")));
+    assert_eq!(
+        (rows[0]["outcome"].as_str(), rows[2]["outcome"].as_str()),
+        (Some("ok"), Some("ok"))
+    );
 }

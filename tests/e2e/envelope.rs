@@ -59,10 +59,12 @@ fn the_allow_list_narrows_the_surface() {
     let env = Env::new().with_config("allow = [\"git.*\", \"echo.argv\"]");
     env.install("fixture-echo");
     let verbs = env.verbs();
-    let names: Vec<&str> = verbs["verbs"].as_array().unwrap().iter().map(|v| v["verb"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        verbs["verbs"].as_array().unwrap().iter().map(|v| v["verb"].as_str().unwrap()).collect();
     assert!(names.contains(&"git.log") && names.contains(&"echo.argv"), "{names:?}");
     assert!(!names.contains(&"echo.fail"), "{names:?}");
-    let why = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["verb"] == "echo.fail").unwrap();
+    let why =
+        verbs["unavailable"].as_array().unwrap().iter().find(|u| u["verb"] == "echo.fail").unwrap();
     assert_eq!(why["code"], "not_allowed");
     assert_eq!(env.op("echo.fail", json!({"code": 1}))["error"]["code"], "unknown_verb");
 }

@@ -20,7 +20,10 @@ fn a_read_back_naming_an_undeclared_program_refuses_the_op_before_the_write_runs
     assert_eq!(r["error"]["code"], "plan_refused", "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("`sh`"), "{r}");
     assert!(r["error"].get("wrote").is_none(), "nothing was written: {r}");
-    assert!(!env.root.join("wrote.txt").exists(), "the write ran although its read-back was refused");
+    assert!(
+        !env.root.join("wrote.txt").exists(),
+        "the write ran although its read-back was refused"
+    );
     assert!(!env.root.join("pwned.txt").exists());
 }
 
@@ -42,14 +45,18 @@ fn the_read_back_runs_only_after_the_write_succeeded() {
 
     let done = env.op("hostile.okthenread", json!({}));
     assert!(env.root.join("wrote.txt").exists(), "{done}");
-    let back: Value = serde_json::from_str(done["result"]["read_back"].as_str().unwrap_or_else(|| panic!("{done}"))).unwrap();
+    let back: Value = serde_json::from_str(
+        done["result"]["read_back"].as_str().unwrap_or_else(|| panic!("{done}")),
+    )
+    .unwrap();
     assert_eq!(back["argv"], json!(["read", "back"]));
 }
 
 #[test]
 fn a_dry_run_shows_both_commands_and_runs_neither() {
     let env = hostile();
-    let r = env.request(&json!({ "ops": [{ "op": "hostile.okthenread", "args": {}, "dry_run": true }] }));
+    let r = env
+        .request(&json!({ "ops": [{ "op": "hostile.okthenread", "args": {}, "dry_run": true }] }));
     let plan = &r["results"][0]["result"]["plan"];
     assert_eq!(plan["kind"], "exec_read", "{r}");
     assert_eq!(plan["command"]["argv"], json!(["touch", "wrote.txt"]), "{r}");
@@ -63,7 +70,8 @@ fn the_audit_trail_records_the_read_back() {
     assert_eq!(env.op("hostile.okthenread", json!({}))["ok"], true);
     let out = env.cmd(&["audit", "--json", "--verb", "hostile.okthenread"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let row: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    let row: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(row["argv"], json!(["touch", "wrote.txt"]).to_string(), "{row}");
     let back: Vec<String> = serde_json::from_str(row["read_back"].as_str().unwrap()).unwrap();
     assert!(back[0].ends_with("verbgate-fixture-cli"), "{row}");
@@ -77,7 +85,13 @@ fn a_failing_read_back_says_the_write_already_happened() {
     assert!(env.root.join("wrote.txt").exists());
     assert_eq!(r["error"]["code"], "output_overflow", "{r}");
     assert_eq!(r["error"]["wrote"], true, "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().starts_with("the write ran and exited 0, but its read-back failed"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the write ran and exited 0, but its read-back failed"),
+        "{r}"
+    );
 }
 
 /// The write turns the read-back's directory into a link out of the root:

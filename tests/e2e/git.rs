@@ -13,7 +13,12 @@ fn repo_env() -> Env {
 }
 
 fn entry<'a>(status: &'a Value, path: &str) -> &'a Value {
-    status["entries"].as_array().unwrap().iter().find(|e| e["path"] == path).unwrap_or_else(|| panic!("no entry {path} in {status}"))
+    status["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == path)
+        .unwrap_or_else(|| panic!("no entry {path} in {status}"))
 }
 
 #[test]
@@ -38,7 +43,10 @@ fn status_reports_branch_staged_unstaged_untracked_and_renames() {
     assert_eq!(s["branch"]["oid"], head.trim());
     assert_eq!(s["clean"], false);
     let a = entry(s, "a.txt");
-    assert_eq!((a["staged"].clone(), a["unstaged"].clone(), a["worktree"].clone()), (json!(false), json!(true), json!("M")));
+    assert_eq!(
+        (a["staged"].clone(), a["unstaged"].clone(), a["worktree"].clone()),
+        (json!(false), json!(true), json!("M"))
+    );
     let b = entry(s, "b.txt");
     assert_eq!((b["staged"].clone(), b["index"].clone()), (json!(true), json!("A")));
     let moved = entry(s, "new name.txt");
@@ -47,18 +55,27 @@ fn status_reports_branch_staged_unstaged_untracked_and_renames() {
     assert_eq!(entry(s, "untracked.txt")["kind"], "untracked");
     // Exactly the paths git lists, no more.
     let porcelain = git(root, &["status", "--porcelain=v1", "-z", "--untracked-files=all"]);
-    let git_count = porcelain.split('\0').filter(|r| !r.is_empty() && r.len() > 3 && &r[2..3] == " ").count();
+    let git_count =
+        porcelain.split('\0').filter(|r| !r.is_empty() && r.len() > 3 && &r[2..3] == " ").count();
     assert_eq!(s["entries"].as_array().unwrap().len(), git_count, "{porcelain:?} vs {s}");
 
     let without = env.op("git.status", json!({"untracked": false}));
-    assert!(without["result"]["entries"].as_array().unwrap().iter().all(|e| e["kind"] != "untracked"));
+    assert!(without["result"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["kind"] != "untracked"));
 }
 
 #[test]
 fn log_matches_git_with_times_in_utc_and_limits() {
     let env = repo_env();
     let root = &env.root;
-    for (i, date) in ["2024-01-02T03:04:05+02:00", "2024-02-03T10:00:00-05:00", "2024-03-04T00:00:00+00:00"].iter().enumerate() {
+    for (i, date) in
+        ["2024-01-02T03:04:05+02:00", "2024-02-03T10:00:00-05:00", "2024-03-04T00:00:00+00:00"]
+            .iter()
+            .enumerate()
+    {
         std::fs::write(root.join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
         git(root, &["add", "."]);
         let out = std::process::Command::new("git")
@@ -155,12 +172,19 @@ fn diff_reports_numstat_and_patch_and_flags_truncation() {
     assert!(numstat.starts_with("2\t1\ta.txt"), "{numstat}");
 
     let staged = env.op("git.diff", json!({"staged": true, "patch": false}));
-    let staged_files: Vec<&str> = staged["result"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    let staged_files: Vec<&str> = staged["result"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
     assert_eq!(staged_files, ["new.txt"], "{staged}");
     assert_eq!(staged["result"]["patch"], Value::Null);
 
     // A 5 MB diff: cut at the capture bound, and said so.
-    let big: String = (0..100_000).map(|i| format!("line {i} of a very large change, padded to be long enough\n")).collect();
+    let big: String = (0..100_000)
+        .map(|i| format!("line {i} of a very large change, padded to be long enough\n"))
+        .collect();
     std::fs::write(root.join("big.txt"), &big).unwrap();
     git(root, &["add", "big.txt"]);
     let huge = env.op("git.diff", json!({"staged": true}));
@@ -188,7 +212,12 @@ fn show_and_branches_including_a_merge_commit() {
     let c = &show["result"]["commit"];
     assert_eq!(c["subject"], "merge feature");
     assert_eq!(c["parents"].as_array().unwrap().len(), 2, "a merge has two parents: {show}");
-    let files: Vec<&str> = show["result"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    let files: Vec<&str> = show["result"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
     assert_eq!(files, ["feature.txt"], "first-parent diff of the merge: {show}");
 
     let log = env.op("git.log", json!({"limit": 1}));
@@ -234,7 +263,10 @@ fn status_survives_a_non_utf8_file_name() {
     let entries = r["result"]["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["kind"], "untracked");
-    assert_eq!(entries[0]["path"], "bad-\u{fffd}-name.txt", "non-UTF-8 bytes are replaced, not dropped");
+    assert_eq!(
+        entries[0]["path"], "bad-\u{fffd}-name.txt",
+        "non-UTF-8 bytes are replaced, not dropped"
+    );
 }
 
 /// A name holding git's field separator (0x1f) would shift every later
@@ -245,7 +277,17 @@ fn a_unit_separator_in_an_author_name_is_refused_not_misread() {
     let env = repo_env();
     let out = std::process::Command::new("git")
         .current_dir(&env.root)
-        .args(["-c", "user.name=A\u{1f}B", "-c", "user.email=a@example.com", "commit", "-q", "--allow-empty", "-m", "shifted"])
+        .args([
+            "-c",
+            "user.name=A\u{1f}B",
+            "-c",
+            "user.email=a@example.com",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "shifted",
+        ])
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env_remove("GIT_AUTHOR_NAME")
         .env_remove("GIT_COMMITTER_NAME")

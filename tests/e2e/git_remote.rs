@@ -13,9 +13,17 @@ use verbgate_tests::{git, Env};
 /// it (outside the root) that `origin` names by `file://` URL.
 fn repos(transports: bool) -> (Env, PathBuf) {
     let bare = tempfile::tempdir().unwrap().keep().canonicalize().unwrap().join("origin.git");
-    let allow = |verbs: &str| format!("[[sandbox.allow]]\nverbs = [{verbs}]\nwrite = [{:?}]\n", bare.display().to_string());
+    let allow = |verbs: &str| {
+        format!(
+            "[[sandbox.allow]]\nverbs = [{verbs}]\nwrite = [{:?}]\n",
+            bare.display().to_string()
+        )
+    };
     let config = if transports {
-        format!("[git]\ntransports = [\"https\", \"ssh\", \"file\"]\n{}", allow("\"git.fetch\", \"git.push\""))
+        format!(
+            "[git]\ntransports = [\"https\", \"ssh\", \"file\"]\n{}",
+            allow("\"git.fetch\", \"git.push\"")
+        )
     } else {
         allow("\"git.fetch\", \"git.push\"")
     };
@@ -63,15 +71,30 @@ fn push_and_fetch_over_file_with_typed_refspecs() {
     assert_eq!(r["ok"], true, "{r}");
     let refs = r["result"]["refs"].as_array().unwrap();
     assert_eq!(refs.len(), 1, "{r}");
-    assert_eq!((refs[0]["status"].as_str(), refs[0]["ref"].as_str()), (Some("fast_forward"), Some("refs/remotes/origin/main")), "{r}");
+    assert_eq!(
+        (refs[0]["status"].as_str(), refs[0]["ref"].as_str()),
+        (Some("fast_forward"), Some("refs/remotes/origin/main")),
+        "{r}"
+    );
     assert_eq!(refs[0]["new"].as_str().unwrap(), head(&bare, "main"));
 
     // Our main is now behind: a push is rejected (no force), and the
     // lease, which expects what we fetched, lets us overwrite.
     let r = env.op("git.push", json!({"refspecs": [{"src": "main", "dst": "main"}]}));
-    assert_eq!((r["result"]["success"].clone(), r["result"]["refs"][0]["status"].clone()), (json!(false), json!("rejected")), "{r}");
-    let r = env.op("git.push", json!({"refspecs": [{"src": "main", "dst": "main"}], "force_with_lease": true}));
-    assert_eq!((r["result"]["success"].clone(), r["result"]["refs"][0]["status"].clone()), (json!(true), json!("forced")), "{r}");
+    assert_eq!(
+        (r["result"]["success"].clone(), r["result"]["refs"][0]["status"].clone()),
+        (json!(false), json!("rejected")),
+        "{r}"
+    );
+    let r = env.op(
+        "git.push",
+        json!({"refspecs": [{"src": "main", "dst": "main"}], "force_with_lease": true}),
+    );
+    assert_eq!(
+        (r["result"]["success"].clone(), r["result"]["refs"][0]["status"].clone()),
+        (json!(true), json!("forced")),
+        "{r}"
+    );
     assert_eq!(head(&bare, "main"), head(&env.root, "main"));
 }
 
@@ -88,7 +111,11 @@ fn option_shaped_or_forcing_refspecs_and_url_remotes_are_refused() {
         ("git.push", json!({"force": true})),
     ] {
         let r = env.op(verb, args.clone());
-        assert!(["invalid_args", "unknown_param"].contains(&r["error"]["code"].as_str().unwrap_or_default()), "{verb} {args}: {r}");
+        assert!(
+            ["invalid_args", "unknown_param"]
+                .contains(&r["error"]["code"].as_str().unwrap_or_default()),
+            "{verb} {args}: {r}"
+        );
     }
     let r = env.op("git.fetch", json!({"remote": "nosuch"}));
     assert_eq!(r["ok"], false, "{r}");
@@ -103,9 +130,15 @@ fn file_is_refused_without_the_operators_setting() {
         let r = env.op(verb, json!({"refspecs": [{"src": "main"}]}));
         assert_eq!(r["error"]["code"], "unavailable", "{verb}: {r}");
         let message = r["error"]["message"].as_str().unwrap();
-        assert!(message.contains("`file`") && message.contains("[git] transports"), "names the setting: {r}");
+        assert!(
+            message.contains("`file`") && message.contains("[git] transports"),
+            "names the setting: {r}"
+        );
     }
-    assert!(std::fs::read_dir(bare.join("refs/heads")).unwrap().next().is_none(), "nothing reached the bare repository");
+    assert!(
+        std::fs::read_dir(bare.join("refs/heads")).unwrap().next().is_none(),
+        "nothing reached the bare repository"
+    );
 }
 
 #[test]
@@ -114,8 +147,16 @@ fn blame_gives_ranges_by_commit_and_stash_round_trips() {
     let r = env.op("git.blame", json!({"path": "f.txt", "content": true}));
     assert_eq!(r["ok"], true, "{r}");
     let ranges = r["result"]["ranges"].as_array().unwrap();
-    let spans: Vec<(u64, u64, &str)> =
-        ranges.iter().map(|r| (r["start"].as_u64().unwrap(), r["end"].as_u64().unwrap(), r["summary"].as_str().unwrap())).collect();
+    let spans: Vec<(u64, u64, &str)> = ranges
+        .iter()
+        .map(|r| {
+            (
+                r["start"].as_u64().unwrap(),
+                r["end"].as_u64().unwrap(),
+                r["summary"].as_str().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(spans, [(1, 1, "first"), (2, 3, "second")], "{r}");
     assert_eq!(ranges[0]["author"], "Ada Lovelace");
     assert_eq!(r["result"]["lines"], json!(["one", "TWO", "three"]));
@@ -124,7 +165,11 @@ fn blame_gives_ranges_by_commit_and_stash_round_trips() {
 
     std::fs::write(env.root.join("f.txt"), "changed\n").unwrap();
     let r = env.op("git.stash", json!({"message": "wip on f"}));
-    assert_eq!((r["result"]["stashed"].clone(), r["result"]["stash"]["message"].clone()), (json!(true), json!("On main: wip on f")), "{r}");
+    assert_eq!(
+        (r["result"]["stashed"].clone(), r["result"]["stash"]["message"].clone()),
+        (json!(true), json!("On main: wip on f")),
+        "{r}"
+    );
     assert_eq!(std::fs::read_to_string(env.root.join("f.txt")).unwrap(), "one\nTWO\nthree\n");
     let r = env.op("git.stash", json!({}));
     assert_eq!(r["result"]["stashed"], false, "nothing left to stash: {r}");

@@ -24,10 +24,15 @@ fn staged(env: &Env) -> Vec<String> {
 
 /// The message bytes of a commit object, exactly as stored.
 fn stored_message(env: &Env, rev: &str) -> Vec<u8> {
-    let out = std::process::Command::new("git").current_dir(&env.root).args(["cat-file", "commit", rev]).output().unwrap();
+    let out = std::process::Command::new("git")
+        .current_dir(&env.root)
+        .args(["cat-file", "commit", rev])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let raw = out.stdout;
-    let at = raw.windows(2).position(|w| w == b"\n\n").expect("commit headers end with a blank line");
+    let at =
+        raw.windows(2).position(|w| w == b"\n\n").expect("commit headers end with a blank line");
     raw[at + 2..].to_vec()
 }
 
@@ -44,7 +49,8 @@ fn commit_records_quotes_newlines_and_a_leading_dash_byte_for_byte() {
     // A leading dash, both quote kinds, a backslash, blank lines, trailing
     // spaces and no final newline: `-m` on argv, or git's default cleanup,
     // would each change some of it.
-    let message = "-m \"double\" 'single' `tick` $HOME\n\n\n  indented \\ line   \n# not a comment\n\ttab";
+    let message =
+        "-m \"double\" 'single' `tick` $HOME\n\n\n  indented \\ line   \n# not a comment\n\ttab";
     let r = env.op("git.commit", json!({ "message": message }));
     let c = ok(&r);
     let head = git(&env.root, &["rev-parse", "HEAD"]);
@@ -53,12 +59,25 @@ fn commit_records_quotes_newlines_and_a_leading_dash_byte_for_byte() {
     assert_eq!(c["commit"]["parents"], json!([]));
     assert_eq!(c["branch"], "main");
     assert_eq!(c["root_commit"], true);
-    assert_eq!(stored_message(&env, "HEAD"), message.as_bytes(), "the message must round-trip exactly");
-    assert_eq!(c["commit"]["subject"], git(&env.root, &["log", "-1", "--format=%s"]).trim_end_matches('\n'));
-    assert_eq!(c["commit"]["body"], git(&env.root, &["log", "-1", "--format=%b"]).trim_end_matches('\n'));
+    assert_eq!(
+        stored_message(&env, "HEAD"),
+        message.as_bytes(),
+        "the message must round-trip exactly"
+    );
+    assert_eq!(
+        c["commit"]["subject"],
+        git(&env.root, &["log", "-1", "--format=%s"]).trim_end_matches('\n')
+    );
+    assert_eq!(
+        c["commit"]["body"],
+        git(&env.root, &["log", "-1", "--format=%b"]).trim_end_matches('\n')
+    );
     assert_eq!(c["commit"]["author"]["email"], "ada@example.com");
     // The author comes from the repository's git config.
-    assert_eq!(git(&env.root, &["log", "-1", "--format=%an <%ae>|%cn <%ce>"]).trim(), "Ada Lovelace <ada@example.com>|Ada Lovelace <ada@example.com>");
+    assert_eq!(
+        git(&env.root, &["log", "-1", "--format=%an <%ae>|%cn <%ce>"]).trim(),
+        "Ada Lovelace <ada@example.com>|Ada Lovelace <ada@example.com>"
+    );
 
     // A second commit: its parent is the first; `git.show` reads it back.
     std::fs::write(env.root.join("a.txt"), "two\n").unwrap();
@@ -112,10 +131,18 @@ fn add_stages_literal_paths_and_never_forces_or_escapes() {
     assert_eq!(ok(&r)["staged"], json!(["a.txt", "dir", "star*.txt"]));
     // The answer carries the status read back after staging.
     let entries = r["result"]["status"]["entries"].as_array().unwrap();
-    let staged_now: Vec<&str> = entries.iter().filter(|e| e["staged"] == true).map(|e| e["path"].as_str().unwrap()).collect();
+    let staged_now: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["staged"] == true)
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
     assert_eq!(staged_now, ["a.txt", "dir/b.txt", "star*.txt"], "{r}");
     assert!(entries.iter().any(|e| e["path"] == "starry.txt" && e["kind"] == "untracked"), "{r}");
-    assert_eq!(staged(&env), ["a.txt", "dir/b.txt", "star*.txt"], "a path is a literal name, never a glob");
+    assert_eq!(
+        staged(&env),
+        ["a.txt", "dir/b.txt", "star*.txt"],
+        "a path is a literal name, never a glob"
+    );
 
     // `--force` is a file name here (after `--`), which does not exist:
     // nothing is staged, the ignored file least of all.
@@ -159,17 +186,34 @@ fn restore_unstages_or_discards_from_the_index_or_a_commit() {
     let r = env.op("git.restore", json!({ "paths": ["a.txt"], "scope": "staged" }));
     assert_eq!(ok(&r)["scope"], "staged");
     let a = &r["result"]["status"]["entries"][0];
-    assert_eq!((a["path"].as_str(), a["staged"].as_bool(), a["unstaged"].as_bool()), (Some("a.txt"), Some(false), Some(true)), "{r}");
+    assert_eq!(
+        (a["path"].as_str(), a["staged"].as_bool(), a["unstaged"].as_bool()),
+        (Some("a.txt"), Some(false), Some(true)),
+        "{r}"
+    );
     assert_eq!(git(root, &["diff", "--cached", "--name-only"]).trim(), "", "still staged");
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "three\n", "unstaging keeps the working tree");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "three\n",
+        "unstaging keeps the working tree"
+    );
 
     ok(&env.op("git.restore", json!({ "paths": ["a.txt"] })));
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two\n", "the working tree comes back from the index");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n",
+        "the working tree comes back from the index"
+    );
 
-    let r = env.op("git.restore", json!({ "paths": ["a.txt"], "scope": "both", "source": "HEAD~1" }));
+    let r =
+        env.op("git.restore", json!({ "paths": ["a.txt"], "scope": "both", "source": "HEAD~1" }));
     assert_eq!(ok(&r)["source"], "HEAD~1");
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "one\n");
-    assert_eq!(git(root, &["diff", "--cached", "--name-only"]).trim(), "a.txt", "the index holds the old content too");
+    assert_eq!(
+        git(root, &["diff", "--cached", "--name-only"]).trim(),
+        "a.txt",
+        "the index holds the old content too"
+    );
 
     // A source that looks like an option is one `--source=...` word: git
     // reads it as a revision it cannot find.
@@ -192,9 +236,17 @@ fn switch_changes_and_creates_branches_and_refuses_option_names() {
     git(root, &["commit", "-q", "-am", "second"]);
     let current = || git(root, &["rev-parse", "--abbrev-ref", "HEAD"]).trim().to_string();
 
-    let r = env.op("git.switch", json!({ "branch": "feature", "create": true, "start_point": "HEAD~1" }));
-    assert_eq!((ok(&r)["branch"].as_str(), r["result"]["created"].as_bool()), (Some("feature"), Some(true)), "{r}");
-    assert_eq!(r["result"]["status"]["branch"]["head"], "feature", "the status read back after switching");
+    let r = env
+        .op("git.switch", json!({ "branch": "feature", "create": true, "start_point": "HEAD~1" }));
+    assert_eq!(
+        (ok(&r)["branch"].as_str(), r["result"]["created"].as_bool()),
+        (Some("feature"), Some(true)),
+        "{r}"
+    );
+    assert_eq!(
+        r["result"]["status"]["branch"]["head"], "feature",
+        "the status read back after switching"
+    );
     assert_eq!(r["result"]["status"]["branch"]["oid"], first.trim());
     assert_eq!(current(), "feature");
     assert_eq!(git(root, &["rev-parse", "HEAD"]), first);
@@ -207,7 +259,8 @@ fn switch_changes_and_creates_branches_and_refuses_option_names() {
     assert_eq!(r["error"]["code"], "unsafe_argv", "{r}");
     let r = env.op("git.switch", json!({ "branch": "-D", "create": true }));
     assert_eq!(r["ok"], false, "{r}");
-    let r = env.op("git.switch", json!({ "branch": "x", "create": true, "start_point": "--orphan" }));
+    let r =
+        env.op("git.switch", json!({ "branch": "x", "create": true, "start_point": "--orphan" }));
     assert_eq!(r["error"]["code"], "unsafe_argv", "{r}");
     let branches = git(root, &["for-each-ref", "--format=%(refname:short)", "refs/heads"]);
     assert_eq!(branches.lines().collect::<Vec<_>>(), ["feature", "main"]);
@@ -238,5 +291,8 @@ fn git_writes_ask_by_default_and_say_what_they_do() {
     let r = env.op("git.add", json!({ "paths": ["a.txt"] }));
     assert_eq!(r["error"]["code"], "consent_required", "{r}");
     assert_eq!(r["error"]["rule"], "default:writes_repo");
-    assert!(git(&env.root, &["diff", "--cached", "--name-only"]).trim().is_empty(), "nothing may be staged");
+    assert!(
+        git(&env.root, &["diff", "--cached", "--name-only"]).trim().is_empty(),
+        "nothing may be staged"
+    );
 }

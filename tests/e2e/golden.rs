@@ -18,7 +18,9 @@ fn check_golden(name: &str, actual: &Value) {
         std::fs::write(&path, &text).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{} is missing: run `UPDATE_GOLDEN=1 just test`", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!("{} is missing: run `UPDATE_GOLDEN=1 just test`", path.display())
+    });
     assert!(
         expected == text,
         "{name} changed. If this is deliberate, regenerate with `UPDATE_GOLDEN=1 just test` and review the diff.\n--- expected\n{expected}\n--- actual\n{text}"
@@ -38,7 +40,10 @@ fn bundled_verb_contracts_are_pinned() {
     for v in verbs["verbs"].as_array().unwrap() {
         let name = v["verb"].as_str().unwrap();
         let help = env.request(&json!({ "help": name }))["help"].clone();
-        assert_eq!(help["plugin"]["source"], "bundled", "only bundled verbs without --plugins: {name}");
+        assert_eq!(
+            help["plugin"]["source"], "bundled",
+            "only bundled verbs without --plugins: {name}"
+        );
         contracts.push(json!({
             "verb": name,
             "kind": help["kind"],
@@ -109,7 +114,9 @@ fn the_sdk_error_codes_are_the_hosts_plugin_codes() {
             let code = verbgate::ErrorCode::ALL
                 .iter()
                 .find(|c| format!("{c:?}") == variant)
-                .unwrap_or_else(|| panic!("PLUGIN_CODES names ErrorCode::{variant}, which ErrorCode::ALL lacks"));
+                .unwrap_or_else(|| {
+                    panic!("PLUGIN_CODES names ErrorCode::{variant}, which ErrorCode::ALL lacks")
+                });
             (variant, code.as_str().to_string())
         })
         .collect();

@@ -19,7 +19,10 @@ fn polyglot(config: &str) -> Env {
     }
     let verbs = env.verbs();
     for plugin in ["fixture-echo", "py-echo", "js-echo"] {
-        assert!(verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == plugin), "{plugin} not loaded: {verbs}");
+        assert!(
+            verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == plugin),
+            "{plugin} not loaded: {verbs}"
+        );
     }
     env
 }
@@ -32,7 +35,10 @@ fn neutral(v: &Value, ns: &str, plugin: &str) -> String {
     if let Some(tmp) = v.pointer_mut("/result/env/TMPDIR") {
         *tmp = Value::from("<run tmp>");
     }
-    v.to_string().replace(&format!("{ns}."), "NS.").replace(&format!("\"{plugin}\""), "\"PLUGIN\"").replace(&format!("`{plugin}`"), "`PLUGIN`")
+    v.to_string()
+        .replace(&format!("{ns}."), "NS.")
+        .replace(&format!("\"{plugin}\""), "\"PLUGIN\"")
+        .replace(&format!("`{plugin}`"), "`PLUGIN`")
 }
 
 #[test]
@@ -50,13 +56,19 @@ fn python_and_js_guests_answer_exactly_like_the_rust_one() {
     ];
     let langs = [("echo", "fixture-echo"), ("pyecho", "py-echo"), ("jsecho", "js-echo")];
     for (verb, args) in &calls {
-        let answers: Vec<String> = langs.iter().map(|(ns, plugin)| neutral(&env.op(&format!("{ns}.{verb}"), args.clone()), ns, plugin)).collect();
+        let answers: Vec<String> = langs
+            .iter()
+            .map(|(ns, plugin)| neutral(&env.op(&format!("{ns}.{verb}"), args.clone()), ns, plugin))
+            .collect();
         assert_eq!(answers[0], answers[1], "Python differs from Rust for {verb} {args}");
         assert_eq!(answers[0], answers[2], "JavaScript differs from Rust for {verb} {args}");
     }
     // The contracts are the same too: same schema, so the same fingerprint.
     for verb in ["argv", "fail"] {
-        let help: Vec<Value> = langs.iter().map(|(ns, _)| env.request(&json!({"help": format!("{ns}.{verb}")}))["help"].clone()).collect();
+        let help: Vec<Value> = langs
+            .iter()
+            .map(|(ns, _)| env.request(&json!({"help": format!("{ns}.{verb}")}))["help"].clone())
+            .collect();
         for h in &help[1..] {
             assert_eq!(h["params_schema"], help[0]["params_schema"]);
             assert_eq!(h["schema_fingerprint"], help[0]["schema_fingerprint"]);
@@ -73,8 +85,17 @@ fn hostile_python_and_js_guests_are_stopped_and_the_server_keeps_serving() {
     let env = polyglot("");
     verbgate_tests::runtime().block_on(async {
         let s = Session::start(env.serve_command()).await.unwrap();
-        let ops: Vec<Value> =
-            ["pyecho.spin", "pyecho.bomb", "jsecho.spin", "jsecho.bomb", "pyecho.argv", "jsecho.argv"].iter().map(|op| json!({"op": op, "args": {}})).collect();
+        let ops: Vec<Value> = [
+            "pyecho.spin",
+            "pyecho.bomb",
+            "jsecho.spin",
+            "jsecho.bomb",
+            "pyecho.argv",
+            "jsecho.argv",
+        ]
+        .iter()
+        .map(|op| json!({"op": op, "args": {}}))
+        .collect();
         let reply = s.request(json!({ "ops": ops })).await.unwrap();
         let r = &reply.structured["results"];
         for (i, plugin) in [(0, "py-echo"), (2, "js-echo")] {
@@ -82,7 +103,11 @@ fn hostile_python_and_js_guests_are_stopped_and_the_server_keeps_serving() {
             assert_eq!(r[i]["error"]["plugin"], plugin);
             assert_eq!(r[i + 1]["error"]["code"], "plugin_limit", "{}", reply.structured);
             assert_eq!(r[i + 1]["error"]["limit"], "memory");
-            assert!(r[i + 1]["error"]["message"].as_str().unwrap().contains("67108864"), "default 64 MiB cap: {}", r[i + 1]);
+            assert!(
+                r[i + 1]["error"]["message"].as_str().unwrap().contains("67108864"),
+                "default 64 MiB cap: {}",
+                r[i + 1]
+            );
         }
         assert_eq!(r[4]["ok"], true, "{}", reply.structured);
         assert_eq!(r[5]["ok"], true, "{}", reply.structured);
@@ -92,22 +117,35 @@ fn hostile_python_and_js_guests_are_stopped_and_the_server_keeps_serving() {
 
 #[test]
 fn per_component_limits_raise_and_lower_the_defaults() {
-    let env = polyglot("[components.py-echo]\nmemory_mib = 128\n[components.js-echo]\ntimeout_ms = 300\n");
+    let env = polyglot(
+        "[components.py-echo]\nmemory_mib = 128\n[components.js-echo]\ntimeout_ms = 300\n",
+    );
     let bomb = env.op("pyecho.bomb", json!({}));
     assert_eq!(bomb["error"]["code"], "plugin_limit", "{bomb}");
-    assert!(bomb["error"]["message"].as_str().unwrap().contains("134217728"), "raised to 128 MiB: {bomb}");
+    assert!(
+        bomb["error"]["message"].as_str().unwrap().contains("134217728"),
+        "raised to 128 MiB: {bomb}"
+    );
     let spin = env.op("jsecho.spin", json!({}));
     assert_eq!(spin["error"]["code"], "plugin_timeout", "{spin}");
-    assert!(spin["error"]["message"].as_str().unwrap().contains("300 ms"), "lowered to 300 ms: {spin}");
+    assert!(
+        spin["error"]["message"].as_str().unwrap().contains("300 ms"),
+        "lowered to 300 ms: {spin}"
+    );
     // The Rust fixture keeps the defaults.
     let rust = env.op("echo.argv", json!({}));
     assert_eq!(rust["ok"], true, "{rust}");
 
     // Above the operator cap: refused at start, naming the setting.
-    let over = Env::new().with_config("[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 512\n");
+    let over = Env::new().with_config(
+        "[limits]\nplugin_memory_cap_mib = 256\n[components.py-echo]\nmemory_mib = 512\n",
+    );
     let (code, out, _) = over.run(&["verbs"]);
     assert_ne!(code, 0);
-    assert!(out["error"]["message"].as_str().unwrap().contains("components.py-echo.memory_mib = 512"), "{out}");
+    assert!(
+        out["error"]["message"].as_str().unwrap().contains("components.py-echo.memory_mib = 512"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -123,12 +161,19 @@ fn a_python_guest_compiles_once_in_the_background_then_loads_from_the_cache() {
         let s = Session::start(env.serve_command()).await.unwrap();
         assert_eq!(s.tools().await.unwrap().len(), 1);
         let catalog = s.request(json!({"help": true})).await.unwrap().structured;
-        let loading = catalog["help"]["loading"].as_array().unwrap_or_else(|| panic!("nothing loading: {catalog}"));
+        let loading = catalog["help"]["loading"]
+            .as_array()
+            .unwrap_or_else(|| panic!("nothing loading: {catalog}"));
         assert!(loading[0].as_str().unwrap().ends_with("py-echo.wasm"), "{catalog}");
-        let git = s.request(json!({"ops": [{"op": "git.status", "args": {}}]})).await.unwrap().structured;
+        let git =
+            s.request(json!({"ops": [{"op": "git.status", "args": {}}]})).await.unwrap().structured;
         assert_ne!(git["results"][0]["error"]["code"], "unknown_verb", "{git}");
         // An op naming one of its verbs waits for it instead of failing.
-        let reply = s.request(json!({"ops": [{"op": "pyecho.argv", "args": {"word": "late"}}]})).await.unwrap().structured;
+        let reply = s
+            .request(json!({"ops": [{"op": "pyecho.argv", "args": {"word": "late"}}]}))
+            .await
+            .unwrap()
+            .structured;
         assert_eq!(reply["results"][0]["result"]["argv"], json!(["late"]), "{reply}");
         let catalog = s.request(json!({"help": true})).await.unwrap().structured;
         assert!(catalog["help"].get("loading").is_none(), "{catalog}");
@@ -140,7 +185,14 @@ fn a_python_guest_compiles_once_in_the_background_then_loads_from_the_cache() {
         assert_eq!(s.tools().await.unwrap().len(), 1);
         let catalog = s.request(json!({"help": true})).await.unwrap().structured;
         assert!(catalog["help"].get("loading").is_none(), "{catalog}");
-        assert!(catalog["help"]["verbs"]["exec"].as_array().unwrap().iter().any(|v| v.as_str().unwrap().starts_with("pyecho.argv(")), "{catalog}");
+        assert!(
+            catalog["help"]["verbs"]["exec"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v.as_str().unwrap().starts_with("pyecho.argv(")),
+            "{catalog}"
+        );
         s.close().await.unwrap();
     });
     let verbs = env.verbs();

@@ -10,7 +10,11 @@ use std::path::Path;
 use verbgate_tests::Env;
 
 fn assert_start_refused(env: &Env, path: &Path, problem: &str, fix: &str) {
-    for args in [&["verbs"][..], &["request", r#"{"ops":[{"op":"job.list","args":{}}]}"#][..], &["trust", "list"][..]] {
+    for args in [
+        &["verbs"][..],
+        &["request", r#"{"ops":[{"op":"job.list","args":{}}]}"#][..],
+        &["trust", "list"][..],
+    ] {
         let (code, out, _) = env.run(args);
         assert_ne!(code, 0, "{args:?} must fail: {out}");
         assert_eq!(out["error"]["code"], "insecure_file", "{args:?}: {out}");
@@ -78,7 +82,8 @@ fn directories_verbgate_creates_are_private() {
         let mode = std::fs::metadata(env.home.join(sub)).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "{sub}");
     }
-    let key = std::fs::metadata(env.home.join("cache/mac.key")).unwrap().permissions().mode() & 0o777;
+    let key =
+        std::fs::metadata(env.home.join("cache/mac.key")).unwrap().permissions().mode() & 0o777;
     assert_eq!(key, 0o600);
 }
 
@@ -114,7 +119,9 @@ fn serve_http(env: &Env) -> HttpServer {
             }
         }
     });
-    let addr = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("verbgate serve --http printed its address");
+    let addr = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("verbgate serve --http printed its address");
     HttpServer { child, addr }
 }
 
@@ -122,8 +129,7 @@ fn serve_http(env: &Env) -> HttpServer {
 /// the gate refused the request (a refusal is a short plain-text answer).
 fn initialize(addr: &str, token: &str) -> (u16, String) {
     use std::io::{Read, Write};
-    let body =
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
     write!(
@@ -139,7 +145,11 @@ fn initialize(addr: &str, token: &str) -> (u16, String) {
         head.push(byte[0]);
     }
     let head = String::from_utf8_lossy(&head).to_string();
-    let status: u16 = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status in {head:?}"));
+    let status: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {head:?}"));
     let mut text = String::new();
     if status != 200 {
         let _ = s.read_to_string(&mut text);
@@ -160,10 +170,14 @@ fn a_tokens_file_others_could_write_is_refused_everywhere_it_is_read() {
 
     // The intruder mints a token in a home of their own and plants its record.
     let elsewhere = Env::new();
-    let theirs = elsewhere.run_ok(&["token", "add", "intruder"])["token"].as_str().unwrap().to_string();
-    let planted: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(elsewhere.home.join("tokens.json")).unwrap()).unwrap();
+    let theirs =
+        elsewhere.run_ok(&["token", "add", "intruder"])["token"].as_str().unwrap().to_string();
+    let planted: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(elsewhere.home.join("tokens.json")).unwrap())
+            .unwrap();
     chmod(&tokens, 0o666);
-    let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
     file["tokens"].as_array_mut().unwrap().push(planted["tokens"][0].clone());
     std::fs::write(&tokens, file.to_string()).unwrap();
     assert_eq!(std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777, 0o666);
@@ -172,11 +186,22 @@ fn a_tokens_file_others_could_write_is_refused_everywhere_it_is_read() {
     // a message naming the file, its mode and the fix.
     for token in [&theirs, &mine] {
         let (status, text) = initialize(&server.addr, token);
-        assert_eq!(status, 500, "a token file others could write must not authenticate anyone: {text}");
-        assert!(text.contains("tokens.json") && text.contains("mode 666") && text.contains("chmod 600"), "{text}");
+        assert_eq!(
+            status, 500,
+            "a token file others could write must not authenticate anyone: {text}"
+        );
+        assert!(
+            text.contains("tokens.json") && text.contains("mode 666") && text.contains("chmod 600"),
+            "{text}"
+        );
     }
     // The token commands and a new server refuse it too.
-    for args in [&["token", "list"][..], &["token", "add", "more"][..], &["token", "revoke", "intruder"][..], &["serve", "--http", "127.0.0.1:0"][..]] {
+    for args in [
+        &["token", "list"][..],
+        &["token", "add", "more"][..],
+        &["token", "revoke", "intruder"][..],
+        &["serve", "--http", "127.0.0.1:0"][..],
+    ] {
         let (code, out, _) = env.run(args);
         assert_ne!(code, 0, "{args:?}: {out}");
         assert_eq!(out["error"]["code"], "insecure_file", "{args:?}: {out}");
@@ -184,7 +209,10 @@ fn a_tokens_file_others_could_write_is_refused_everywhere_it_is_read() {
         assert!(out["error"]["message"].as_str().unwrap().contains("mode 666"), "{args:?}: {out}");
         assert!(out["error"]["fix"].as_str().unwrap().contains("chmod 600"), "{args:?}: {out}");
     }
-    assert!(std::fs::read_to_string(&tokens).unwrap().contains("intruder"), "a refusal never rewrites the file");
+    assert!(
+        std::fs::read_to_string(&tokens).unwrap().contains("intruder"),
+        "a refusal never rewrites the file"
+    );
 
     // Group-writable, or owned by another user: the same.
     chmod(&tokens, 0o620);

@@ -6,7 +6,9 @@ use serde_json::{json, Value};
 use verbgate_tests::Env;
 
 fn hostile_env() -> Env {
-    let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 500\nplugin_memory_mib = 32\nplugin_output_bytes = 1048576");
+    let env = Env::new().with_config(
+        "[limits]\nplugin_timeout_ms = 500\nplugin_memory_mib = 32\nplugin_output_bytes = 1048576",
+    );
     env.install("fixture-hostile");
     env
 }
@@ -47,14 +49,27 @@ fn an_hour_long_sleep_in_plan_is_a_plugin_timeout_at_the_deadline() {
 /// says so (never queued, never a crash), and the pool recovers.
 #[test]
 fn calls_past_the_instance_pool_get_concurrent_calls_and_the_pool_recovers() {
-    let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 800\nplugin_concurrent_calls = 2");
+    let env =
+        Env::new().with_config("[limits]\nplugin_timeout_ms = 800\nplugin_concurrent_calls = 2");
     env.install("fixture-hostile");
     let r = results(&env, &["hostile.sleep", "hostile.sleep", "hostile.sleep"]);
-    let codes: Vec<(&str, &str)> = r.iter().map(|r| (r["error"]["code"].as_str().unwrap_or("ok"), r["error"]["limit"].as_str().unwrap_or(""))).collect();
+    let codes: Vec<(&str, &str)> = r
+        .iter()
+        .map(|r| {
+            (
+                r["error"]["code"].as_str().unwrap_or("ok"),
+                r["error"]["limit"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
     assert_eq!(codes.iter().filter(|c| c.0 == "plugin_timeout").count(), 2, "{codes:?}");
-    let refused = r.iter().find(|r| r["error"]["code"] == "plugin_limit").unwrap_or_else(|| panic!("{r:?}"));
+    let refused =
+        r.iter().find(|r| r["error"]["code"] == "plugin_limit").unwrap_or_else(|| panic!("{r:?}"));
     assert_eq!(refused["error"]["limit"], "concurrent_calls", "{refused}");
-    assert_eq!(refused["error"]["bound"], "concurrent_calls", "every plugin_limit names its bound: {refused}");
+    assert_eq!(
+        refused["error"]["bound"], "concurrent_calls",
+        "every plugin_limit names its bound: {refused}"
+    );
     assert!(refused["error"]["message"].as_str().unwrap().contains("retry"), "{refused}");
     // The sleepers' slots are back: the next call runs.
     let r = results(&env, &["hostile.ok"]);
@@ -67,26 +82,45 @@ fn calls_past_the_instance_pool_get_concurrent_calls_and_the_pool_recovers() {
 #[test]
 fn a_program_that_ran_waits_for_a_pool_slot_to_map_its_result() {
     verbgate_tests::runtime().block_on(async {
-        let env = Env::new().with_config("[limits]\nplugin_timeout_ms = 3000\nplugin_concurrent_calls = 2");
+        let env = Env::new()
+            .with_config("[limits]\nplugin_timeout_ms = 3000\nplugin_concurrent_calls = 2");
         env.install("fixture-echo");
         env.install("fixture-hostile");
-        let s = std::sync::Arc::new(verbgate_tests::mcp::Session::start(env.serve_command()).await.unwrap());
+        let s = std::sync::Arc::new(
+            verbgate_tests::mcp::Session::start(env.serve_command()).await.unwrap(),
+        );
         // Both components loaded (the server compiles and describes them in
         // the background, which takes slots too) before the race is set up.
-        let warm = s.request(json!({"ops": [{"op": "echo.argv"}, {"op": "hostile.ok"}]})).await.unwrap().structured;
+        let warm = s
+            .request(json!({"ops": [{"op": "echo.argv"}, {"op": "hostile.ok"}]}))
+            .await
+            .unwrap()
+            .structured;
         assert_eq!(warm["results"][1]["ok"], true, "{warm}");
         // The program's plan takes a slot only briefly; it then runs 1.5 s.
         let program = {
             let s = s.clone();
-            tokio::spawn(async move { s.request(json!({"ops": [{"op": "echo.sleep", "args": {"ms": 1500}}]})).await.unwrap().structured })
+            tokio::spawn(async move {
+                s.request(json!({"ops": [{"op": "echo.sleep", "args": {"ms": 1500}}]}))
+                    .await
+                    .unwrap()
+                    .structured
+            })
         };
         // Meanwhile two guests that wait out their deadline take both slots,
         // so when the program ends at 1.5 s the pool is full until 3.5 s.
         tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-        let sleepers = s.request(json!({"ops": [{"op": "hostile.sleep"}, {"op": "hostile.sleep"}]})).await.unwrap().structured;
+        let sleepers = s
+            .request(json!({"ops": [{"op": "hostile.sleep"}, {"op": "hostile.sleep"}]}))
+            .await
+            .unwrap()
+            .structured;
         let program = program.await.unwrap();
         for r in sleepers["results"].as_array().unwrap() {
-            assert_eq!(r["error"]["code"], "plugin_timeout", "both sleepers held a slot to their deadline: {sleepers}");
+            assert_eq!(
+                r["error"]["code"], "plugin_timeout",
+                "both sleepers held a slot to their deadline: {sleepers}"
+            );
         }
         let r = &program["results"][0];
         assert_eq!(r["ok"], true, "the program ran; its result must be mapped, not refused: {r}");
@@ -108,7 +142,11 @@ fn a_ten_megabyte_result_is_a_plugin_limit() {
     assert_error_then_ok("hostile.huge", "plugin_limit");
     // Memory or output size, whichever the guest hits first: named either way.
     let r = results(&hostile_env(), &["hostile.huge"]);
-    assert!(["memory", "output_bytes"].contains(&r[0]["error"]["bound"].as_str().unwrap_or("")), "{}", r[0]);
+    assert!(
+        ["memory", "output_bytes"].contains(&r[0]["error"]["bound"].as_str().unwrap_or("")),
+        "{}",
+        r[0]
+    );
 }
 
 #[test]
@@ -119,9 +157,22 @@ fn a_plan_naming_an_undeclared_program_is_refused() {
 #[test]
 fn all_at_once_in_one_batch() {
     let env = hostile_env();
-    let r = results(&env, &["hostile.loop", "hostile.oom", "hostile.trap", "hostile.huge", "hostile.badplan", "hostile.ok"]);
+    let r = results(
+        &env,
+        &[
+            "hostile.loop",
+            "hostile.oom",
+            "hostile.trap",
+            "hostile.huge",
+            "hostile.badplan",
+            "hostile.ok",
+        ],
+    );
     let codes: Vec<&str> = r.iter().map(|x| x["error"]["code"].as_str().unwrap_or("ok")).collect();
-    assert_eq!(codes, ["plugin_timeout", "plugin_limit", "plugin_trap", "plugin_limit", "plan_refused", "ok"]);
+    assert_eq!(
+        codes,
+        ["plugin_timeout", "plugin_limit", "plugin_trap", "plugin_limit", "plan_refused", "ok"]
+    );
 }
 
 #[test]
@@ -154,7 +205,10 @@ fn a_program_longer_than_the_plugin_deadline_is_still_mapped() {
 #[test]
 fn a_plan_of_another_kind_than_its_verb_is_refused_and_starts_nothing() {
     let env = hostile_env();
-    let fp = env.request(&json!({"help": "hostile.spawnexec"}))["help"]["schema_fingerprint"].as_str().unwrap().to_string();
+    let fp = env.request(&json!({"help": "hostile.spawnexec"}))["help"]["schema_fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let out = env.request(&json!({"ops": [
         {"op": "hostile.readspawn"},
         {"op": "hostile.exechost"},
@@ -210,7 +264,9 @@ fn plugin_error_text_past_its_bounds_is_a_plugin_limit() {
     let out = env.request(&json!({"ops": [{"op": "hostile.bigmessage"}, {"op": "hostile.bigdetails"}, {"op": "hostile.mapbigerror"}, {"op": "hostile.ok"}]}));
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
     let r = out["results"].as_array().unwrap_or_else(|| panic!("{out}"));
-    for (i, bound) in [(0, "error_message_bytes"), (1, "error_details_bytes"), (2, "error_details_bytes")] {
+    for (i, bound) in
+        [(0, "error_message_bytes"), (1, "error_details_bytes"), (2, "error_details_bytes")]
+    {
         let e = &r[i]["error"];
         assert_eq!(e["code"], "plugin_limit", "{i}: {e}");
         assert_eq!(e["bound"], bound, "{e}");
@@ -228,11 +284,16 @@ fn plans_past_their_bounds_are_plugin_limits() {
     let env = hostile_env();
     let started = std::time::Instant::now();
     let ops: Vec<Value> =
-        ["hostile.argvflood", "hostile.argvbig", "hostile.stdinbig", "hostile.envflood"].iter().map(|op| json!({"op": op, "dry_run": true})).collect();
+        ["hostile.argvflood", "hostile.argvbig", "hostile.stdinbig", "hostile.envflood"]
+            .iter()
+            .map(|op| json!({"op": op, "dry_run": true}))
+            .collect();
     let out = env.request(&json!({ "ops": ops }));
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
     let r = out["results"].as_array().unwrap_or_else(|| panic!("{out}"));
-    for (i, bound) in [(0, "plan_args"), (1, "plan_argv_bytes"), (2, "plan_stdin_bytes"), (3, "plan_env")] {
+    for (i, bound) in
+        [(0, "plan_args"), (1, "plan_argv_bytes"), (2, "plan_stdin_bytes"), (3, "plan_env")]
+    {
         let e = &r[i]["error"];
         assert_eq!(e["code"], "plugin_limit", "{i}: {e}");
         assert_eq!(e["bound"], bound, "{e}");
@@ -247,7 +308,12 @@ fn plans_past_their_bounds_are_plugin_limits() {
 fn a_resolved_target_past_its_bounds_is_a_plugin_limit() {
     let env = hostile_env();
     let out = env.request(&json!({"help": "hostile.target:x"}));
-    assert_eq!(out["error"]["code"], "plugin_limit", "{}", &out.to_string()[..out.to_string().len().min(2000)]);
+    assert_eq!(
+        out["error"]["code"],
+        "plugin_limit",
+        "{}",
+        &out.to_string()[..out.to_string().len().min(2000)]
+    );
     assert_eq!(out["error"]["bound"], "summary_bytes", "{}", out["error"]);
     assert!(out.to_string().len() < 64 << 10);
 }
@@ -259,11 +325,22 @@ fn summaries_past_the_bound_or_with_control_characters_refuse_their_verb() {
     let env = hostile_env();
     let verbs = env.verbs();
     let unavailable = verbs["unavailable"].as_array().unwrap();
-    let code_for = |verb: &str| unavailable.iter().find(|u| u["verb"] == verb).map(|u| u["code"].as_str().unwrap().to_string());
+    let code_for = |verb: &str| {
+        unavailable
+            .iter()
+            .find(|u| u["verb"] == verb)
+            .map(|u| u["code"].as_str().unwrap().to_string())
+    };
     assert_eq!(code_for("hostile.longsummary").as_deref(), Some("plugin_limit"), "{verbs}");
     assert_eq!(code_for("hostile.escape").as_deref(), Some("control_characters"), "{verbs}");
-    let names: Vec<&str> = verbs["verbs"].as_array().unwrap().iter().map(|v| v["verb"].as_str().unwrap()).collect();
-    assert!(names.contains(&"hostile.ok") && !names.contains(&"hostile.escape") && !names.contains(&"hostile.longsummary"), "{names:?}");
+    let names: Vec<&str> =
+        verbs["verbs"].as_array().unwrap().iter().map(|v| v["verb"].as_str().unwrap()).collect();
+    assert!(
+        names.contains(&"hostile.ok")
+            && !names.contains(&"hostile.escape")
+            && !names.contains(&"hostile.longsummary"),
+        "{names:?}"
+    );
     let text = verbs.to_string();
     assert!(!text.contains('\u{1b}'), "a terminal escape reached the output");
 }
@@ -285,7 +362,11 @@ fn fifty_thousand_verbs_are_refused_at_once() {
         .unwrap_or_else(|| panic!("{}", &verbs.to_string()[..2000]));
     assert_eq!(refusal["code"], "plugin_limit", "{refusal}");
     assert!(refusal["reason"].as_str().unwrap().contains("verbs"), "{refusal}");
-    assert!(!verbs["verbs"].as_array().unwrap().iter().any(|v| v["verb"].as_str().unwrap().starts_with("flood.")));
+    assert!(!verbs["verbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["verb"].as_str().unwrap().starts_with("flood.")));
 }
 
 /// Plugin text is rejected, never sanitized: a version with terminal
@@ -303,5 +384,8 @@ fn a_version_with_terminal_escapes_refuses_the_component() {
         .unwrap_or_else(|| panic!("{verbs}"));
     assert_eq!(refusal["code"], "control_characters", "{refusal}");
     assert!(!verbs.to_string().contains('\u{1b}'), "a terminal escape reached the output");
-    assert!(!verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == "fixture-garish"), "{verbs}");
+    assert!(
+        !verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == "fixture-garish"),
+        "{verbs}"
+    );
 }

@@ -25,7 +25,8 @@ fn hostile_with(env: Env) -> Hostile {
     let base = env.tmp.path().to_path_buf();
     let marker = base.join("PWNED");
     let program = base.join("evil.sh");
-    std::fs::write(&program, format!("#!/bin/sh\necho \"$0 $*\" >> {}\ncat\n", marker.display())).unwrap();
+    std::fs::write(&program, format!("#!/bin/sh\necho \"$0 $*\" >> {}\ncat\n", marker.display()))
+        .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
     // The user's HOME for the programs verbgate starts (global git config).
@@ -51,13 +52,18 @@ impl Hostile {
     /// which is when a clean filter runs).
     fn touch(&self) {
         let f = std::fs::File::options().write(true).open(self.env.root.join("a.txt")).unwrap();
-        f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)).unwrap();
+        f.set_modified(
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000),
+        )
+        .unwrap();
     }
 
     fn op(&self, op: &str, args: Value) -> Value {
         let req = json!({ "ops": [{ "op": op, "args": args }] });
-        let out = self.env.cmd(&["request", &req.to_string()]).env("HOME", &self.home).output().unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let out =
+            self.env.cmd(&["request", &req.to_string()]).env("HOME", &self.home).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
         v["results"][0].clone()
     }
 
@@ -68,10 +74,22 @@ impl Hostile {
     fn assert_refused(&self, r: &Value, key: &str) {
         assert_eq!(r["ok"], false, "{r}");
         assert_eq!(r["error"]["code"], "repo_config_runs_programs", "{r}");
-        let keys: Vec<&str> = r["error"]["keys"].as_array().unwrap().iter().map(|k| k["key"].as_str().unwrap()).collect();
+        let keys: Vec<&str> = r["error"]["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["key"].as_str().unwrap())
+            .collect();
         assert!(keys.contains(&key), "{key} not named in {r}");
-        assert!(r["error"]["config_line"].as_str().unwrap().starts_with("trusted_repos = ["), "{r}");
-        assert!(!self.ran(), "the repository's program ran: {}", std::fs::read_to_string(&self.marker).unwrap_or_default());
+        assert!(
+            r["error"]["config_line"].as_str().unwrap().starts_with("trusted_repos = ["),
+            "{r}"
+        );
+        assert!(
+            !self.ran(),
+            "the repository's program ran: {}",
+            std::fs::read_to_string(&self.marker).unwrap_or_default()
+        );
     }
 }
 
@@ -91,7 +109,10 @@ fn smudge_and_process_filters_are_refused_too() {
     for key in ["smudge", "process"] {
         let h = hostile();
         std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
-        h.append_config(&h.env.root, &format!("[filter \"x\"]\n\t{key} = {}\n", h.program.display()));
+        h.append_config(
+            &h.env.root,
+            &format!("[filter \"x\"]\n\t{key} = {}\n", h.program.display()),
+        );
         h.touch();
         h.assert_refused(&h.op("git.status", json!({})), &format!("filter.x.{key}"));
     }
@@ -101,7 +122,11 @@ fn smudge_and_process_filters_are_refused_too() {
 fn an_included_config_file_is_checked_like_the_config_itself() {
     let h = hostile();
     std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
-    std::fs::write(h.env.root.join("inc.cfg"), format!("[filter \"x\"]\n\tclean = {}\n", h.program.display())).unwrap();
+    std::fs::write(
+        h.env.root.join("inc.cfg"),
+        format!("[filter \"x\"]\n\tclean = {}\n", h.program.display()),
+    )
+    .unwrap();
     h.append_config(&h.env.root, "[include]\n\tpath = ../inc.cfg\n");
     h.touch();
     h.assert_refused(&h.op("git.status", json!({})), "filter.x.clean");
@@ -111,7 +136,14 @@ fn an_included_config_file_is_checked_like_the_config_itself() {
 fn a_diff_driver_in_the_repository_config_is_refused() {
     let h = hostile();
     std::fs::write(h.env.root.join(".gitattributes"), "* diff=x\n").unwrap();
-    h.append_config(&h.env.root, &format!("[diff \"x\"]\n\tcommand = {}\n\ttextconv = {}\n", h.program.display(), h.program.display()));
+    h.append_config(
+        &h.env.root,
+        &format!(
+            "[diff \"x\"]\n\tcommand = {}\n\ttextconv = {}\n",
+            h.program.display(),
+            h.program.display()
+        ),
+    );
     std::fs::write(h.env.root.join("a.txt"), "two\n").unwrap();
     for verb in ["git.diff", "git.show", "git.log"] {
         h.assert_refused(&h.op(verb, json!({})), "diff.x.command");
@@ -142,7 +174,11 @@ fn signature_programs_never_run_on_a_signed_commit() {
     // The repository asks to show signatures, the user's own config names
     // a signature program: the repository's request is overridden.
     h.append_config(&h.env.root, "[log]\n\tshowSignature = true\n");
-    std::fs::write(h.home.join(".gitconfig"), format!("[gpg]\n\tprogram = {}\n", h.program.display())).unwrap();
+    std::fs::write(
+        h.home.join(".gitconfig"),
+        format!("[gpg]\n\tprogram = {}\n", h.program.display()),
+    )
+    .unwrap();
     for verb in ["git.log", "git.show"] {
         let r = h.op(verb, json!({}));
         assert_eq!(r["ok"], true, "{r}");
@@ -166,7 +202,10 @@ fn an_embedded_bare_repository_is_never_used() {
     // Its own config points the work tree at the root and names a filter.
     let cfg = bare.join("config");
     let mut text = std::fs::read_to_string(&cfg).unwrap();
-    text.push_str(&format!("[core]\n\tworktree = ../..\n\tbare = false\n[filter \"x\"]\n\tclean = {}\n", h.program.display()));
+    text.push_str(&format!(
+        "[core]\n\tworktree = ../..\n\tbare = false\n[filter \"x\"]\n\tclean = {}\n",
+        h.program.display()
+    ));
     std::fs::write(&cfg, text).unwrap();
     std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
     h.touch();
@@ -202,7 +241,11 @@ fn a_git_file_pointing_outside_the_root_is_refused() {
     std::fs::write(elsewhere.join("f"), "x").unwrap();
     git(&elsewhere, &["add", "f"]);
     git(&elsewhere, &["commit", "-q", "-m", "elsewhere history"]);
-    std::fs::write(env.root.join(".git"), format!("gitdir: {}\n", elsewhere.join(".git").display())).unwrap();
+    std::fs::write(
+        env.root.join(".git"),
+        format!("gitdir: {}\n", elsewhere.join(".git").display()),
+    )
+    .unwrap();
     let r = env.op("git.log", json!({}));
     // The guard's own git runs in the OS sandbox too: it cannot read the
     // repository outside the root, so it finds none (not_a_repository);
@@ -230,7 +273,18 @@ fn submodules_are_not_entered_even_when_gitmodules_asks() {
     std::fs::write(sub_src.join("f"), "f\n").unwrap();
     git(&sub_src, &["add", "f"]);
     git(&sub_src, &["commit", "-q", "-m", "sub"]);
-    git(root, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", sub_src.to_str().unwrap(), "sub"]);
+    git(
+        root,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            sub_src.to_str().unwrap(),
+            "sub",
+        ],
+    );
     // .gitmodules asks git to look inside; committed, so git also finds it
     // in the index and HEAD once the work-tree copy is gone.
     git(root, &["config", "-f", ".gitmodules", "submodule.sub.ignore", "none"]);
@@ -242,12 +296,18 @@ fn submodules_are_not_entered_even_when_gitmodules_asks() {
     git(root, &["commit", "-q", "-am", "bump sub"]);
     let modcfg = root.join(".git/modules/sub/config");
     let mut text = std::fs::read_to_string(&modcfg).unwrap();
-    text.push_str(&format!("[filter \"x\"]\n\tclean = {p}\n[diff]\n\texternal = {p}\n", p = h.program.display()));
+    text.push_str(&format!(
+        "[filter \"x\"]\n\tclean = {p}\n[diff]\n\texternal = {p}\n",
+        p = h.program.display()
+    ));
     std::fs::write(&modcfg, text).unwrap();
     std::fs::write(root.join("sub/.gitattributes"), "* filter=x\n").unwrap();
     let touch_sub = || {
         let f = std::fs::File::options().write(true).open(root.join("sub/f")).unwrap();
-        f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)).unwrap();
+        f.set_modified(
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000),
+        )
+        .unwrap();
     };
     // The superproject asks for submodule diffs in full.
     h.append_config(root, "[diff]\n\tsubmodule = diff\n");
@@ -261,7 +321,10 @@ fn submodules_are_not_entered_even_when_gitmodules_asks() {
         touch_sub();
         let r = h.op("git.diff", json!({"rev_range": "HEAD~1..HEAD"}));
         assert_eq!(r["ok"], true, "{r}");
-        assert!(!h.ran(), "git ran a program from the submodule's config (.gitmodules {gitmodules})");
+        assert!(
+            !h.ran(),
+            "git ran a program from the submodule's config (.gitmodules {gitmodules})"
+        );
     }
 }
 
@@ -290,16 +353,28 @@ fn a_lazy_fetch_never_starts_a_transport_program() {
         );
         let blob = git(&h.env.root, &["rev-parse", "HEAD:a.txt"]);
         let blob = blob.trim();
-        std::fs::remove_file(h.env.root.join(format!(".git/objects/{}/{}", &blob[..2], &blob[2..]))).unwrap();
+        std::fs::remove_file(h.env.root.join(format!(
+            ".git/objects/{}/{}",
+            &blob[..2],
+            &blob[2..]
+        )))
+        .unwrap();
     };
-    let direct = |h: &Hostile| format!("[remote \"origin\"]\n\tpromisor = true\n\turl = ext::sh -c {}\n", h.program.display());
+    let direct = |h: &Hostile| {
+        format!(
+            "[remote \"origin\"]\n\tpromisor = true\n\turl = ext::sh -c {}\n",
+            h.program.display()
+        )
+    };
     let rewrite = |h: &Hostile| {
         format!(
             "[remote \"origin\"]\n\tpromisor = true\n\turl = https://example.invalid/x\n[url \"ext::sh -c {} \"]\n\tinsteadOf = https://\n",
             h.program.display()
         )
     };
-    for (name, url) in [("remote url", &direct as &dyn Fn(&Hostile) -> String), ("url rewrite", &rewrite)] {
+    for (name, url) in
+        [("remote url", &direct as &dyn Fn(&Hostile) -> String), ("url rewrite", &rewrite)]
+    {
         let h = hostile();
         promisor(&h, &url(&h));
         let r = h.op("git.show", json!({}));
@@ -310,7 +385,9 @@ fn a_lazy_fetch_never_starts_a_transport_program() {
     // transports are off in command scope and lazy fetches are disabled.
     let env = Env::new();
     let root = env.root.canonicalize().unwrap();
-    let h = hostile_with(env.with_config(&format!("trusted_repos = [{:?}]", root.display().to_string())));
+    let h = hostile_with(
+        env.with_config(&format!("trusted_repos = [{:?}]", root.display().to_string())),
+    );
     promisor(&h, &direct(&h));
     let r = h.op("git.show", json!({}));
     assert!(!h.ran(), "a lazy fetch ran a transport program: {r}");
@@ -323,9 +400,15 @@ fn the_users_global_filter_keeps_working() {
     // where the program also writes its marker).
     let env = Env::new();
     let base = env.tmp.path().display().to_string();
-    let h = hostile_with(env.with_config(&format!("[[sandbox.allow]]\nverbs = [\"git.*\"]\nread = [{base:?}]\nwrite = [{base:?}]\n")));
+    let h = hostile_with(env.with_config(&format!(
+        "[[sandbox.allow]]\nverbs = [\"git.*\"]\nread = [{base:?}]\nwrite = [{base:?}]\n"
+    )));
     // A git-lfs-style filter in the user's own global config.
-    std::fs::write(h.home.join(".gitconfig"), format!("[filter \"lfs\"]\n\tclean = {}\n\trequired = true\n", h.program.display())).unwrap();
+    std::fs::write(
+        h.home.join(".gitconfig"),
+        format!("[filter \"lfs\"]\n\tclean = {}\n\trequired = true\n", h.program.display()),
+    )
+    .unwrap();
     std::fs::write(h.env.root.join(".gitattributes"), "a.txt filter=lfs\n").unwrap();
     h.touch();
     let r = h.op("git.status", json!({}));
@@ -358,10 +441,15 @@ fn ancestor_cargo_config_writable_by_others_is_refused() {
     // written (as a shared /tmp would).
     let planted = env.tmp.path().join(".cargo/config.toml");
     std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
-    std::fs::write(&planted, "[target.x86_64-unknown-linux-gnu]\nrunner = \"/bin/false\"\n").unwrap();
+    std::fs::write(&planted, "[target.x86_64-unknown-linux-gnu]\nrunner = \"/bin/false\"\n")
+        .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
-    std::fs::write(env.root.join("Cargo.toml"), "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    std::fs::write(
+        env.root.join("Cargo.toml"),
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(env.root.join("src")).unwrap();
     std::fs::write(env.root.join("src/lib.rs"), "").unwrap();
     let r = env.op("cargo.metadata", json!({}));
@@ -377,16 +465,31 @@ fn just_uses_exactly_the_justfile_of_its_directory() {
     let env = Env::new();
     // A justfile above the root, and a root justfile that falls back to it.
     let marker = env.tmp.path().join("OUTER-RAN");
-    std::fs::write(env.tmp.path().join("justfile"), format!("outer:\n    touch {}\n", marker.display())).unwrap();
+    std::fs::write(
+        env.tmp.path().join("justfile"),
+        format!("outer:\n    touch {}\n", marker.display()),
+    )
+    .unwrap();
     let help = env.request(&json!({"help": "just.run"}));
-    assert_eq!(help["help"]["targets_error"]["code"], "not_found", "just found a justfile above the root: {help}");
+    assert_eq!(
+        help["help"]["targets_error"]["code"], "not_found",
+        "just found a justfile above the root: {help}"
+    );
     std::fs::write(env.root.join("justfile"), "set fallback\n\ninner:\n    echo inner\n").unwrap();
     let list = env.request(&json!({"help": "just.run"}));
-    let names: Vec<&str> = list["help"]["targets"].as_array().unwrap_or_else(|| panic!("{list}")).iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = list["help"]["targets"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["inner"], "{list}");
     let outer = env.request(&json!({"help": "just.run:outer"}));
     assert_eq!(outer["ok"], Value::Null, "{outer}");
-    assert!(outer.to_string().contains("not_found"), "the parent justfile's recipe was reachable: {outer}");
+    assert!(
+        outer.to_string().contains("not_found"),
+        "the parent justfile's recipe was reachable: {outer}"
+    );
     assert!(!marker.exists());
 }
 
@@ -410,15 +513,43 @@ fn code_running_verbs_say_so() {
         let h = env.request(&json!({"help": verb}));
         assert_eq!(h["help"]["runs_repository_code"], true, "{verb}: {h}");
     }
-    for verb in ["git.status", "git.log", "job.list", "rg.search", "rg.files", "tsc.check", "go.build", "go.vet", "ruff.check"] {
+    for verb in [
+        "git.status",
+        "git.log",
+        "job.list",
+        "rg.search",
+        "rg.files",
+        "tsc.check",
+        "go.build",
+        "go.vet",
+        "ruff.check",
+    ] {
         let h = env.request(&json!({"help": verb}));
         assert_eq!(h["help"]["runs_repository_code"], false, "{verb}: {h}");
     }
     // The catalog marks them with the `x` effect (runs repository code).
     let catalog = env.request(&json!({"help": true}));
     let effects = catalog["help"]["effects"].as_object().unwrap_or_else(|| panic!("{catalog}"));
-    let marked: Vec<&str> = effects.iter().filter(|(_, l)| l.as_str().unwrap().contains('x')).map(|(k, _)| k.as_str()).collect();
-    assert_eq!(marked, ["cargo.*", "cargo.metadata", "eslint.*", "go.test", "jest.*", "just.*", "npm.*", "pytest.*", "vitest.*"], "{catalog}");
+    let marked: Vec<&str> = effects
+        .iter()
+        .filter(|(_, l)| l.as_str().unwrap().contains('x'))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert_eq!(
+        marked,
+        [
+            "cargo.*",
+            "cargo.metadata",
+            "eslint.*",
+            "go.test",
+            "jest.*",
+            "just.*",
+            "npm.*",
+            "pytest.*",
+            "vitest.*"
+        ],
+        "{catalog}"
+    );
     assert!(catalog["help"]["effect_letters"].as_str().unwrap().contains("x runs repo code"));
 }
 
@@ -468,14 +599,27 @@ fn write_ops() -> Vec<(&'static str, Value)> {
 fn write_verbs_are_refused_in_a_repository_whose_config_runs_programs() {
     let h = hostile();
     std::fs::write(h.env.root.join(".gitattributes"), "* filter=x\n").unwrap();
-    h.append_config(&h.env.root, &format!("[filter \"x\"]\n\tclean = {}\n\tsmudge = {}\n", h.program.display(), h.program.display()));
+    h.append_config(
+        &h.env.root,
+        &format!(
+            "[filter \"x\"]\n\tclean = {}\n\tsmudge = {}\n",
+            h.program.display(),
+            h.program.display()
+        ),
+    );
     std::fs::write(h.env.root.join("a.txt"), "two\n").unwrap();
     for (verb, args) in write_ops() {
         h.assert_refused(&h.op(verb, args), "filter.x.clean");
     }
     let signing = hostile();
-    signing.append_config(&signing.env.root, &format!("[commit]\n\tgpgSign = true\n[gpg]\n\tprogram = {}\n", signing.program.display()));
-    signing.assert_refused(&signing.op("git.commit", json!({ "message": "signed?", "allow_empty": true })), "gpg.program");
+    signing.append_config(
+        &signing.env.root,
+        &format!("[commit]\n\tgpgSign = true\n[gpg]\n\tprogram = {}\n", signing.program.display()),
+    );
+    signing.assert_refused(
+        &signing.op("git.commit", json!({ "message": "signed?", "allow_empty": true })),
+        "gpg.program",
+    );
 }
 
 #[test]
@@ -483,17 +627,32 @@ fn write_verbs_run_no_repository_hooks_and_never_sign() {
     let h = hostile_with(Env::new().allowing(&["git.*"]));
     let hooks = h.env.root.join(".git/hooks");
     std::fs::create_dir_all(&hooks).unwrap();
-    for hook in ["pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-index-change", "reference-transaction"] {
+    for hook in [
+        "pre-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "post-checkout",
+        "post-index-change",
+        "reference-transaction",
+    ] {
         std::fs::copy(&h.program, hooks.join(hook)).unwrap();
     }
     // Signing asked for by the repository (with the default program):
     // `--no-gpg-sign` wins, so no signature program runs either.
-    h.append_config(&h.env.root, "[user]\n\tname = Ada\n\temail = ada@example.com\n[commit]\n\tgpgSign = true\n");
+    h.append_config(
+        &h.env.root,
+        "[user]\n\tname = Ada\n\temail = ada@example.com\n[commit]\n\tgpgSign = true\n",
+    );
     std::fs::write(h.env.root.join("a.txt"), "two\n").unwrap();
     for (verb, args) in write_ops() {
         let r = h.op(verb, args);
         assert_eq!(r["ok"], true, "{verb}: {r}");
-        assert!(!h.ran(), "{verb} ran a repository hook: {}", std::fs::read_to_string(&h.marker).unwrap_or_default());
+        assert!(
+            !h.ran(),
+            "{verb} ran a repository hook: {}",
+            std::fs::read_to_string(&h.marker).unwrap_or_default()
+        );
     }
     let commit = git(&h.env.root, &["cat-file", "commit", "HEAD"]);
     assert!(!commit.contains("gpgsig"), "the commit was signed: {commit}");
@@ -515,6 +674,9 @@ fn git_verbs_refuse_a_root_that_is_no_repository() {
     for verb in ["git.status", "git.log", "git.branches"] {
         let r = env.op(verb, json!({}));
         assert_eq!(r["error"]["code"], "not_a_repository", "{verb}: {r}");
-        assert!(r["error"]["message"].as_str().unwrap().contains("not inside a git repository"), "{r}");
+        assert!(
+            r["error"]["message"].as_str().unwrap().contains("not inside a git repository"),
+            "{r}"
+        );
     }
 }

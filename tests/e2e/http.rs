@@ -26,8 +26,7 @@ fn add_token(env: &Env, name: &str, allow: &[&str]) -> String {
     out["token"].as_str().unwrap().to_string()
 }
 
-const INITIALIZE: &str =
-    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
 /// The status line and headers of one HTTP/1.1 POST to /mcp (the body,
 /// possibly an endless event stream, is not read).
@@ -69,8 +68,15 @@ fn post(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> Head {
     }
     let text = String::from_utf8_lossy(&head).to_string();
     let mut lines = text.split("\r\n");
-    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
-    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
     Head { status, headers }
 }
 
@@ -81,11 +87,19 @@ fn bearer(token: &str) -> String {
 /// Run tests/python/mcp_http.py and parse what it printed.
 fn python(args: &[&str]) -> Value {
     let python = target_dir().join("py/bin/python");
-    assert!(python.exists(), "{} is missing: run `just python-env` (part of `just test`)", python.display());
+    assert!(
+        python.exists(),
+        "{} is missing: run `just python-env` (part of `just test`)",
+        python.display()
+    );
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_http.py");
     let out = Command::new(&python).arg(&script).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "python client failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "python client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
@@ -96,7 +110,14 @@ fn a_python_sdk_session_over_http_runs_help_a_batch_a_job_and_reports_progress()
     let server = serve(&env, &[]);
     let v = python(&["session", &server.url, &token]);
     assert_eq!(v["tools"], json!(["request"]), "{v}");
-    assert!(v["catalog_verbs"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().starts_with("echo.job(")), "{v}");
+    assert!(
+        v["catalog_verbs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.as_str().unwrap().starts_with("echo.job(")),
+        "{v}"
+    );
     // The batch: answers in order, one bad op costs only itself.
     assert_eq!(v["batch"]["status"], "partial", "{v}");
     assert_eq!(v["batch"]["results"][0]["result"]["argv"], json!(["one"]));
@@ -125,10 +146,19 @@ fn missing_wrong_and_revoked_tokens_get_401_with_a_bearer_challenge() {
     let server = serve(&env, &[]);
     let missing = post(&server.addr, &[], INITIALIZE.as_bytes());
     assert_eq!(missing.status, 401);
-    assert!(missing.header("www-authenticate").unwrap().starts_with("Bearer"), "{:?}", missing.headers);
-    let wrong = post(&server.addr, &[("Authorization", &bearer(&format!("{token}x")))], INITIALIZE.as_bytes());
+    assert!(
+        missing.header("www-authenticate").unwrap().starts_with("Bearer"),
+        "{:?}",
+        missing.headers
+    );
+    let wrong = post(
+        &server.addr,
+        &[("Authorization", &bearer(&format!("{token}x")))],
+        INITIALIZE.as_bytes(),
+    );
     assert_eq!(wrong.status, 401);
-    let not_bearer = post(&server.addr, &[("Authorization", &format!("Basic {token}"))], INITIALIZE.as_bytes());
+    let not_bearer =
+        post(&server.addr, &[("Authorization", &format!("Basic {token}"))], INITIALIZE.as_bytes());
     assert_eq!(not_bearer.status, 401);
     let good = post(&server.addr, &[("Authorization", &bearer(&token))], INITIALIZE.as_bytes());
     assert_eq!(good.status, 200, "{:?}", good.headers);
@@ -155,9 +185,17 @@ fn a_session_answers_only_to_the_token_that_opened_it() {
     let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let session = [("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
     // Another valid token that learned the id gets what an unknown id gets.
-    let stolen = post(&server.addr, &[session[0], session[1], ("Authorization", &bearer(&mallory))], initialized);
+    let stolen = post(
+        &server.addr,
+        &[session[0], session[1], ("Authorization", &bearer(&mallory))],
+        initialized,
+    );
     assert_eq!(stolen.status, 404);
-    let own = post(&server.addr, &[session[0], session[1], ("Authorization", &bearer(&alice))], initialized);
+    let own = post(
+        &server.addr,
+        &[session[0], session[1], ("Authorization", &bearer(&alice))],
+        initialized,
+    );
     assert_eq!(own.status, 202);
 }
 
@@ -167,40 +205,73 @@ fn a_foreign_origin_or_host_gets_403() {
     let token = add_token(&env, "ci", &[]);
     let server = serve(&env, &[]);
     let auth = bearer(&token);
-    let foreign = post(&server.addr, &[("Authorization", &auth), ("Origin", "http://evil.example")], INITIALIZE.as_bytes());
+    let foreign = post(
+        &server.addr,
+        &[("Authorization", &auth), ("Origin", "http://evil.example")],
+        INITIALIZE.as_bytes(),
+    );
     assert_eq!(foreign.status, 403);
     // A DNS-rebinding page reaches the loopback port under its own name.
-    let rebound = post(&server.addr, &[("Authorization", &auth), ("Host", "evil.example")], INITIALIZE.as_bytes());
+    let rebound = post(
+        &server.addr,
+        &[("Authorization", &auth), ("Host", "evil.example")],
+        INITIALIZE.as_bytes(),
+    );
     assert_eq!(rebound.status, 403);
-    let local = post(&server.addr, &[("Authorization", &auth), ("Origin", "http://localhost:3000")], INITIALIZE.as_bytes());
+    let local = post(
+        &server.addr,
+        &[("Authorization", &auth), ("Origin", "http://localhost:3000")],
+        INITIALIZE.as_bytes(),
+    );
     assert_eq!(local.status, 200);
     // An origin the operator allowed.
     drop(server);
-    let server = serve(&env, &["--allow-origin", "https://app.example:443", "--allow-host", "gate.example"]);
-    let allowed = post(&server.addr, &[("Authorization", &auth), ("Origin", "https://app.example"), ("Host", "gate.example")], INITIALIZE.as_bytes());
+    let server =
+        serve(&env, &["--allow-origin", "https://app.example:443", "--allow-host", "gate.example"]);
+    let allowed = post(
+        &server.addr,
+        &[("Authorization", &auth), ("Origin", "https://app.example"), ("Host", "gate.example")],
+        INITIALIZE.as_bytes(),
+    );
     assert_eq!(allowed.status, 200);
-    let other = post(&server.addr, &[("Authorization", &auth), ("Origin", "https://evil.example")], INITIALIZE.as_bytes());
+    let other = post(
+        &server.addr,
+        &[("Authorization", &auth), ("Origin", "https://evil.example")],
+        INITIALIZE.as_bytes(),
+    );
     assert_eq!(other.status, 403);
 }
 
 #[test]
 fn oversized_bodies_get_413_and_idle_sessions_expire() {
     let env = Env::new();
-    let server = serve(&env, &["--max-body-bytes", "4096", "--session-idle-secs", "1", "--no-auth"]);
-    let big = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(64 * 1024));
+    let server =
+        serve(&env, &["--max-body-bytes", "4096", "--session-idle-secs", "1", "--no-auth"]);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(64 * 1024)
+    );
     assert_eq!(post(&server.addr, &[], big.as_bytes()).status, 413);
     // A session, then silence past the idle limit: the session is gone.
     let init = post(&server.addr, &[], INITIALIZE.as_bytes());
     assert_eq!(init.status, 200);
     let id = init.header("mcp-session-id").expect("a session id").to_string();
     let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    let live = post(&server.addr, &[("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "2025-06-18")], initialized);
+    let live = post(
+        &server.addr,
+        &[("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "2025-06-18")],
+        initialized,
+    );
     assert_eq!(live.status, 202);
     // Any request is activity, so stay silent well past the limit (4x),
     // then ask once.
     std::thread::sleep(Duration::from_secs(4));
     let ping = br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
-    let later = post(&server.addr, &[("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "2025-06-18")], ping);
+    let later = post(
+        &server.addr,
+        &[("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "2025-06-18")],
+        ping,
+    );
     assert_eq!(later.status, 404, "the idle session is still there");
 }
 
@@ -209,16 +280,29 @@ fn binding_all_interfaces_without_tokens_refuses_to_start() {
     let env = Env::new();
     let out = env.cmd(&["serve", "--http", "0.0.0.0:0"]).stdin(Stdio::null()).output().unwrap();
     assert!(!out.status.success());
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("without authentication") && text.contains("verbgate token add"), "{text}");
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("without authentication") && text.contains("verbgate token add"),
+        "{text}"
+    );
     // With a token it starts (and demands it).
     let token = add_token(&env, "remote", &[]);
-    let mut child = env.cmd(&["serve", "--http", "0.0.0.0:0"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = env
+        .cmd(&["serve", "--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
     let _ = child.kill();
     let _ = child.wait();
-    assert!(line.contains("serving MCP on http://0.0.0.0:") && line.contains("bearer tokens required"), "{line}");
+    assert!(
+        line.contains("serving MCP on http://0.0.0.0:") && line.contains("bearer tokens required"),
+        "{line}"
+    );
     assert!(!token.is_empty());
 }
 
@@ -229,7 +313,8 @@ fn one_tokens_allow_list_is_enforced_while_anothers_is_not() {
     let wide = add_token(&env, "wide", &[]);
     let server = serve(&env, &[]);
     let n = python(&["probe", &server.url, &narrow]);
-    let catalog: Vec<&str> = n["catalog_verbs"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    let catalog: Vec<&str> =
+        n["catalog_verbs"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     assert!(catalog.iter().all(|s| s.starts_with("job.")), "the narrow catalog lists {catalog:?}");
     assert!(catalog.iter().any(|s| s.starts_with("job.list(")), "{catalog:?}");
     // A verb outside the list answers as one that does not exist
@@ -244,10 +329,21 @@ fn one_tokens_allow_list_is_enforced_while_anothers_is_not() {
     assert_eq!(ops[1]["error"]["verb"], "echo.args");
     assert_eq!(ops[2]["ok"], true, "{n}");
     let w = python(&["probe", &server.url, &wide]);
-    assert!(w["catalog_verbs"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().starts_with("echo.argv(")), "{w}");
+    assert!(
+        w["catalog_verbs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.as_str().unwrap().starts_with("echo.argv(")),
+        "{w}"
+    );
     assert_eq!(w["help_echo_is_error"], false, "{w}");
     let ops = &w["ops"]["results"];
-    assert_eq!((ops[0]["ok"].clone(), ops[1]["ok"].clone(), ops[2]["ok"].clone()), (json!(true), json!(true), json!(true)), "{w}");
+    assert_eq!(
+        (ops[0]["ok"].clone(), ops[1]["ok"].clone(), ops[2]["ok"].clone()),
+        (json!(true), json!(true), json!(true)),
+        "{w}"
+    );
     assert_eq!(ops[1]["result"]["argv"], json!(["alias"]));
 }
 
@@ -259,20 +355,39 @@ fn jobs_belong_to_the_token_that_started_them() {
     let (alice, mallory) = (add_token(&env, "alice", &[]), add_token(&env, "mallory", &[]));
     let server = serve(&env, &[]);
     let fp = env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"].clone();
-    let spawn = json!({"ops": [{"op": "echo.job", "args": {"sleep_ms": 30000}, "schema_fingerprint": fp}]}).to_string();
+    let spawn =
+        json!({"ops": [{"op": "echo.job", "args": {"sleep_ms": 30000}, "schema_fingerprint": fp}]})
+            .to_string();
     let started = python(&["request", &server.url, &alice, &spawn]);
-    let id = started["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
+    let id = started["results"][0]["result"]["job"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_string();
     let probe = json!({"ops": [{"op": "job.list"}, {"op": "job.status", "args": {"id": &id}}, {"op": "job.kill", "args": {"id": &id}}]}).to_string();
     let m = python(&["request", &server.url, &mallory, &probe]);
-    assert_eq!(m["results"][0]["result"]["jobs"], json!([]), "another token's job is not listed: {m}");
+    assert_eq!(
+        m["results"][0]["result"]["jobs"],
+        json!([]),
+        "another token's job is not listed: {m}"
+    );
     assert_eq!(m["results"][1]["error"]["code"], "not_found", "{m}");
     assert_eq!(m["results"][2]["error"]["code"], "not_found", "nor killed: {m}");
-    let listed = python(&["request", &server.url, &alice, &json!({"ops": [{"op": "job.status", "args": {"id": &id}}]}).to_string()]);
+    let listed = python(&[
+        "request",
+        &server.url,
+        &alice,
+        &json!({"ops": [{"op": "job.status", "args": {"id": &id}}]}).to_string(),
+    ]);
     assert_eq!(listed["results"][0]["result"]["status"], "running", "{listed}");
     // A token granted every job (and the local user) sees and stops it.
     let out = env.run_ok(&["token", "add", "ops", "--all-jobs"]);
     let ops = out["token"].as_str().unwrap().to_string();
-    let o = python(&["request", &server.url, &ops, &json!({"ops": [{"op": "job.kill", "args": {"id": &id}}]}).to_string()]);
+    let o = python(&[
+        "request",
+        &server.url,
+        &ops,
+        &json!({"ops": [{"op": "job.kill", "args": {"id": &id}}]}).to_string(),
+    ]);
     assert_eq!(o["results"][0]["ok"], true, "{o}");
     assert_eq!(env.op("job.status", json!({"id": &id}))["result"]["status"], "killed");
 }
@@ -293,7 +408,11 @@ fn fifty_clients_twenty_requests_each_without_errors_share_one_job_store() {
 #[test]
 fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
     let inspector = target_dir().join("inspector/node_modules/.bin/mcp-inspector");
-    assert!(inspector.exists(), "{} is missing: run `just inspector` (part of `just test`)", inspector.display());
+    assert!(
+        inspector.exists(),
+        "{} is missing: run `just inspector` (part of `just test`)",
+        inspector.display()
+    );
     // Inspector 0.15.0's CLI cannot send headers, so this is the loopback
     // configuration without authentication (`--no-auth`).
     let env = Env::new().with_config("[[policy]]\nverbs = [\"job.list\"]\ndecision = \"deny\"\n");
@@ -301,16 +420,25 @@ fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
     std::fs::write(env.root.join("a.txt"), "a\n").unwrap();
     let server = serve(&env, &["--no-auth"]);
     let run = |extra: &[&str]| -> Value {
-        let out = Command::new(&inspector).args(["--cli", &server.url, "--transport", "http"]).args(extra).output().unwrap();
+        let out = Command::new(&inspector)
+            .args(["--cli", &server.url, "--transport", "http"])
+            .args(extra)
+            .output()
+            .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "inspector failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "inspector failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
     };
     let tools = run(&["--method", "tools/list"]);
     assert_eq!(tools["tools"].as_array().unwrap().len(), 1, "{tools}");
     assert_eq!(tools["tools"][0]["name"], "request");
     // The inspector sends tool arguments as strings: ask for one verb's help.
-    let called = run(&["--method", "tools/call", "--tool-name", "request", "--tool-arg", "help=job.list"]);
+    let called =
+        run(&["--method", "tools/call", "--tool-name", "request", "--tool-arg", "help=job.list"]);
     assert_eq!(called["structuredContent"]["status"], "success", "{called}");
     assert_eq!(called["structuredContent"]["help"]["verb"], "job.list", "{called}");
     // A denied op and one that needs consent the inspector cannot give: the

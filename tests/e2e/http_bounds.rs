@@ -39,7 +39,11 @@ impl Server {
             None => base,
             Some(n) => {
                 let mut c = Command::new("sh");
-                c.arg("-c").arg(format!("ulimit -n {n} && exec \"$@\"")).arg("sh").arg(base.get_program()).args(base.get_args());
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$@\""))
+                    .arg("sh")
+                    .arg(base.get_program())
+                    .args(base.get_args());
                 for (k, v) in base.get_envs() {
                     match v {
                         Some(v) => c.env(k, v),
@@ -49,7 +53,12 @@ impl Server {
                 c
             }
         };
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start verbgate serve --http");
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start verbgate serve --http");
         let stderr = child.stderr.take().unwrap();
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -63,8 +72,9 @@ impl Server {
                 // Keep draining so the server never blocks on a full pipe.
             }
         });
-        let addr =
-            rx.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| panic!("verbgate serve --http printed no address: {:?}", lines.lock().unwrap()));
+        let addr = rx.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| {
+            panic!("verbgate serve --http printed no address: {:?}", lines.lock().unwrap())
+        });
         Server { child, addr, stderr: lines }
     }
 
@@ -82,8 +92,7 @@ fn add_token(env: &Env, name: &str, allow: &[&str]) -> String {
     env.run_ok(&args)["token"].as_str().unwrap().to_string()
 }
 
-const INITIALIZE: &str =
-    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// One whole HTTP/1.1 answer (`Connection: close`, read to its end).
@@ -103,13 +112,22 @@ impl Answer {
         if let Ok(v) = serde_json::from_str::<Value>(&self.body) {
             return vec![v];
         }
-        self.body.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect()
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
     }
 }
 
 /// Send one request and return the socket with the status line and
 /// headers read (the body, possibly an endless stream, is left unread).
-fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (TcpStream, u16, Vec<(String, String)>) {
+fn send(
+    addr: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (TcpStream, u16, Vec<(String, String)>) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut req = format!(
@@ -137,8 +155,15 @@ fn read_head(s: &mut TcpStream) -> (u16, Vec<(String, String)>) {
     }
     let text = String::from_utf8_lossy(&head).to_string();
     let mut lines = text.split("\r\n");
-    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
-    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
     (status, headers)
 }
 
@@ -165,7 +190,15 @@ fn open_session(addr: &str, token: &str) -> String {
     let init = post(addr, &[("Authorization", &auth)], INITIALIZE);
     assert_eq!(init.status, 200, "{}", init.body);
     let id = init.header("mcp-session-id").expect("a session id").to_string();
-    let done = post(addr, &[("Authorization", &auth), ("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "2025-06-18")], INITIALIZED);
+    let done = post(
+        addr,
+        &[
+            ("Authorization", &auth),
+            ("Mcp-Session-Id", &id),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        INITIALIZED,
+    );
     assert_eq!(done.status, 202, "{}", done.body);
     id
 }
@@ -173,9 +206,21 @@ fn open_session(addr: &str, token: &str) -> String {
 /// `tools/call request ARGS` in a session: the tool's structured answer.
 fn call(addr: &str, token: &str, session: &str, args: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "request", "arguments": args}}).to_string();
-    let a = post(addr, &[("Authorization", &bearer(token)), ("Mcp-Session-Id", session), ("MCP-Protocol-Version", "2025-06-18")], &body);
+    let a = post(
+        addr,
+        &[
+            ("Authorization", &bearer(token)),
+            ("Mcp-Session-Id", session),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        &body,
+    );
     assert_eq!(a.status, 200, "{}", a.body);
-    let reply = a.messages().into_iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("no answer to the call in {}", a.body));
+    let reply = a
+        .messages()
+        .into_iter()
+        .find(|m| m["id"] == 7)
+        .unwrap_or_else(|| panic!("no answer to the call in {}", a.body));
     reply["result"]["structuredContent"].clone()
 }
 
@@ -189,7 +234,11 @@ fn ends_within(s: &mut TcpStream, limit: Duration) -> Option<Duration> {
         match s.read(&mut buf) {
             Ok(0) => return Some(started.elapsed()),
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
             Err(_) => return Some(started.elapsed()),
         }
     }
@@ -206,7 +255,8 @@ fn silent_sockets_do_not_keep_a_token_holder_waiting() {
     let env = Env::new();
     let token = add_token(&env, "laptop", &[]);
     let server = Server::start(&env, &[], Some(256));
-    let mut silent: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
+    let mut silent: Vec<TcpStream> =
+        (0..300).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
     let last_connected = Instant::now();
     // Let the server accept what it will.
     std::thread::sleep(Duration::from_millis(500));
@@ -215,14 +265,20 @@ fn silent_sockets_do_not_keep_a_token_holder_waiting() {
     let took = started.elapsed();
     eprintln!("a token holder behind 300 silent sockets was answered in {took:?}");
     assert_eq!(init.status, 200, "{}", init.body);
-    assert!(took < Duration::from_secs(5), "300 silent sockets kept a token holder waiting {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "300 silent sockets kept a token holder waiting {took:?}"
+    );
     // The newest silent socket was kept (older ones made room); it is
     // closed when its 10 s to send a request head are up.
     let last = silent.last_mut().unwrap();
     let _ = last.write_all(b"POST /mcp HTTP/1.1\r\n");
     let closed = ends_within(last, Duration::from_secs(20)).map(|_| last_connected.elapsed());
     eprintln!("the newest silent socket was closed {closed:?} after it connected");
-    assert!(closed.is_some_and(|t| t > Duration::from_secs(8) && t < Duration::from_secs(14)), "closed after {closed:?}, not 10 s");
+    assert!(
+        closed.is_some_and(|t| t > Duration::from_secs(8) && t < Duration::from_secs(14)),
+        "closed after {closed:?}, not 10 s"
+    );
 }
 
 #[test]
@@ -246,25 +302,44 @@ fn sessions_are_capped_per_token_and_in_all() {
         ids.push(init.header("mcp-session-id").expect("a session id").to_string());
     }
     eprintln!("one token opened {} sessions before a refusal", ids.len());
-    let (at, over) = refused.unwrap_or_else(|| panic!("one token opened {} sessions, none refused", ids.len()));
+    let (at, over) =
+        refused.unwrap_or_else(|| panic!("one token opened {} sessions, none refused", ids.len()));
     assert_eq!(at, 128, "the per-token cap is 128");
     assert_eq!(over.status, 429, "{}", over.body);
-    let err: Value = serde_json::from_str(&over.body).unwrap_or_else(|e| panic!("{e}: {}", over.body));
+    let err: Value =
+        serde_json::from_str(&over.body).unwrap_or_else(|e| panic!("{e}: {}", over.body));
     assert_eq!(err["jsonrpc"], "2.0");
     assert_eq!(err["id"], 1, "the refusal answers the initialize request: {err}");
     let msg = err["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("128") && msg.contains("--max-sessions-per-token") && msg.contains("DELETE"), "{msg}");
+    assert!(
+        msg.contains("128") && msg.contains("--max-sessions-per-token") && msg.contains("DELETE"),
+        "{msg}"
+    );
     assert_eq!(err["error"]["data"]["flag"], "--max-sessions-per-token", "{err}");
     // Another token is not held back by this one's sessions.
     assert_eq!(post(&server.addr, &[("Authorization", &bearer(&b))], INITIALIZE).status, 200);
     // A closed session makes room.
-    let closed = request(&server.addr, "DELETE", &[("Authorization", &auth_a), ("Mcp-Session-Id", &ids[0]), ("MCP-Protocol-Version", "2025-06-18")], "");
-    assert_eq!(closed.status, 204, "a closed session answers 204 No Content (202 read as a failure by the Python SDK): {}", closed.body);
+    let closed = request(
+        &server.addr,
+        "DELETE",
+        &[
+            ("Authorization", &auth_a),
+            ("Mcp-Session-Id", &ids[0]),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        "",
+    );
+    assert_eq!(
+        closed.status, 204,
+        "a closed session answers 204 No Content (202 read as a failure by the Python SDK): {}",
+        closed.body
+    );
     assert_eq!(post(&server.addr, &[("Authorization", &auth_a)], INITIALIZE).status, 200);
     drop(server);
 
     // All tokens together: 503 past --max-sessions.
-    let server = Server::start(&env, &["--max-sessions", "3", "--max-sessions-per-token", "2"], None);
+    let server =
+        Server::start(&env, &["--max-sessions", "3", "--max-sessions-per-token", "2"], None);
     for (token, want) in [(&a, 200), (&a, 200), (&a, 429), (&b, 200), (&b, 503)] {
         let init = post(&server.addr, &[("Authorization", &bearer(token))], INITIALIZE);
         assert_eq!(init.status, want, "{}", init.body);
@@ -314,7 +389,10 @@ fn a_slow_authenticated_body_times_out() {
     let took = started.elapsed();
     let text = String::from_utf8_lossy(&got).to_string();
     eprintln!("a body sent a byte every 300 ms was answered after {took:?}: {text:?}");
-    assert!(text.starts_with("HTTP/1.1 408"), "no 408 for a body still arriving after {took:?}: {text:?}");
+    assert!(
+        text.starts_with("HTTP/1.1 408"),
+        "no 408 for a body still arriving after {took:?}: {text:?}"
+    );
     assert!(text.contains("--body-timeout-secs") && text.contains("2 s"), "{text}");
     assert!(took < Duration::from_secs(6), "{took:?}");
 }
@@ -329,8 +407,17 @@ fn revoking_a_token_ends_its_streams_and_calls() {
     let server = Server::start(&env, &[], None);
     let id = open_session(&server.addr, &token);
     let auth = bearer(&token);
-    let session = [("Authorization", auth.as_str()), ("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
-    let (mut stream, status, _) = send(&server.addr, "GET", &[session[0], session[1], session[2], ("Accept", "text/event-stream")], b"");
+    let session = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", id.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let (mut stream, status, _) = send(
+        &server.addr,
+        "GET",
+        &[session[0], session[1], session[2], ("Accept", "text/event-stream")],
+        b"",
+    );
     assert_eq!(status, 200);
     let slow = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "request", "arguments": {"ops": [{"op": "echo.sleep", "args": {"ms": 60000}}]}}});
     let (mut call, status, _) = send(&server.addr, "POST", &session, slow.to_string().as_bytes());
@@ -341,8 +428,14 @@ fn revoking_a_token_ends_its_streams_and_calls() {
     let stream_end = ends_within(&mut stream, Duration::from_secs(10));
     let call_end = ends_within(&mut call, Duration::from_secs(10));
     eprintln!("after the revocation: stream ended {stream_end:?}, call ended {call_end:?}");
-    assert!(stream_end.is_some_and(|t| t < Duration::from_secs(5)), "the revoked token's event stream was still open after 10 s");
-    assert!(call_end.is_some(), "the revoked token's in-flight call was still open after 10 s more");
+    assert!(
+        stream_end.is_some_and(|t| t < Duration::from_secs(5)),
+        "the revoked token's event stream was still open after 10 s"
+    );
+    assert!(
+        call_end.is_some(),
+        "the revoked token's in-flight call was still open after 10 s more"
+    );
     assert_eq!(post(&server.addr, &session, INITIALIZED).status, 401);
 }
 
@@ -358,8 +451,20 @@ fn a_re_minted_token_with_an_old_name_does_not_inherit_its_sessions() {
     let id = open_session(&server.addr, &old);
     env.run_ok(&["token", "revoke", "ci"]);
     let new = add_token(&env, "ci", &[]);
-    let reuse = post(&server.addr, &[("Authorization", &bearer(&new)), ("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "2025-06-18")], INITIALIZED);
-    assert_eq!(reuse.status, 404, "a new token named like a revoked one reached its session: {}", reuse.body);
+    let reuse = post(
+        &server.addr,
+        &[
+            ("Authorization", &bearer(&new)),
+            ("Mcp-Session-Id", &id),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        INITIALIZED,
+    );
+    assert_eq!(
+        reuse.status, 404,
+        "a new token named like a revoked one reached its session: {}",
+        reuse.body
+    );
     // Its own sessions work.
     let mine = open_session(&server.addr, &new);
     assert_ne!(mine, id);
@@ -374,9 +479,16 @@ fn loopback_without_tokens_needs_the_generated_token_unless_no_auth_is_given() {
     let server = Server::start(&env, &[], None);
     let anyone = post(&server.addr, &[], INITIALIZE);
     assert_eq!(anyone.status, 401, "a token-less loopback server served a request without a token");
-    assert!(anyone.header("www-authenticate").is_some_and(|v| v.starts_with("Bearer")), "{:?}", anyone.headers);
+    assert!(
+        anyone.header("www-authenticate").is_some_and(|v| v.starts_with("Bearer")),
+        "{:?}",
+        anyone.headers
+    );
     let said = server.said();
-    let token = said.split_whitespace().find(|w| w.starts_with("vgt_")).unwrap_or_else(|| panic!("no generated token on stderr: {said}"));
+    let token = said
+        .split_whitespace()
+        .find(|w| w.starts_with("vgt_"))
+        .unwrap_or_else(|| panic!("no generated token on stderr: {said}"));
     assert!(said.contains("--no-auth") && said.contains("verbgate token add"), "{said}");
     assert_eq!(post(&server.addr, &[("Authorization", &bearer(token))], INITIALIZE).status, 200);
     // Printed, never stored: tokens.json holds no token.
@@ -393,14 +505,27 @@ fn loopback_without_tokens_needs_the_generated_token_unless_no_auth_is_given() {
     assert!(server.said().contains("no authentication"), "{}", server.said());
     assert!(!server.said().contains("vgt_"), "{}", server.said());
     drop(server);
-    let out = env.cmd(&["serve", "--http", "0.0.0.0:0", "--no-auth"]).stdin(Stdio::null()).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let out = env
+        .cmd(&["serve", "--http", "0.0.0.0:0", "--no-auth"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
-    assert!(text.contains("--no-auth") && text.contains("loopback") && text.contains("0.0.0.0"), "{text}");
+    assert!(
+        text.contains("--no-auth") && text.contains("loopback") && text.contains("0.0.0.0"),
+        "{text}"
+    );
     // With tokens configured, --no-auth would silently drop them: refused.
     add_token(&env, "laptop", &[]);
-    let out = env.cmd(&["serve", "--http", "127.0.0.1:0", "--no-auth"]).stdin(Stdio::null()).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let out = env
+        .cmd(&["serve", "--http", "127.0.0.1:0", "--no-auth"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("--no-auth") && text.contains("token revoke"), "{text}");
 }
@@ -421,7 +546,11 @@ fn a_narrowed_token_cannot_tell_a_hidden_verb_from_a_missing_one() {
         let h = answer(args(hidden)).to_string();
         let m = answer(args(missing)).to_string();
         assert!(h.contains("unknown_verb"), "{h}");
-        assert_eq!(h.replace(hidden, "NAME"), m.replace(missing, "NAME"), "a hidden verb answers otherwise than a missing one");
+        assert_eq!(
+            h.replace(hidden, "NAME"),
+            m.replace(missing, "NAME"),
+            "a hidden verb answers otherwise than a missing one"
+        );
     };
     let op = |name: &str| json!({"ops": [{"op": name, "args": {"word": "hi"}}]});
     let help = |name: &str| json!({"help": name});
@@ -447,7 +576,9 @@ fn the_loading_list_names_files_not_paths() {
     let server = Server::start(&env, &[], None);
     let id = open_session(&server.addr, &token);
     let catalog = &call(&server.addr, &token, &id, json!({"help": true}))["help"];
-    let loading = catalog["loading"].as_array().unwrap_or_else(|| panic!("nothing loading in a cold start: {catalog}"));
+    let loading = catalog["loading"]
+        .as_array()
+        .unwrap_or_else(|| panic!("nothing loading in a cold start: {catalog}"));
     for entry in loading {
         let name = entry.as_str().unwrap();
         assert!(!name.contains('/') && name.ends_with(".wasm"), "the loading list shows {name:?}");

@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use verbgate_tests::{component, verbgate_bin};
 
 /// The bundled components, as host/build.rs embeds them.
-const BUNDLED: [&str; 13] = ["core", "git", "cargo", "just", "rg", "pytest", "npm", "vitest", "jest", "tsc", "eslint", "go", "ruff"];
+const BUNDLED: [&str; 13] = [
+    "core", "git", "cargo", "just", "rg", "pytest", "npm", "vitest", "jest", "tsc", "eslint", "go",
+    "ruff",
+];
 
 #[test]
 fn committed_bundled_components_equal_a_fresh_build() {
@@ -33,7 +36,10 @@ fn version_names_the_contracts_and_the_bundled_digests() {
     assert!(text.contains("verbgate:verbs@0.1.0"), "{text}");
     for name in BUNDLED {
         let digest = verbgate::json::sha256_hex(&std::fs::read(component(name)).unwrap());
-        assert!(text.contains(&format!("{name} sha256:{digest}")), "{name} digest missing from: {text}");
+        assert!(
+            text.contains(&format!("{name} sha256:{digest}")),
+            "{name} digest missing from: {text}"
+        );
     }
 }
 
@@ -42,7 +48,11 @@ fn version_names_the_contracts_and_the_bundled_digests() {
 fn under_address_limit(env: &verbgate_tests::Env, kib: u64, args: &[&str]) -> std::process::Output {
     let inner = env.cmd(args);
     let mut c = std::process::Command::new("sh");
-    c.arg("-c").arg("ulimit -v \"$0\" && exec \"$@\"").arg(kib.to_string()).arg(inner.get_program()).args(inner.get_args());
+    c.arg("-c")
+        .arg("ulimit -v \"$0\" && exec \"$@\"")
+        .arg(kib.to_string())
+        .arg(inner.get_program())
+        .args(inner.get_args());
     for (key, value) in inner.get_envs() {
         match value {
             Some(v) => c.env(key, v),
@@ -66,7 +76,8 @@ fn a_small_address_space_shrinks_the_instance_pool_instead_of_refusing_to_start(
         return;
     }
     let env = verbgate_tests::Env::with_plugin("fixture-echo");
-    let request = serde_json::json!({"ops": [{"op": "echo.argv", "args": {"word": "w"}}]}).to_string();
+    let request =
+        serde_json::json!({"ops": [{"op": "echo.argv", "args": {"word": "w"}}]}).to_string();
     // The default pool (256 calls, two 4 GiB memory slots each) needs about
     // 2 TiB of address space; 64 GiB holds a pool of a few calls.
     let out = under_address_limit(&env, 64 << 20, &["request", &request]);
@@ -74,7 +85,10 @@ fn a_small_address_space_shrinks_the_instance_pool_instead_of_refusing_to_start(
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(answer["results"][0]["ok"], true, "a plugin call runs in the smaller pool: {answer}");
+    assert_eq!(
+        answer["results"][0]["ok"], true,
+        "a plugin call runs in the smaller pool: {answer}"
+    );
     let served: u32 = stderr
         .split("serving ")
         .nth(1)
@@ -82,7 +96,10 @@ fn a_small_address_space_shrinks_the_instance_pool_instead_of_refusing_to_start(
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("the shrunk pool is reported on stderr: {stderr}"));
     assert!((1..256).contains(&served) && 256 % served == 0, "served {served} of 256");
-    assert!(stderr.contains("limits.plugin_concurrent_calls"), "the warning says which setting to change: {stderr}");
+    assert!(
+        stderr.contains("limits.plugin_concurrent_calls"),
+        "the warning says which setting to change: {stderr}"
+    );
 
     // Not even one call fits: a refusal that says what to raise.
     let out = under_address_limit(&env, 4 << 20, &["request", &request]);
@@ -100,9 +117,13 @@ fn a_small_address_space_shrinks_the_instance_pool_instead_of_refusing_to_start(
 
 #[test]
 fn a_pool_larger_than_any_address_space_is_refused_by_name() {
-    let env = verbgate_tests::Env::new().with_config("[limits]\nplugin_concurrent_calls = 100000\n");
+    let env =
+        verbgate_tests::Env::new().with_config("[limits]\nplugin_concurrent_calls = 100000\n");
     let (code, answer, _) = env.run(&["request", r#"{"help":true}"#]);
     assert_ne!(code, 0, "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("plugin_concurrent_calls is 100000") && message.contains("4096"), "{answer}");
+    assert!(
+        message.contains("plugin_concurrent_calls is 100000") && message.contains("4096"),
+        "{answer}"
+    );
 }

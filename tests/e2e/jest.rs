@@ -31,7 +31,8 @@ fn outcomes(r: &Value) -> Vec<(String, String, String)> {
         .iter()
         .map(|t| {
             let file = t["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
-            let name: Vec<&str> = t["name"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+            let name: Vec<&str> =
+                t["name"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
             (file, name.join(" > "), t["outcome"].as_str().unwrap().to_string())
         })
         .collect();
@@ -43,7 +44,11 @@ fn outcomes(r: &Value) -> Vec<(String, String, String)> {
 fn every_outcome_is_mapped_from_jest_json() {
     let env = suite_env();
     let r = run_job(&env, json!({}));
-    assert_eq!((r["success"].clone(), r["exit_code"].clone(), r["status"].clone()), (json!(false), json!(1), json!("error")), "{r}");
+    assert_eq!(
+        (r["success"].clone(), r["exit_code"].clone(), r["status"].clone()),
+        (json!(false), json!(1), json!("error")),
+        "{r}"
+    );
     let want: Vec<(String, String, String)> = [
         ("broken.test.js", "", "error"),
         ("outcomes.test.js", "math > adds", "passed"),
@@ -56,12 +61,31 @@ fn every_outcome_is_mapped_from_jest_json() {
     .map(|(f, n, o)| (f.to_string(), n.to_string(), o.to_string()))
     .collect();
     assert_eq!(outcomes(&r), want, "{r}");
-    assert_eq!(r["counts"], json!({"passed": 1, "failed": 2, "skipped": 1, "todo": 1, "error": 1, "total": 6}));
-    let test = |title: &str| r["tests"].as_array().unwrap().iter().find(|t| t["name"].as_array().unwrap().last() == Some(&json!(title))).unwrap().clone();
+    assert_eq!(
+        r["counts"],
+        json!({"passed": 1, "failed": 2, "skipped": 1, "todo": 1, "error": 1, "total": 6})
+    );
+    let test = |title: &str| {
+        r["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"].as_array().unwrap().last() == Some(&json!(title)))
+            .unwrap()
+            .clone()
+    };
     let fails = test("fails");
     let file = env.root.join("test/outcomes.test.js").display().to_string();
-    assert_eq!((fails["file"].as_str(), fails["line"].as_u64()), (Some(file.as_str()), Some(11)), "{fails}");
-    assert_eq!(fails["failure_location"], json!({"file": file, "line": 3, "column": 17}), "it failed in helper(): {fails}");
+    assert_eq!(
+        (fails["file"].as_str(), fails["line"].as_u64()),
+        (Some(file.as_str()), Some(11)),
+        "{fails}"
+    );
+    assert_eq!(
+        fails["failure_location"],
+        json!({"file": file, "line": 3, "column": 17}),
+        "it failed in helper(): {fails}"
+    );
     assert!(fails["message"].as_str().unwrap().contains("toBe"), "{fails}");
     assert_eq!(test("throws")["message"], "TypeError: boom");
     let broken = r["tests"].as_array().unwrap().iter().find(|t| t["outcome"] == "error").unwrap();
@@ -72,7 +96,11 @@ fn every_outcome_is_mapped_from_jest_json() {
 fn tests_are_selected_by_exact_path_and_name_and_a_path_is_never_an_option() {
     let env = suite_env();
     let r = run_job(&env, json!({"files": ["test/outcomes.test.js"], "name": "adds"}));
-    assert_eq!((r["status"].clone(), r["counts"]["passed"].clone(), r["success"].clone()), (json!("passed"), json!(1), json!(true)), "{r}");
+    assert_eq!(
+        (r["status"].clone(), r["counts"]["passed"].clone(), r["success"].clone()),
+        (json!("passed"), json!(1), json!(true)),
+        "{r}"
+    );
     for (args, code) in [
         (json!({"files": ["--config=/etc/passwd"]}), "unsafe_argv"),
         (json!({"files": ["/etc/passwd"]}), "plan_refused"),

@@ -15,12 +15,16 @@ fn jobs_env() -> Env {
 }
 
 fn fingerprint(env: &Env) -> String {
-    env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"].as_str().unwrap().to_string()
+    env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn spawn(env: &Env, args: Value) -> String {
     let fp = fingerprint(env);
-    let out = env.request(&json!({"ops": [{"op": "echo.job", "args": args, "schema_fingerprint": fp}]}));
+    let out =
+        env.request(&json!({"ops": [{"op": "echo.job", "args": args, "schema_fingerprint": fp}]}));
     let r = &out["results"][0];
     assert_eq!(r["ok"], true, "{out}");
     assert_eq!(r["result"]["next"]["op"], "job.wait");
@@ -28,7 +32,10 @@ fn spawn(env: &Env, args: Value) -> String {
 }
 
 fn wait(env: &Env, ids: &[&str], max_wait: f64) -> Value {
-    let r = env.op("job.wait", json!({"ids": ids, "max_wait_seconds": max_wait, "poll_interval_seconds": 0.2}));
+    let r = env.op(
+        "job.wait",
+        json!({"ids": ids, "max_wait_seconds": max_wait, "poll_interval_seconds": 0.2}),
+    );
     assert_eq!(r["ok"], true, "{r}");
     r["result"].clone()
 }
@@ -41,7 +48,10 @@ fn a_job_runs_to_its_end_and_its_result_is_mapped_by_its_plugin() {
     assert_eq!(w["all_terminal"], true, "{w}");
     assert_eq!(w["terminal"], json!([id]));
     let e = &w["jobs"][0];
-    assert_eq!((e["status"].clone(), e["outcome"].clone(), e["reason_code"].clone()), (json!("succeeded"), json!("success"), json!("exited_zero")));
+    assert_eq!(
+        (e["status"].clone(), e["outcome"].clone(), e["reason_code"].clone()),
+        (json!("succeeded"), json!("success"), json!("exited_zero"))
+    );
     let result = env.op("job.result", json!({"id": &id}));
     assert_eq!(result["result"]["result"]["argv"], json!(["hello"]), "{result}");
     assert_eq!(result["result"]["plugin_changed"], false);
@@ -87,7 +97,8 @@ fn a_bounded_wait_expires_without_error_and_without_changing_the_job() {
     assert_eq!(before["status"].as_str().map(|s| s == "preparing" || s == "running"), Some(true));
     assert_eq!(after["ended_ms"], Value::Null);
     // Clamps are echoed.
-    let c = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 0, "poll_interval_seconds": 99}));
+    let c = env
+        .op("job.wait", json!({"ids": [&id], "max_wait_seconds": 0, "poll_interval_seconds": 99}));
     assert_eq!(c["result"]["poll_interval_seconds"], 10.0);
     env.op("job.kill", json!({"id": id, "grace_seconds": 0}));
 }
@@ -97,7 +108,8 @@ fn wait_wakes_on_the_end_not_at_the_next_poll_tick() {
     let env = jobs_env();
     let id = spawn(&env, json!({"sleep_ms": 300}));
     let start = Instant::now();
-    let r = env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 30, "poll_interval_seconds": 10}));
+    let r = env
+        .op("job.wait", json!({"ids": [id], "max_wait_seconds": 30, "poll_interval_seconds": 10}));
     let took = start.elapsed();
     assert_eq!(r["result"]["all_terminal"], true, "{r}");
     // A 10 s poll interval must not delay noticing a 0.3 s job.
@@ -118,7 +130,8 @@ fn kill_stops_the_process_group_and_is_a_no_op_afterwards() {
     assert_eq!(k["result"]["job"]["outcome"], "cancelled");
     let pid = k["result"]["job"]["pid"].as_i64().unwrap();
     assert!(
-        !std::path::Path::new(&format!("/proc/{pid}/stat")).exists() || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap().contains(") Z "),
+        !std::path::Path::new(&format!("/proc/{pid}/stat")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap().contains(") Z "),
         "process {pid} survived"
     );
     let again = env.op("job.kill", json!({"id": &id}));
@@ -145,7 +158,12 @@ fn a_job_whose_processes_vanish_is_reaped_as_lost_by_the_first_observer() {
 }
 
 fn unsafe_kill(pid: i64) {
-    let status = std::process::Command::new("kill").arg("-KILL").arg("--").arg(pid.to_string()).status().unwrap();
+    let status = std::process::Command::new("kill")
+        .arg("-KILL")
+        .arg("--")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
     assert!(status.success(), "kill {pid}");
 }
 
@@ -176,9 +194,15 @@ fn jobs_survive_the_server_and_are_shared_between_cli_and_mcp() {
 }
 
 fn spawn_entity(env: &Env, fail_kill: bool) -> String {
-    let fp = env.request(&json!({"help": "echo.entityjob"}))["help"]["schema_fingerprint"].as_str().unwrap().to_string();
+    let fp = env.request(&json!({"help": "echo.entityjob"}))["help"]["schema_fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let out = env.request(&json!({"ops": [{"op": "echo.entityjob", "args": {"fail_kill": fail_kill}, "schema_fingerprint": fp}]}));
-    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string();
+    let id = out["results"][0]["result"]["job"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
     // Let the entity CLI start and print its id.
     std::thread::sleep(Duration::from_millis(400));
     id
@@ -194,7 +218,10 @@ fn a_kill_of_a_job_whose_verb_is_now_denied_runs_nothing() {
     let k = env.op("job.kill", json!({"id": &id}));
     assert_eq!(k["error"]["code"], "policy_denied", "{k}");
     let s = env.op("job.status", json!({"id": &id}));
-    assert_eq!(s["result"]["status"], "running", "the job was neither killed by its CLI nor signalled: {s}");
+    assert_eq!(
+        s["result"]["status"], "running",
+        "the job was neither killed by its CLI nor signalled: {s}"
+    );
     // Clean up as the operator would: allow it again, then kill.
     let env = env.with_config("");
     assert_eq!(env.op("job.kill", json!({"id": &id}))["ok"], true);
@@ -210,9 +237,15 @@ fn a_job_with_an_entity_is_killed_by_its_own_cli() {
     assert_eq!(r["delegated"], true, "{k}");
     assert!(r["entity"].as_str().unwrap().starts_with('E'), "{k}");
     assert_eq!(r["kill"]["exit_code"], 0);
-    assert_eq!(r["kill"]["output"]["killed"], r["entity"], "the CLI's structured outcome is returned");
+    assert_eq!(
+        r["kill"]["output"]["killed"], r["entity"],
+        "the CLI's structured outcome is returned"
+    );
     assert_eq!(r["job"]["status"], "killed", "{k}");
-    assert_eq!(env.op("job.status", json!({"id": &id}))["result"]["entity"], r["entity"].to_string());
+    assert_eq!(
+        env.op("job.status", json!({"id": &id}))["result"]["entity"],
+        r["entity"].to_string()
+    );
 }
 
 #[test]
@@ -257,7 +290,9 @@ fn output_paging_returns_every_byte_exactly_once() {
     let mut offset = 0u64;
     let mut pages = 0;
     loop {
-        let p = env.op("job.output", json!({"id": &id, "offset": offset, "limit": 65536}))["result"].clone();
+        let p = env.op("job.output", json!({"id": &id, "offset": offset, "limit": 65536}))
+            ["result"]
+            .clone();
         assert_eq!(p["offset"], offset, "{p}");
         got.push_str(p["data"].as_str().unwrap());
         offset = p["next_offset"].as_u64().unwrap();
@@ -279,12 +314,20 @@ fn kill_reaches_grandchildren_and_programs_that_ignore_term() {
     let family = spawn(&env, json!({"family_ms": 60000}));
     let stubborn = spawn(&env, json!({"stubborn_ms": 60000}));
     std::thread::sleep(Duration::from_millis(500));
-    let out = env.op("job.output", json!({"id": &family}))["result"]["data"].as_str().unwrap().to_string();
-    let grandchild: i64 = serde_json::from_str::<Value>(out.trim()).unwrap()["grandchild"].as_i64().unwrap();
+    let out = env.op("job.output", json!({"id": &family}))["result"]["data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let grandchild: i64 =
+        serde_json::from_str::<Value>(out.trim()).unwrap()["grandchild"].as_i64().unwrap();
     assert!(std::path::Path::new(&format!("/proc/{grandchild}")).exists());
     let k = env.op("job.kill", json!({"id": &family, "grace_seconds": 2}));
     assert_eq!(k["result"]["job"]["status"], "killed", "{k}");
-    let gone = |pid: i64| std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true);
+    let gone = |pid: i64| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)
+    };
     let deadline = Instant::now() + Duration::from_secs(3);
     while !gone(grandchild) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -329,7 +372,12 @@ fn a_wait_cancelled_by_the_client_leaves_the_record_unchanged() {
     let before = env.op("job.status", json!({"id": &id}))["result"].clone();
     rt.block_on(async {
         let s = Session::start(env.serve_command()).await.unwrap();
-        s.request_then_cancel(json!({"ops": [{"op": "job.wait", "args": {"ids": [&id], "max_wait_seconds": 30}}]}), Duration::from_millis(300)).await.unwrap();
+        s.request_then_cancel(
+            json!({"ops": [{"op": "job.wait", "args": {"ids": [&id], "max_wait_seconds": 30}}]}),
+            Duration::from_millis(300),
+        )
+        .await
+        .unwrap();
         s.close().await.unwrap();
     });
     let after = env.op("job.status", json!({"id": &id}))["result"].clone();

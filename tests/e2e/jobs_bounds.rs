@@ -22,10 +22,15 @@ fn store(env: &Env) -> Store {
 /// Spawn `echo.job` with `args` (and extra environment for `verbgate`);
 /// the op's result entry.
 fn spawn_with(env: &Env, args: Value, vars: &[(&str, &str)]) -> Value {
-    let fp = env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"].as_str().unwrap().to_string();
-    let req = json!({"ops": [{"op": "echo.job", "args": args, "schema_fingerprint": fp}]}).to_string();
+    let fp = env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let req =
+        json!({"ops": [{"op": "echo.job", "args": args, "schema_fingerprint": fp}]}).to_string();
     let out = env.cmd(&["request", &req]).envs(vars.iter().copied()).output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     v["results"][0].clone()
 }
 
@@ -36,7 +41,10 @@ fn spawn(env: &Env, args: Value) -> String {
 }
 
 fn wait(env: &Env, ids: &[&str], max_wait: f64) -> Value {
-    let r = env.op("job.wait", json!({"ids": ids, "max_wait_seconds": max_wait, "poll_interval_seconds": 0.2}));
+    let r = env.op(
+        "job.wait",
+        json!({"ids": ids, "max_wait_seconds": max_wait, "poll_interval_seconds": 0.2}),
+    );
     assert_eq!(r["ok"], true, "{r}");
     r["result"].clone()
 }
@@ -54,7 +62,12 @@ fn status(env: &Env, id: &str) -> Value {
 
 /// Whether process group `pgid` still has a process (a zombie counts).
 fn group_alive(pgid: i64) -> bool {
-    std::process::Command::new("kill").args(["-0", "--", &format!("-{pgid}")]).stderr(std::process::Stdio::null()).status().unwrap().success()
+    std::process::Command::new("kill")
+        .args(["-0", "--", &format!("-{pgid}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap()
+        .success()
 }
 
 /// Whether process group `pgid` is gone within a few seconds: an orphaned
@@ -81,7 +94,11 @@ fn a_spawn_past_the_running_job_cap_is_refused_naming_the_setting() {
     assert_eq!(e["code"], "job_limit", "{e}");
     assert_eq!((e["limit"].clone(), e["running"].clone()), (json!(2), json!(2)), "{e}");
     assert!(e["message"].as_str().unwrap().contains("limits.max_running_jobs"), "{e}");
-    assert_eq!(env.op("job.list", json!({}))["result"]["jobs"].as_array().unwrap().len(), 2, "a refused spawn leaves no job");
+    assert_eq!(
+        env.op("job.list", json!({}))["result"]["jobs"].as_array().unwrap().len(),
+        2,
+        "a refused spawn leaves no job"
+    );
     // A place frees up when a job ends.
     assert_eq!(env.op("job.kill", json!({"id": &a, "grace_seconds": 0}))["result"]["killed"], true);
     let c = spawn(&env, json!({"sleep_ms": 60000}));
@@ -99,7 +116,10 @@ fn jobs_whose_processes_are_gone_do_not_use_up_the_cap() {
     // after a crash): the next spawn reaps it instead of being refused.
     let st = status(&env, &a);
     for pid in [st["supervisor_pid"].as_i64().unwrap(), -st["pid"].as_i64().unwrap()] {
-        std::process::Command::new("kill").args(["-KILL", "--", &pid.to_string()]).status().unwrap();
+        std::process::Command::new("kill")
+            .args(["-KILL", "--", &pid.to_string()])
+            .status()
+            .unwrap();
     }
     std::thread::sleep(Duration::from_millis(200));
     let b = spawn(&env, json!({"word": "after"}));
@@ -119,11 +139,19 @@ fn a_stream_past_the_output_cap_keeps_exactly_the_cap_and_says_where_it_stopped(
     assert_eq!(st["output_limit_bytes"], 100000);
     let last = env.op("job.output", json!({"id": &id, "offset": 99_990}))["result"].clone();
     assert_eq!(last["total_bytes"], 100000, "{last}");
-    assert_eq!((last["limit_reached"].clone(), last["truncated_at"].clone(), last["eof"].clone()), (json!(true), json!(100000), json!(true)), "{last}");
+    assert_eq!(
+        (last["limit_reached"].clone(), last["truncated_at"].clone(), last["eof"].clone()),
+        (json!(true), json!(100000), json!(true)),
+        "{last}"
+    );
     // Every kept byte is the program's, in order.
     assert_eq!(last["data"], "0123456789");
     let err = env.op("job.output", json!({"id": &id, "stream": "stderr"}))["result"].clone();
-    assert_eq!((err["limit_reached"].clone(), err["truncated_at"].clone()), (json!(false), Value::Null), "{err}");
+    assert_eq!(
+        (err["limit_reached"].clone(), err["truncated_at"].clone()),
+        (json!(false), Value::Null),
+        "{err}"
+    );
 }
 
 #[test]
@@ -136,14 +164,22 @@ fn a_program_that_writes_past_the_cap_is_stopped_with_its_children() {
     let w = wait(&env, &[&id, &stubborn], 30.0);
     assert_eq!(w["all_terminal"], true, "a job past its output cap must be stopped: {w}");
     for e in w["jobs"].as_array().unwrap() {
-        assert_eq!((e["status"].clone(), e["reason_code"].clone()), (json!("failed"), json!("output_limit")), "{w}");
+        assert_eq!(
+            (e["status"].clone(), e["reason_code"].clone()),
+            (json!("failed"), json!("output_limit")),
+            "{w}"
+        );
     }
     let st = status(&env, &id);
     assert!(group_gone(st["pid"].as_i64().unwrap()), "the job's process group survived: {st}");
     // One that ignores TERM gets KILL.
     assert_eq!(status(&env, &stubborn)["signal"], 9);
     let out = env.op("job.output", json!({"id": &id}))["result"].clone();
-    assert_eq!((out["total_bytes"].clone(), out["truncated_at"].clone()), (json!(10), json!(10)), "{out}");
+    assert_eq!(
+        (out["total_bytes"].clone(), out["truncated_at"].clone()),
+        (json!(10), json!(10)),
+        "{out}"
+    );
 }
 
 #[test]
@@ -152,15 +188,28 @@ fn spawn_time_limits_get_a_default_and_are_clamped_to_the_maximum_and_echoed() {
     let unset = spawn_with(&env, json!({"sleep_ms": 60000}), &[]);
     assert_eq!(unset["result"]["job"]["time_limit_ms"], 1000, "{unset}");
     let asked = spawn_with(&env, json!({"sleep_ms": 60000, "time_limit_ms": 600000}), &[]);
-    assert_eq!(asked["result"]["job"]["time_limit_ms"], 2000, "the plan's 600000 is clamped: {asked}");
+    assert_eq!(
+        asked["result"]["job"]["time_limit_ms"], 2000,
+        "the plan's 600000 is clamped: {asked}"
+    );
     let short = spawn_with(&env, json!({"sleep_ms": 60000, "time_limit_ms": 300}), &[]);
-    assert_eq!(short["result"]["job"]["time_limit_ms"], 300, "a limit under the maximum is kept: {short}");
-    let ids: Vec<String> = [&unset, &asked, &short].iter().map(|r| r["result"]["job"]["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(
+        short["result"]["job"]["time_limit_ms"], 300,
+        "a limit under the maximum is kept: {short}"
+    );
+    let ids: Vec<String> = [&unset, &asked, &short]
+        .iter()
+        .map(|r| r["result"]["job"]["id"].as_str().unwrap().to_string())
+        .collect();
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     let w = wait(&env, &refs, 30.0);
     assert_eq!(w["all_terminal"], true, "{w}");
     for e in w["jobs"].as_array().unwrap() {
-        assert_eq!((e["status"].clone(), e["reason_code"].clone()), (json!("timed_out"), json!("time_limit")), "{w}");
+        assert_eq!(
+            (e["status"].clone(), e["reason_code"].clone()),
+            (json!("timed_out"), json!("time_limit")),
+            "{w}"
+        );
     }
     assert_eq!(status(&env, &ids[1])["time_limit_ms"], 2000);
 }
@@ -183,10 +232,22 @@ fn prune_removes_old_and_surplus_jobs_but_never_running_ones_or_files_behind_a_l
     std::os::unix::fs::symlink(outside.join("precious"), s.job_dir(&old[1]).join("extra")).unwrap();
 
     let r = env.run_ok(&["jobs", "prune", "--json"]);
-    let pruned: Vec<&str> = r["pruned"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    let pruned: Vec<&str> =
+        r["pruned"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
     assert_eq!(pruned, vec![old[1].as_str(), old[0].as_str()], "{r}");
-    assert!(r["pruned"].as_array().unwrap().iter().all(|p| p["why"] == "count" && p["files_removed"] == true), "{r}");
-    assert_eq!(std::fs::read_to_string(outside.join("precious")).unwrap(), "keep", "prune followed a link");
+    assert!(
+        r["pruned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["why"] == "count" && p["files_removed"] == true),
+        "{r}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("precious")).unwrap(),
+        "keep",
+        "prune followed a link"
+    );
     assert!(std::fs::symlink_metadata(s.job_dir(&old[0])).is_err() && !s.job_dir(&old[1]).exists());
     assert_eq!(env.op("job.status", json!({"id": &old[0]}))["error"]["code"], "not_found");
     assert_eq!(status(&env, &old[2])["status"], "succeeded", "the newest ended job is kept");
@@ -222,13 +283,17 @@ fn the_server_prunes_at_start() {
 #[test]
 fn a_start_that_cannot_be_recorded_stops_the_program_instead_of_leaving_it_unsupervised() {
     let env = jobs_env("");
-    let r = spawn_with(&env, json!({"family_ms": 60000}), &[("VERBGATE_TEST_FAIL_AFTER_SPAWN", "1")]);
+    let r =
+        spawn_with(&env, json!({"family_ms": 60000}), &[("VERBGATE_TEST_FAIL_AFTER_SPAWN", "1")]);
     let id = r["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{r}")).to_string();
     let w = wait(&env, &[&id], 20.0);
     assert_eq!(w["jobs"][0]["status"], "failed", "{w}");
     assert_eq!(w["jobs"][0]["reason_code"], "record_failed", "{w}");
     let st = status(&env, &id);
-    assert!(st["error"].as_str().unwrap().contains("stopped rather than left running unsupervised"), "{st}");
+    assert!(
+        st["error"].as_str().unwrap().contains("stopped rather than left running unsupervised"),
+        "{st}"
+    );
     let pid = st["pid"].as_i64().unwrap();
     assert!(group_gone(pid), "the program's group {pid} runs on unsupervised");
 }
@@ -236,10 +301,18 @@ fn a_start_that_cannot_be_recorded_stops_the_program_instead_of_leaving_it_unsup
 #[test]
 fn a_failed_read_of_the_output_is_reported_not_taken_for_its_end() {
     let env = jobs_env("");
-    let r = spawn_with(&env, json!({"sleep_ms": 60000}), &[("VERBGATE_TEST_CAPTURE_READ_ERROR", "stdout")]);
+    let r = spawn_with(
+        &env,
+        json!({"sleep_ms": 60000}),
+        &[("VERBGATE_TEST_CAPTURE_READ_ERROR", "stdout")],
+    );
     let id = r["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{r}")).to_string();
     let w = wait(&env, &[&id], 20.0);
-    assert_eq!((w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()), (json!("failed"), json!("capture_failed")), "{w}");
+    assert_eq!(
+        (w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()),
+        (json!("failed"), json!("capture_failed")),
+        "{w}"
+    );
     let st = status(&env, &id);
     assert!(st["error"].as_str().unwrap().contains("reading the program's stdout failed"), "{st}");
     assert!(group_gone(st["pid"].as_i64().unwrap()));
@@ -274,8 +347,20 @@ fn job_output_is_never_written_through_a_link_planted_in_the_state_directory() {
     std::os::unix::fs::symlink(&outside, state.join("jobs")).unwrap();
     let id = spawn(&env, json!({"word": "leak"}));
     let w = wait(&env, &[&id], 20.0);
-    assert_eq!((w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()), (json!("failed"), json!("launch_failed")), "{w}");
+    assert_eq!(
+        (w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()),
+        (json!("failed"), json!("launch_failed")),
+        "{w}"
+    );
     assert!(status(&env, &id)["error"].as_str().unwrap().contains("symbolic link"));
-    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "output was written through the link");
-    assert_eq!(std::fs::metadata(&outside).unwrap().permissions().mode() & 0o777, 0o755, "the link's target was modified");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "output was written through the link"
+    );
+    assert_eq!(
+        std::fs::metadata(&outside).unwrap().permissions().mode() & 0o777,
+        0o755,
+        "the link's target was modified"
+    );
 }

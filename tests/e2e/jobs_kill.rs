@@ -26,13 +26,19 @@ fn store(env: &Env) -> Store {
 }
 
 fn spawn_verb(env: &Env, verb: &str, args: Value) -> String {
-    let fp = env.request(&json!({"help": verb}))["help"]["schema_fingerprint"].as_str().unwrap().to_string();
+    let fp = env.request(&json!({"help": verb}))["help"]["schema_fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let out = env.request(&json!({"ops": [{"op": verb, "args": args, "schema_fingerprint": fp}]}));
     out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string()
 }
 
 fn wait(env: &Env, id: &str, max_wait: f64) -> Value {
-    let r = env.op("job.wait", json!({"ids": [id], "max_wait_seconds": max_wait, "poll_interval_seconds": 0.2}));
+    let r = env.op(
+        "job.wait",
+        json!({"ids": [id], "max_wait_seconds": max_wait, "poll_interval_seconds": 0.2}),
+    );
     assert_eq!(r["ok"], true, "{r}");
     r["result"].clone()
 }
@@ -92,7 +98,11 @@ fn a_kill_never_signals_a_process_that_reused_the_jobs_pid() {
     assert_eq!(k["ok"], true, "{k}");
     assert!(still_alive(&mut other), "job.kill signalled an unrelated process group: {k}");
     assert_eq!(k["result"]["signalled"], false, "{k}");
-    assert_eq!((k["result"]["job"]["status"].clone(), k["result"]["job"]["reason_code"].clone()), (json!("lost"), json!("process_gone_no_end")), "{k}");
+    assert_eq!(
+        (k["result"]["job"]["status"].clone(), k["result"]["job"]["reason_code"].clone()),
+        (json!("lost"), json!("process_gone_no_end")),
+        "{k}"
+    );
     let _ = other.kill();
 }
 
@@ -116,7 +126,10 @@ fn a_kill_never_signals_a_process_recorded_in_another_boot() {
         })
         .unwrap();
     let k = env.op("job.kill", json!({"id": &id, "grace_seconds": 0}));
-    assert!(still_alive(&mut other), "job.kill signalled a process from another boot's record: {k}");
+    assert!(
+        still_alive(&mut other),
+        "job.kill signalled a process from another boot's record: {k}"
+    );
     assert_eq!(k["result"]["job"]["status"], "lost", "{k}");
     let _ = other.kill();
 }
@@ -128,7 +141,11 @@ fn an_observer_reaps_a_job_recorded_in_another_boot_as_lost() {
     // Everything matches except the boot: nothing recorded is provably ours.
     store(&env).update(&id, |j| j.boot_id = Some("another-boot".into())).unwrap();
     let w = wait(&env, &id, 0.0);
-    assert_eq!((w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()), (json!("lost"), json!("process_gone_no_end")), "{w}");
+    assert_eq!(
+        (w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()),
+        (json!("lost"), json!("process_gone_no_end")),
+        "{w}"
+    );
     kill_hard(-st["pid"].as_i64().unwrap());
 }
 
@@ -144,7 +161,11 @@ fn a_job_with_an_entity_whose_plugin_is_gone_is_not_signalled() {
     std::fs::remove_file(env.plugins.join("fixture-echo.wasm")).unwrap();
     let k = env.op("job.kill", json!({"id": &id, "grace_seconds": 0}));
     assert_eq!(k["ok"], false, "{k}");
-    assert_eq!((k["error"]["code"].clone(), k["error"]["signalled"].clone()), (json!("kill_failed"), json!(false)), "{k}");
+    assert_eq!(
+        (k["error"]["code"].clone(), k["error"]["signalled"].clone()),
+        (json!("kill_failed"), json!(false)),
+        "{k}"
+    );
     assert!(k["error"]["message"].as_str().unwrap().contains("no longer loaded"), "{k}");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(wait(&env, &id, 0.0)["pending"], json!([id]), "the job's group was signalled");
@@ -158,7 +179,11 @@ fn a_job_with_an_entity_its_kill_plan_cannot_stop_is_not_signalled() {
     // echo.job's kill-plan names no command for any entity.
     store(&env).update(&id, |j| j.entity = Some("\"run-1\"".into())).unwrap();
     let k = env.op("job.kill", json!({"id": &id, "grace_seconds": 0}));
-    assert_eq!((k["error"]["code"].clone(), k["error"]["signalled"].clone()), (json!("kill_failed"), json!(false)), "{k}");
+    assert_eq!(
+        (k["error"]["code"].clone(), k["error"]["signalled"].clone()),
+        (json!("kill_failed"), json!(false)),
+        "{k}"
+    );
     assert!(k["error"]["message"].as_str().unwrap().contains("kill-plan names no command"), "{k}");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(wait(&env, &id, 0.0)["pending"], json!([id]), "the job's group was signalled");
@@ -172,9 +197,15 @@ fn a_job_that_ends_on_its_own_before_the_kill_lands_keeps_its_own_end() {
     assert_eq!(wait(&env, &id, 0.5)["pending"], json!([id]));
     // A kill was asked (an entity kill under way, or a TERM not yet sent)
     // when the program exits 0 by itself.
-    store(&env).update(&id, |j| j.kill_requested_ms = Some(verbgate::jobs::process::now_ms())).unwrap();
+    store(&env)
+        .update(&id, |j| j.kill_requested_ms = Some(verbgate::jobs::process::now_ms()))
+        .unwrap();
     let w = wait(&env, &id, 20.0);
-    assert_eq!((w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()), (json!("succeeded"), json!("exited_zero")), "{w}");
+    assert_eq!(
+        (w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()),
+        (json!("succeeded"), json!("exited_zero")),
+        "{w}"
+    );
     assert_eq!(status(&env, &id)["exit_code"], 0);
 }
 
@@ -186,14 +217,23 @@ fn an_entity_kill_that_succeeds_without_ending_the_job_leaves_no_stale_kill_mark
     let pid = status(&env, &id)["pid"].as_i64().unwrap();
     // The CLI's own kill will report success but stop something else.
     let mut decoy = bystander();
-    std::fs::write(env.root.join(format!(".fixture-entities/E{pid}.pid")), decoy.id().to_string()).unwrap();
+    std::fs::write(env.root.join(format!(".fixture-entities/E{pid}.pid")), decoy.id().to_string())
+        .unwrap();
     let k = env.op("job.kill", json!({"id": &id}));
     assert_eq!(k["ok"], true, "{k}");
-    assert_eq!((k["result"]["killed"].clone(), k["result"]["ended"].clone()), (json!(false), json!(false)), "{k}");
+    assert_eq!(
+        (k["result"]["killed"].clone(), k["result"]["ended"].clone()),
+        (json!(false), json!(false)),
+        "{k}"
+    );
     assert_eq!(k["result"]["job"]["kill_requested_ms"], Value::Null, "{k}");
     let _ = decoy.wait();
     // Later the program dies of something else: that is not a kill.
     kill_hard(pid);
     let w = wait(&env, &id, 20.0);
-    assert_eq!((w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()), (json!("failed"), json!("signaled")), "{w}");
+    assert_eq!(
+        (w["jobs"][0]["status"].clone(), w["jobs"][0]["reason_code"].clone()),
+        (json!("failed"), json!("signaled")),
+        "{w}"
+    );
 }

@@ -21,7 +21,8 @@ fn run(env: &Env, args: Value, fp: Option<&Value>) -> Value {
 }
 
 fn result_of(env: &Env, started: &Value) -> Value {
-    let id = started["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
+    let id =
+        started["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
     let w = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 30}));
     assert_eq!(w["result"]["all_terminal"], true, "{w}");
     env.op("job.result", json!({"id": id}))["result"]["result"].clone()
@@ -31,7 +32,12 @@ fn result_of(env: &Env, started: &Value) -> Value {
 fn help_lists_recipes_and_resolves_one_into_a_closed_schema() {
     let env = just_env();
     let list = env.request(&json!({"help": "just.run"}));
-    let names: Vec<&str> = list["help"]["targets"].as_array().unwrap_or_else(|| panic!("{list}")).iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = list["help"]["targets"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["fail", "greet"], "private recipes stay hidden: {list}");
     let greet = env.request(&json!({"help": "just.run:greet"}))["help"].clone();
     assert_eq!(greet["params_schema"]["additionalProperties"], false, "{greet}");
@@ -53,7 +59,11 @@ fn a_recipe_runs_as_a_job_and_a_changed_recipe_is_reported() {
     assert_eq!(r["stdout_tail"], "hello world\n");
 
     // Edit the recipe after the fingerprint was read.
-    std::fs::write(env.root.join("justfile"), JUSTFILE.replace("echo {{greeting}} {{name}}", "echo {{greeting}}, {{name}}!")).unwrap();
+    std::fs::write(
+        env.root.join("justfile"),
+        JUSTFILE.replace("echo {{greeting}} {{name}}", "echo {{greeting}}, {{name}}!"),
+    )
+    .unwrap();
     let again = run(&env, json!({"target": "greet", "name": "you", "greeting": "hi"}), Some(&fp));
     assert_eq!(again["ok"], true, "{again}");
     assert_eq!(again["result"]["target"]["changed"], true, "the change must be reported: {again}");
@@ -67,7 +77,10 @@ fn unknown_recipes_bad_params_and_missing_fingerprints_are_clear_errors() {
     let unknown = env.request(&json!({"help": "just.run:deploy"}));
     assert_eq!(unknown["status"], "error");
     assert_eq!(unknown["error"]["code"], "not_found", "{unknown}");
-    assert!(unknown["error"]["message"].as_str().unwrap().contains("greet"), "names the recipes: {unknown}");
+    assert!(
+        unknown["error"]["message"].as_str().unwrap().contains("greet"),
+        "names the recipes: {unknown}"
+    );
     let fp = env.request(&json!({"help": "just.run:greet"}))["help"]["schema_fingerprint"].clone();
     let typo = run(&env, json!({"target": "greet", "nmae": "x"}), Some(&fp));
     assert_eq!(typo["error"]["code"], "unknown_param", "{typo}");
@@ -78,7 +91,8 @@ fn unknown_recipes_bad_params_and_missing_fingerprints_are_clear_errors() {
     assert_eq!(missing["error"]["target_help"], json!({"help": "just.run:greet"}));
     let evil = run(&env, json!({"target": "greet", "name": "--justfile=/etc/passwd"}), Some(&fp));
     assert_eq!(evil["error"]["code"], "unsafe_argv", "{evil}");
-    let failing_fp = env.request(&json!({"help": "just.run:fail"}))["help"]["schema_fingerprint"].clone();
+    let failing_fp =
+        env.request(&json!({"help": "just.run:fail"}))["help"]["schema_fingerprint"].clone();
     let failing = run(&env, json!({"target": "fail"}), Some(&failing_fp));
     let r = result_of(&env, &failing);
     assert_eq!((r["success"].clone(), r["exit_code"].clone()), (json!(false), json!(7)), "{r}");

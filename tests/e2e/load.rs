@@ -100,7 +100,8 @@ fn a_plugin_replaced_while_serving_keeps_serving_until_the_next_load_which_refus
         let env = Env::new();
         let path = env.install("fixture-echo");
         let s = Session::start(env.serve_command()).await.unwrap();
-        let before = s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "a"}}]})).await.unwrap();
+        let before =
+            s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "a"}}]})).await.unwrap();
         assert_eq!(before.structured["results"][0]["ok"], true);
         // Replace the installed component with a tampered copy.
         let mut bytes = std::fs::read(&path).unwrap();
@@ -108,15 +109,22 @@ fn a_plugin_replaced_while_serving_keeps_serving_until_the_next_load_which_refus
         bytes[n - 10] ^= 0x01;
         std::fs::write(&path, &bytes).unwrap();
         // The running server loaded (and verified) its copy at start: it keeps serving it.
-        let during = s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "b"}}]})).await.unwrap();
+        let during =
+            s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "b"}}]})).await.unwrap();
         assert_eq!(during.structured["results"][0]["result"]["argv"], json!(["b"]));
         s.close().await.unwrap();
         // The next load refuses the tampered file.
         let verbs = env.verbs();
-        let refused = verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap_or("").ends_with("fixture-echo.wasm")).cloned();
+        let refused = verbs["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["source"].as_str().unwrap_or("").ends_with("fixture-echo.wasm"))
+            .cloned();
         assert_eq!(refused.unwrap_or_default()["code"], "tampered", "{verbs}");
         let s = Session::start(env.serve_command()).await.unwrap();
-        let after = s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "c"}}]})).await.unwrap();
+        let after =
+            s.request(json!({"ops": [{"op": "echo.argv", "args": {"word": "c"}}]})).await.unwrap();
         assert_eq!(after.structured["results"][0]["error"]["code"], "unknown_verb");
         s.close().await.unwrap();
     });

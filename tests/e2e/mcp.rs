@@ -119,15 +119,25 @@ fn long_requests_report_progress_when_asked() {
         let env = Env::new();
         env.install("fixture-echo");
         let s = session(&env).await;
-        let quick = s.request_with_progress(json!({"ops": [{"op": "echo.argv"}]}), 7).await.unwrap();
+        let quick =
+            s.request_with_progress(json!({"ops": [{"op": "echo.argv"}]}), 7).await.unwrap();
         assert_eq!(quick.structured["status"], "success");
         assert!(s.progress().is_empty(), "a request under a second sends no progress");
-        let slow = s.request_with_progress(json!({"ops": [{"op": "echo.sleep", "args": {"ms": 2300}}, {"op": "echo.argv"}]}), 8).await.unwrap();
+        let slow = s
+            .request_with_progress(
+                json!({"ops": [{"op": "echo.sleep", "args": {"ms": 2300}}, {"op": "echo.argv"}]}),
+                8,
+            )
+            .await
+            .unwrap();
         assert_eq!(slow.structured["status"], "success", "{}", slow.structured);
         let progress = s.progress();
         assert!(!progress.is_empty(), "a 2.3 s request must report progress");
         for p in &progress {
-            assert_eq!(p["progressToken"], progress[0]["progressToken"], "one token per request: {p}");
+            assert_eq!(
+                p["progressToken"], progress[0]["progressToken"],
+                "one token per request: {p}"
+            );
             assert_eq!(p["total"], 2.0, "{p}");
         }
         s.close().await.unwrap();
@@ -139,13 +149,22 @@ fn the_catalog_stays_compact_per_verb() {
     let env = Env::new();
     env.install("fixture-many");
     let out = env.request(&json!({"help": true}));
-    let count: usize = out["help"]["verbs"].as_object().unwrap().values().map(|g| g.as_array().unwrap().len()).sum();
+    let count: usize = out["help"]["verbs"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|g| g.as_array().unwrap().len())
+        .sum();
     assert!(count >= 62, "{count}");
     let bytes = serde_json::to_string(&out["help"]["verbs"]).unwrap().len();
     let per_verb = bytes / count;
     assert!(per_verb <= 120, "catalog is {per_verb} bytes per verb");
     // The spawn group is the one that needs fingerprints.
-    assert!(out["help"]["verbs"]["spawn"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().starts_with("cargo.test(")));
+    assert!(out["help"]["verbs"]["spawn"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s.as_str().unwrap().starts_with("cargo.test(")));
     assert_eq!(out["help"]["fingerprint_required"], json!(["spawn"]));
 }
 
@@ -167,7 +186,11 @@ fn the_rg_and_pytest_catalog_lines_stay_compact() {
         .collect();
     assert_eq!(lines.len(), 3, "{out}");
     let bytes: usize = lines.iter().map(|s| s.to_string().len() + 1).sum();
-    assert!(bytes / lines.len() <= 120, "the rg and pytest catalog lines take {} bytes a verb: {lines:?}", bytes / lines.len());
+    assert!(
+        bytes / lines.len() <= 120,
+        "the rg and pytest catalog lines take {} bytes a verb: {lines:?}",
+        bytes / lines.len()
+    );
 }
 
 #[test]
@@ -198,10 +221,17 @@ fn cancelling_a_request_stops_the_observation_not_the_work() {
 
 /// Raw JSON-RPC over the server's stdio, for inputs no well-behaved client
 /// would send.
-fn raw_session(env: &Env) -> (std::process::Child, std::process::ChildStdin, std::sync::mpsc::Receiver<Value>) {
+fn raw_session(
+    env: &Env,
+) -> (std::process::Child, std::process::ChildStdin, std::sync::mpsc::Receiver<Value>) {
     use std::io::BufRead;
-    let mut child =
-        env.cmd(&["serve"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = env
+        .cmd(&["serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -238,10 +268,14 @@ fn garbage_arguments_get_structured_errors_and_the_server_keeps_answering() {
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).to_string());
     assert_eq!(reply(1)["result"]["protocolVersion"], "2025-06-18");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
-    let call = |id: i64, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "request", "arguments": args}}).to_string();
+    let call = |id: i64, args: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "request", "arguments": args}}).to_string()
+    };
     // 1 MB of nesting: beyond any JSON depth limit.
     let deep = format!("{}{}", "[".repeat(500_000), "]".repeat(500_000));
-    send(format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"request","arguments":{{"ops":{deep}}}}}}}"#));
+    send(format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"request","arguments":{{"ops":{deep}}}}}}}"#
+    ));
     for (id, args, code) in [
         (3, json!({"ops": "git.log"}), "invalid_request"),
         (4, json!({"ops": [{"op": 42}]}), "invalid_request"),
@@ -265,11 +299,17 @@ fn eight_slow_ops_run_concurrently_and_answer_in_order() {
     env.install("fixture-echo");
     // Warm the compile cache so the timing below is the ops, not start-up.
     env.verbs();
-    let ops: Vec<Value> = (0..8).map(|i| json!({"op": "echo.sleep", "args": {"ms": 400 + i}})).collect();
+    let ops: Vec<Value> =
+        (0..8).map(|i| json!({"op": "echo.sleep", "args": {"ms": 400 + i}})).collect();
     let start = std::time::Instant::now();
     let out = env.request(&json!({ "ops": ops }));
     let took = start.elapsed();
-    let slept: Vec<i64> = out["results"].as_array().unwrap().iter().map(|r| r["result"]["slept_ms"].as_i64().unwrap()).collect();
+    let slept: Vec<i64> = out["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"]["slept_ms"].as_i64().unwrap())
+        .collect();
     assert_eq!(slept, (0..8).map(|i| 400 + i).collect::<Vec<_>>(), "{out}");
     // Sequentially this is 3.2 s of sleeping alone.
     assert!(took < std::time::Duration::from_millis(2000), "8 × 400 ms ops took {took:?}");

@@ -34,20 +34,32 @@ fn env_with(config: &str) -> Env {
 
 fn audit(env: &Env, args: &[&str]) -> Vec<Value> {
     let out = env.cmd(&[&["audit", "--json"][..], args].concat()).output().unwrap();
-    assert!(out.status.success(), "verbgate audit failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "verbgate audit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// Run tests/python/mcp_eras.py: (what it printed, its stderr).
 fn python(scenario: &str, cfg: &Value) -> (Value, String) {
     let python = target_dir().join("py/bin/python");
-    assert!(python.exists(), "{} is missing: run `just python-env` (part of `just test`)", python.display());
+    assert!(
+        python.exists(),
+        "{} is missing: run `just python-env` (part of `just test`)",
+        python.display()
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_eras.py");
-    let out = Command::new(&python).arg(&script).arg(scenario).arg(cfg.to_string()).output().unwrap();
+    let out =
+        Command::new(&python).arg(&script).arg(scenario).arg(cfg.to_string()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "mcp_eras.py {scenario} {cfg} failed: {stdout}\n{stderr}");
-    (serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}")), stderr)
+    (
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}")),
+        stderr,
+    )
 }
 
 fn stdio(env: &Env, mode: &str) -> Value {
@@ -83,40 +95,82 @@ fn code(reply: &Value, i: usize) -> &str {
 /// is; the same token and client on 2026-07-28 HTTP is not).
 fn check_consent(env: &Env, v: &Value, mode: &str, transport: &str, second_asked: bool) {
     let protocol = v["protocol"].as_str().unwrap();
-    assert_eq!(protocol == "2026-07-28", mode == "auto", "auto negotiates 2026-07-28, legacy an initialize-era version: {protocol}");
+    assert_eq!(
+        protocol == "2026-07-28",
+        mode == "auto",
+        "auto negotiates 2026-07-28, legacy an initialize-era version: {protocol}"
+    );
     let label = format!("{mode}/{transport}");
-    assert_eq!(v["once"]["body"]["results"][0]["result"]["argv"], json!(["one"]), "{label}: allowed once, it ran: {v}");
+    assert_eq!(
+        v["once"]["body"]["results"][0]["result"]["argv"],
+        json!(["one"]),
+        "{label}: allowed once, it ran: {v}"
+    );
     assert_eq!(v["session"]["body"]["results"][0]["ok"], true, "{label}: {v}");
-    assert_eq!(v["granted"]["body"]["results"][0]["result"]["argv"], json!(["three"]), "{label}: {v}");
-    assert_eq!(v["asked_after_grant"], 2, "{label}: the session grant means the third op is not asked about");
+    assert_eq!(
+        v["granted"]["body"]["results"][0]["result"]["argv"],
+        json!(["three"]),
+        "{label}: {v}"
+    );
+    assert_eq!(
+        v["asked_after_grant"], 2,
+        "{label}: the session grant means the third op is not asked about"
+    );
     assert_eq!(code(&v["declined"], 0), "consent_declined", "{label}: {v}");
     assert_eq!(v["declined"]["body"]["results"][0]["error"]["answer"], "decline");
     assert_eq!(code(&v["batch"], 0), "consent_declined", "{label}: {v}");
-    assert_eq!(v["batch"]["body"]["results"][1]["ok"], true, "{label}: the op needing no consent ran: {v}");
+    assert_eq!(
+        v["batch"]["body"]["results"][1]["ok"], true,
+        "{label}: the op needing no consent ran: {v}"
+    );
     // The mixed batch: the allowed commit, the read and both asked adds.
     let mixed = &v["mixed"]["body"];
     assert_eq!(mixed["status"], "success", "{label}: {v}");
-    assert_eq!(mixed["results"][0]["result"]["commit"]["subject"], "mixed batch", "{label}: {mixed}");
+    assert_eq!(
+        mixed["results"][0]["result"]["commit"]["subject"], "mixed batch",
+        "{label}: {mixed}"
+    );
     assert_eq!(mixed["results"][2]["result"]["staged"], json!(["a.txt"]), "{label}: {mixed}");
     assert_eq!(mixed["results"][3]["result"]["staged"], json!(["b.txt"]), "{label}: {mixed}");
-    assert_eq!(git(&env.root, &["rev-list", "--count", "HEAD"]).trim(), "2", "{label}: the allowed commit ran exactly once across the rounds");
+    assert_eq!(
+        git(&env.root, &["rev-list", "--count", "HEAD"]).trim(),
+        "2",
+        "{label}: the allowed commit ran exactly once across the rounds"
+    );
     let staged = git(&env.root, &["diff", "--cached", "--name-only"]);
-    assert_eq!(staged.lines().collect::<Vec<_>>(), ["a.txt", "b.txt"], "{label}: both asked adds ran");
+    assert_eq!(
+        staged.lines().collect::<Vec<_>>(),
+        ["a.txt", "b.txt"],
+        "{label}: both asked adds ran"
+    );
     let asked = v["asked"].as_array().unwrap();
     assert_eq!(asked.len(), 6, "{label}: {asked:?}");
     let first = asked[0]["message"].as_str().unwrap();
-    assert!(first.contains("echo.argv") && first.contains("effects: \"undeclared\"") && first.contains("verbgate-fixture-cli argv one"), "{label}: {first}");
+    assert!(
+        first.contains("echo.argv")
+            && first.contains("effects: \"undeclared\"")
+            && first.contains("verbgate-fixture-cli argv one"),
+        "{label}: {first}"
+    );
     assert_eq!(asked[0]["schema"]["properties"]["decision"]["oneOf"][1]["const"], "allow_session");
-    assert!(asked[4]["message"].as_str().unwrap().contains("`git.add`") && asked[4]["message"].as_str().unwrap().contains("a.txt"), "{label}: {asked:?}");
+    assert!(
+        asked[4]["message"].as_str().unwrap().contains("`git.add`")
+            && asked[4]["message"].as_str().unwrap().contains("a.txt"),
+        "{label}: {asked:?}"
+    );
     assert_eq!(v["asked_second"], if second_asked { 1 } else { 0 }, "{label}: {v}");
     assert_eq!(v["second"]["body"]["results"][0]["ok"], true, "{label}: {v}");
     let missing = &v["no_capability"]["body"]["results"][0]["error"];
     assert_eq!(missing["code"], "consent_required", "{label}: {v}");
     let message = missing["message"].as_str().unwrap();
-    assert!(message.contains("the MCP client `eras-mute`") && !message.contains("client this client"), "{label}: {message}");
+    assert!(
+        message.contains("the MCP client `eras-mute`") && !message.contains("client this client"),
+        "{label}: {message}"
+    );
     if mode == "auto" {
         assert!(
-            message.contains("io.modelcontextprotocol/clientCapabilities") && message.contains("InputRequiredResult"),
+            message.contains("io.modelcontextprotocol/clientCapabilities")
+                && message.contains("InputRequiredResult"),
             "{label}: names what is missing: {message}"
         );
     } else {
@@ -127,9 +181,21 @@ fn check_consent(env: &Env, v: &Value, mode: &str, transport: &str, second_asked
     let rows = audit(env, &[]);
     let by = |verb: &str| rows.iter().filter(|r| r["verb"] == verb).collect::<Vec<_>>();
     let argv = by("echo.argv");
-    let decided: Vec<(&str, Option<&str>, &str)> =
-        argv.iter().map(|r| (r["decided_by"].as_str().unwrap(), r["answer"].as_str(), r["outcome"].as_str().unwrap())).collect();
-    let second = if second_asked { ("person", Some("allow_once"), "ok") } else { ("session_grant", None, "ok") };
+    let decided: Vec<(&str, Option<&str>, &str)> = argv
+        .iter()
+        .map(|r| {
+            (
+                r["decided_by"].as_str().unwrap(),
+                r["answer"].as_str(),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let second = if second_asked {
+        ("person", Some("allow_once"), "ok")
+    } else {
+        ("session_grant", None, "ok")
+    };
     assert_eq!(
         decided,
         [
@@ -142,11 +208,18 @@ fn check_consent(env: &Env, v: &Value, mode: &str, transport: &str, second_asked
         "{label}: {argv:?}"
     );
     assert!(argv.iter().all(|r| r["transport"] == transport), "{label}: {argv:?}");
-    assert_eq!(argv[0]["client"], "eras-test/1", "{label}: the client's name from `initialize` or from `_meta`: {:?}", argv[0]);
+    assert_eq!(
+        argv[0]["client"], "eras-test/1",
+        "{label}: the client's name from `initialize` or from `_meta`: {:?}",
+        argv[0]
+    );
     let commits = by("git.commit");
     assert_eq!(commits.len(), 1, "{label}: one commit row, run once: {commits:?}");
     assert_eq!(commits[0]["outcome"], "ok");
-    let adds: Vec<(&str, Option<&str>)> = by("git.add").iter().map(|r| (r["outcome"].as_str().unwrap(), r["answer"].as_str())).collect();
+    let adds: Vec<(&str, Option<&str>)> = by("git.add")
+        .iter()
+        .map(|r| (r["outcome"].as_str().unwrap(), r["answer"].as_str()))
+        .collect();
     assert_eq!(adds, [("ok", Some("allow_once")), ("ok", Some("allow_once"))], "{label}");
     assert_eq!(by("git.status").len(), 2, "{label}: each read ran once");
     let (sleep, status) = (by("echo.sleep")[0], by("git.status")[0]);
@@ -178,7 +251,8 @@ fn python_sdk_consent_in_both_eras_over_http() {
 
 #[test]
 fn a_late_answer_times_out_as_declined_in_both_eras() {
-    for (mode, over_http) in [("auto", false), ("legacy", false), ("auto", true), ("legacy", true)] {
+    for (mode, over_http) in [("auto", false), ("legacy", false), ("auto", true), ("legacy", true)]
+    {
         let env = env_with("[consent]\ntimeout_ms = 400\n");
         let started = std::time::Instant::now();
         let (_server, cfg) = if over_http {
@@ -189,24 +263,47 @@ fn a_late_answer_times_out_as_declined_in_both_eras() {
         };
         let (v, _) = python("timeout", &cfg);
         let err = &v["late"]["body"]["results"][0]["error"];
-        assert_eq!((err["code"].as_str(), err["answer"].as_str()), (Some("consent_declined"), Some("timeout")), "{mode}: {v}");
+        assert_eq!(
+            (err["code"].as_str(), err["answer"].as_str()),
+            (Some("consent_declined"), Some("timeout")),
+            "{mode}: {v}"
+        );
         assert!(err["message"].as_str().unwrap().contains("400 ms"), "{mode}: {err}");
         assert_eq!(v["asked"], 1);
         let rows = audit(&env, &["--verb", "echo.argv"]);
-        assert_eq!((rows[0]["answer"].as_str(), rows[0]["outcome"].as_str()), (Some("timeout"), Some("consent_declined")), "{mode}: {rows:?}");
-        assert!(rows[0]["duration_ms"].as_i64().unwrap() < 1800, "{mode}: the op did not wait for the late answer: {:?} ({:?})", rows[0], started.elapsed());
+        assert_eq!(
+            (rows[0]["answer"].as_str(), rows[0]["outcome"].as_str()),
+            (Some("timeout"), Some("consent_declined")),
+            "{mode}: {rows:?}"
+        );
+        assert!(
+            rows[0]["duration_ms"].as_i64().unwrap() < 1800,
+            "{mode}: the op did not wait for the late answer: {:?} ({:?})",
+            rows[0],
+            started.elapsed()
+        );
     }
 }
 
 fn check_state(v: &Value, transport: &str) {
     assert_eq!(v["first"]["input_required"], true, "{transport}: {v}");
-    assert!(v["first_message"].as_str().unwrap().contains("verbgate-fixture-cli argv held"), "{transport}: {v}");
+    assert!(
+        v["first_message"].as_str().unwrap().contains("verbgate-fixture-cli argv held"),
+        "{transport}: {v}"
+    );
     let refused = |what: &str, reason: &str| {
         let r = &v[what];
         assert_eq!(r["is_error"], true, "{transport} {what}: {v}");
         let e = &r["body"]["error"];
-        assert_eq!((e["code"].as_str(), e["request_state"].as_str()), (Some("invalid_request"), Some(reason)), "{transport} {what}: {e}");
-        assert!(e["message"].as_str().unwrap().contains("without requestState"), "says what to do: {e}");
+        assert_eq!(
+            (e["code"].as_str(), e["request_state"].as_str()),
+            (Some("invalid_request"), Some(reason)),
+            "{transport} {what}: {e}"
+        );
+        assert!(
+            e["message"].as_str().unwrap().contains("without requestState"),
+            "says what to do: {e}"
+        );
         assert!(e["given"].as_str().is_some_and(|g| !g.is_empty()), "quotes the value: {e}");
     };
     refused("altered", "not_issued");
@@ -215,7 +312,11 @@ fn check_state(v: &Value, transport: &str) {
     if transport == "http" {
         refused("other_token", "not_issued");
     }
-    assert_eq!(v["answered"]["body"]["results"][0]["result"]["argv"], json!(["held"]), "{transport}: the refused tries did not spend the state: {v}");
+    assert_eq!(
+        v["answered"]["body"]["results"][0]["result"]["argv"],
+        json!(["held"]),
+        "{transport}: the refused tries did not spend the state: {v}"
+    );
     refused("replayed", "used");
 }
 
@@ -227,7 +328,8 @@ fn an_altered_foreign_or_replayed_request_state_is_refused() {
     let rows = audit(&env, &[]);
     let ran: Vec<&Value> = rows.iter().filter(|r| r["verb"] == "echo.argv").collect();
     assert_eq!(ran.len(), 1, "the op ran once, for the one good retry: {rows:?}");
-    let refusals = rows.iter().filter(|r| r["verb"] == "request" && r["outcome"] == "invalid_request").count();
+    let refusals =
+        rows.iter().filter(|r| r["verb"] == "request" && r["outcome"] == "invalid_request").count();
     assert_eq!(refusals, 4, "each refused retry is in the trail: {rows:?}");
 
     let env = env_with("");
@@ -247,7 +349,10 @@ fn allow_for_the_session_covers_one_token_and_client_over_http() {
         // requests and connections; legacy: a new session is asked again.
         let same = if mode == "auto" { 0 } else { 1 };
         assert_eq!(v["same_client"]["asked"], same, "{mode}: {v}");
-        assert_eq!(v["other_client"]["asked"], 1, "{mode}: another client of the token is asked: {v}");
+        assert_eq!(
+            v["other_client"]["asked"], 1,
+            "{mode}: another client of the token is asked: {v}"
+        );
         assert_eq!(v["other_token"]["asked"], 1, "{mode}: another token is asked: {v}");
         for k in ["same_client", "other_client", "other_token"] {
             assert_eq!(v[k]["result"]["body"]["results"][0]["ok"], true, "{mode} {k}: {v}");

@@ -37,7 +37,12 @@ fn outcomes(r: &Value) -> Vec<(String, String)> {
 }
 
 fn test<'a>(r: &'a Value, node_id: &str) -> &'a Value {
-    r["tests"].as_array().unwrap().iter().find(|t| t["node_id"] == node_id).unwrap_or_else(|| panic!("{node_id} missing: {r}"))
+    r["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["node_id"] == node_id)
+        .unwrap_or_else(|| panic!("{node_id} missing: {r}"))
 }
 
 #[test]
@@ -45,7 +50,11 @@ fn every_outcome_is_reported_with_file_and_line() {
     let env = suite_env();
     let job = run_job(&env, json!({}));
     let r = &job["result"];
-    assert_eq!((r["success"].clone(), r["exit_code"].clone(), r["status"].clone()), (json!(false), json!(1), json!("failed")), "{job}");
+    assert_eq!(
+        (r["success"].clone(), r["exit_code"].clone(), r["status"].clone()),
+        (json!(false), json!(1), json!("failed")),
+        "{job}"
+    );
     let f = "tests/test_outcomes.py";
     let want: Vec<(String, String)> = [
         ("test_passes", "passed"),
@@ -62,16 +71,29 @@ fn every_outcome_is_reported_with_file_and_line() {
     .map(|(n, o)| (format!("{f}::{n}"), o.to_string()))
     .collect();
     assert_eq!(outcomes(r), want);
-    assert_eq!(r["counts"], json!({"passed": 4, "failed": 1, "skipped": 1, "error": 1, "xfail": 1, "xpass": 1, "total": 9}));
+    assert_eq!(
+        r["counts"],
+        json!({"passed": 4, "failed": 1, "skipped": 1, "error": 1, "xfail": 1, "xpass": 1, "total": 9})
+    );
 
     let fails = test(r, &format!("{f}::test_fails"));
-    assert_eq!((fails["file"].as_str(), fails["line"].as_u64()), (Some(f), Some(14)), "the test's def line: {fails}");
+    assert_eq!(
+        (fails["file"].as_str(), fails["line"].as_u64()),
+        (Some(f), Some(14)),
+        "the test's def line: {fails}"
+    );
     assert_eq!(fails["location"], json!({"file": f, "line": 7}), "it failed in helper(): {fails}");
     assert_eq!(fails["traceback"], json!([{"file": f, "line": 17}, {"file": f, "line": 7}]));
     assert!(fails["message"].as_str().unwrap().contains("value must be two"), "{fails}");
     assert!(fails["details"].as_str().unwrap().contains("assert 3 == 2"), "{fails}");
-    assert!(fails["stdout"].as_str().unwrap().contains("captured stdout of a failing test"), "{fails}");
-    assert!(fails["stderr"].as_str().unwrap().contains("captured stderr of a failing test"), "{fails}");
+    assert!(
+        fails["stdout"].as_str().unwrap().contains("captured stdout of a failing test"),
+        "{fails}"
+    );
+    assert!(
+        fails["stderr"].as_str().unwrap().contains("captured stderr of a failing test"),
+        "{fails}"
+    );
     assert!(fails["duration"].as_f64().unwrap() >= 0.0);
 
     let errors = test(r, &format!("{f}::test_errors"));
@@ -91,16 +113,33 @@ fn tests_are_selected_by_keyword_markers_and_node_ids() {
     let env = suite_env();
     let r = run_job(&env, json!({"keyword": "passes or param"}));
     assert_eq!(r["result"]["counts"]["total"], 3, "{r}");
-    assert_eq!((r["result"]["success"].clone(), r["result"]["status"].clone()), (json!(true), json!("passed")));
+    assert_eq!(
+        (r["result"]["success"].clone(), r["result"]["status"].clone()),
+        (json!(true), json!("passed"))
+    );
     let r = run_job(&env, json!({"markers": "slow"}));
-    assert_eq!(outcomes(&r["result"]), [("tests/test_outcomes.py::test_slow".to_string(), "passed".to_string())]);
-    let r = run_job(&env, json!({"node_ids": ["tests/test_outcomes.py::test_fails", "tests/test_outcomes.py::TestGroup"]}));
-    assert_eq!(r["result"]["counts"], json!({"passed": 2, "failed": 1, "skipped": 0, "error": 0, "xfail": 0, "xpass": 0, "total": 3}), "{r}");
+    assert_eq!(
+        outcomes(&r["result"]),
+        [("tests/test_outcomes.py::test_slow".to_string(), "passed".to_string())]
+    );
+    let r = run_job(
+        &env,
+        json!({"node_ids": ["tests/test_outcomes.py::test_fails", "tests/test_outcomes.py::TestGroup"]}),
+    );
+    assert_eq!(
+        r["result"]["counts"],
+        json!({"passed": 2, "failed": 1, "skipped": 0, "error": 0, "xfail": 0, "xpass": 0, "total": 3}),
+        "{r}"
+    );
     let r = run_job(&env, json!({"maxfail": 1}));
     assert_eq!(r["result"]["counts"]["failed"], 1, "{r}");
     assert!(r["result"]["counts"]["total"].as_u64().unwrap() < 9, "maxfail stops the run: {r}");
     let r = run_job(&env, json!({"keyword": "nothing_matches_this"}));
-    assert_eq!((r["result"]["status"].clone(), r["result"]["counts"]["total"].clone()), (json!("no_tests"), json!(0)), "{r}");
+    assert_eq!(
+        (r["result"]["status"].clone(), r["result"]["counts"]["total"].clone()),
+        (json!("no_tests"), json!(0)),
+        "{r}"
+    );
     // A malformed expression is pytest's usage error, reported as such.
     let r = run_job(&env, json!({"keyword": "(("}));
     assert_eq!(r["error"]["code"], "invalid_args", "{r}");
@@ -130,7 +169,11 @@ fn selection_values_never_become_options_or_leave_the_root() {
 #[test]
 fn a_module_that_fails_to_collect_is_an_error_at_its_line() {
     let env = suite_env();
-    std::fs::write(env.root.join("tests/test_broken.py"), "import nonexistent_module_xyz\n\ndef test_x():\n    pass\n").unwrap();
+    std::fs::write(
+        env.root.join("tests/test_broken.py"),
+        "import nonexistent_module_xyz\n\ndef test_x():\n    pass\n",
+    )
+    .unwrap();
     let r = run_job(&env, json!({}));
     let r = &r["result"];
     assert_eq!(r["status"], "interrupted", "{r}");
@@ -150,11 +193,18 @@ fn pytest_runs_repository_code_and_is_pinned_to_its_directory() {
     let unruled = Env::new().with_config("[sandbox]\nmode = \"off\"\n");
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"), &unruled.root);
     let r = spawn(&unruled, json!({}));
-    assert_eq!((r["error"]["code"].as_str(), r["error"]["rule"].as_str()), (Some("consent_required"), Some("default:runs_repo_code")), "{r}");
+    assert_eq!(
+        (r["error"]["code"].as_str(), r["error"]["rule"].as_str()),
+        (Some("consent_required"), Some("default:runs_repo_code")),
+        "{r}"
+    );
     // ...while in the sandbox (the default) the suite runs without asking:
     // it can reach nothing outside the root.
     let sandboxed = Env::new();
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"), &sandboxed.root);
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pytest-suite"),
+        &sandboxed.root,
+    );
     let h = sandboxed.request(&json!({"help": "pytest.run"}));
     assert_eq!(h["help"]["policy"]["rule"], "default:sandboxed_repo_code", "{h}");
     assert_eq!(spawn(&sandboxed, json!({}))["ok"], true);
@@ -163,8 +213,13 @@ fn pytest_runs_repository_code_and_is_pinned_to_its_directory() {
     let planted = env.tmp.path().join("pytest.ini");
     let marker = env.tmp.path().join("planted-conftest-ran");
     std::fs::write(&planted, "[pytest]\naddopts = -p planted_plugin\n").unwrap();
-    std::fs::write(env.tmp.path().join("conftest.py"), format!("open({:?}, 'w').close()\n", marker.display().to_string())).unwrap();
-    std::fs::set_permissions(&planted, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    std::fs::write(
+        env.tmp.path().join("conftest.py"),
+        format!("open({:?}, 'w').close()\n", marker.display().to_string()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&planted, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .unwrap();
     let r = spawn(&env, json!({}));
     assert_eq!(r["error"]["code"], "untrusted_config", "{r}");
     assert_eq!(r["error"]["path"], planted.canonicalize().unwrap().display().to_string(), "{r}");
@@ -173,7 +228,8 @@ fn pytest_runs_repository_code_and_is_pinned_to_its_directory() {
     // would then load conftest.py files up to that directory — but
     // `--confcutdir=.` keeps a conftest.py above the root from loading.
     std::fs::write(&planted, "[pytest]\n").unwrap();
-    std::fs::set_permissions(&planted, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&planted, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .unwrap();
     std::fs::remove_file(env.root.join("pytest.ini")).unwrap();
     let r = run_job(&env, json!({"keyword": "passes"}));
     assert_eq!(r["result"]["status"], "passed", "{r}");
@@ -212,10 +268,14 @@ fn an_at_file_is_never_expanded_from_a_keyword_or_a_node_id() {
     let r = spawn_and_settle(&env, json!({"keyword": format!("@{}", outside.display())}));
     assert_eq!(r["error"]["code"], "unsafe_argv", "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains('@'), "the message says why: {r}");
-    assert!(!written.exists(), "pytest read options from a file outside the root and wrote outside it");
+    assert!(
+        !written.exists(),
+        "pytest read options from a file outside the root and wrote outside it"
+    );
 
     // A file the repository itself carries, named as a node id.
-    std::fs::write(env.root.join("opts.txt"), format!("--junitxml={}\n", written.display())).unwrap();
+    std::fs::write(env.root.join("opts.txt"), format!("--junitxml={}\n", written.display()))
+        .unwrap();
     for id in ["@opts.txt", "@tests/test_outcomes.py"] {
         let r = spawn_and_settle(&env, json!({"node_ids": ["tests", id]}));
         assert_eq!(r["error"]["code"], "unsafe_argv", "{id}: {r}");
@@ -236,10 +296,16 @@ fn a_node_id_through_a_link_out_of_the_root_is_refused() {
     let elsewhere = tempfile::tempdir().unwrap();
     let marker = elsewhere.path().join("outside-test-ran");
     let outside = elsewhere.path().join("test_outside.py");
-    std::fs::write(&outside, format!("def test_x():\n    open({:?}, 'w').close()\n", marker.display().to_string())).unwrap();
+    std::fs::write(
+        &outside,
+        format!("def test_x():\n    open({:?}, 'w').close()\n", marker.display().to_string()),
+    )
+    .unwrap();
     std::os::unix::fs::symlink(&outside, env.root.join("link.py")).unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), env.root.join("linkdir")).unwrap();
-    for id in ["link.py", "link.py::test_x", "link.py::test_x[a]", "linkdir/test_outside.py::test_x"] {
+    for id in
+        ["link.py", "link.py::test_x", "link.py::test_x[a]", "linkdir/test_outside.py::test_x"]
+    {
         let r = spawn_and_settle(&env, json!({"node_ids": [id]}));
         assert_eq!(r["error"]["code"], "plan_refused", "{id}: {r}");
         assert!(!marker.exists(), "{id}: a test file outside the root ran");

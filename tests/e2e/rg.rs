@@ -15,7 +15,9 @@ fn repo_env(extra_config: &str) -> Env {
     require_test_tool("rg");
     let env = Env::new().with_config(extra_config);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    for part in ["host/src", "plugins/git/src", "plugins/rg/src", "docs", "README.md", "SECURITY.md"] {
+    for part in
+        ["host/src", "plugins/git/src", "plugins/rg/src", "docs", "README.md", "SECURITY.md"]
+    {
         copy_tree(&repo.join(part), &env.root.join(part));
     }
     env
@@ -45,9 +47,18 @@ struct Direct {
 }
 
 fn rg_direct(root: &Path, flags: &[&str]) -> Direct {
-    let out =
-        Command::new(require_test_tool("rg")).current_dir(root).env_remove("RIPGREP_CONFIG_PATH").args(["--json", "--sort=path"]).args(flags).output().unwrap();
-    assert!(out.status.code().unwrap() < 2, "rg {flags:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(require_test_tool("rg"))
+        .current_dir(root)
+        .env_remove("RIPGREP_CONFIG_PATH")
+        .args(["--json", "--sort=path"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().unwrap() < 2,
+        "rg {flags:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut d = Direct { matches: vec![], context: vec![], files: vec![], stats: Value::Null };
     for line in String::from_utf8(out.stdout).unwrap().lines() {
         let m: Value = serde_json::from_str(line).unwrap();
@@ -101,7 +112,13 @@ fn from_verb(r: &Value) -> Direct {
         matches,
         context,
         files: r["files"].as_array().unwrap().clone(),
-        stats: json!([s["searches"], s["searches_with_match"], s["bytes_searched"], s["matched_lines"], s["matches"]]),
+        stats: json!([
+            s["searches"],
+            s["searches_with_match"],
+            s["bytes_searched"],
+            s["matched_lines"],
+            s["matches"]
+        ]),
     }
 }
 
@@ -110,10 +127,22 @@ fn search_results_equal_ripgreps_own_json_output() {
     let env = repo_env("");
     let queries: [(Value, Vec<&str>); 6] = [
         (json!({"pattern": "fn [a-z_]+_json\\("}), vec!["--regexp=fn [a-z_]+_json\\("]),
-        (json!({"pattern": ".unwrap_or(", "fixed": true}), vec!["--fixed-strings", "--regexp=.unwrap_or("]),
-        (json!({"pattern": "verbgate", "globs": ["*.md", "!SECURITY.md"]}), vec!["--glob=*.md", "--glob=!SECURITY.md", "--regexp=verbgate"]),
-        (json!({"pattern": "ErrorCode::", "types": ["rust"]}), vec!["--type=rust", "--regexp=ErrorCode::"]),
-        (json!({"pattern": "^pub struct \\w+", "before": 2, "after": 1}), vec!["--before-context=2", "--after-context=1", "--regexp=^pub struct \\w+"]),
+        (
+            json!({"pattern": ".unwrap_or(", "fixed": true}),
+            vec!["--fixed-strings", "--regexp=.unwrap_or("],
+        ),
+        (
+            json!({"pattern": "verbgate", "globs": ["*.md", "!SECURITY.md"]}),
+            vec!["--glob=*.md", "--glob=!SECURITY.md", "--regexp=verbgate"],
+        ),
+        (
+            json!({"pattern": "ErrorCode::", "types": ["rust"]}),
+            vec!["--type=rust", "--regexp=ErrorCode::"],
+        ),
+        (
+            json!({"pattern": "^pub struct \\w+", "before": 2, "after": 1}),
+            vec!["--before-context=2", "--after-context=1", "--regexp=^pub struct \\w+"],
+        ),
         (
             json!({"pattern": "confine", "case": "insensitive", "paths": ["host/src/exec", "README.md"]}),
             vec!["--ignore-case", "--regexp=confine", "--", "host/src/exec", "README.md"],
@@ -124,7 +153,10 @@ fn search_results_equal_ripgreps_own_json_output() {
         let r = env.op("rg.search", args.clone());
         let got = from_verb(ok(&r));
         let want = rg_direct(&env.root, &flags);
-        assert!(!want.matches.is_empty(), "{args}: the query finds nothing, so it compares nothing");
+        assert!(
+            !want.matches.is_empty(),
+            "{args}: the query finds nothing, so it compares nothing"
+        );
         assert_eq!(got.matches, want.matches, "{args}");
         assert_eq!(got.context, want.context, "{args}");
         assert_eq!(got.files, want.files, "{args}");
@@ -132,7 +164,10 @@ fn search_results_equal_ripgreps_own_json_output() {
         assert_eq!(r["result"]["truncated"], false, "{args}");
     }
     // Context lines are attached to the match they surround.
-    let r = env.op("rg.search", json!({"pattern": "^pub struct \\w+", "before": 2, "after": 1, "limit": 10_000}));
+    let r = env.op(
+        "rg.search",
+        json!({"pattern": "^pub struct \\w+", "before": 2, "after": 1, "limit": 10_000}),
+    );
     for m in ok(&r)["matches"].as_array().unwrap() {
         let line = m["line"].as_u64().unwrap();
         for c in m["before"].as_array().unwrap() {
@@ -146,7 +181,11 @@ fn search_results_equal_ripgreps_own_json_output() {
     }
     // The file list equals `rg --files`.
     let files = env.op("rg.files", json!({"types": ["rust"], "limit": 100_000}));
-    let out = Command::new(require_test_tool("rg")).current_dir(&env.root).args(["--files", "--sort=path", "--type=rust"]).output().unwrap();
+    let out = Command::new(require_test_tool("rg"))
+        .current_dir(&env.root)
+        .args(["--files", "--sort=path", "--type=rust"])
+        .output()
+        .unwrap();
     let want: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
     assert_eq!(ok(&files)["files"], json!(want));
     assert_eq!(files["result"]["count"], want.len());
@@ -162,11 +201,17 @@ fn caps_truncate_and_say_which() {
     let r = env.op("rg.search", json!({"pattern": "fn ", "types": ["rust"], "limit": 3}));
     let r = ok(&r);
     assert_eq!(r["matches"].as_array().unwrap()[..], full["matches"].as_array().unwrap()[..3]);
-    assert_eq!((r["truncated"].clone(), r["caps_reached"].clone()), (json!(true), json!(["limit"])));
+    assert_eq!(
+        (r["truncated"].clone(), r["caps_reached"].clone()),
+        (json!(true), json!(["limit"]))
+    );
     assert_eq!(r["files"], full["files"], "per-file counts still cover every file");
     assert_eq!(r["stats"]["matches"], full["stats"]["matches"]);
 
-    let r = env.op("rg.search", json!({"pattern": "fn ", "types": ["rust"], "per_file": 1, "limit": 10_000}));
+    let r = env.op(
+        "rg.search",
+        json!({"pattern": "fn ", "types": ["rust"], "per_file": 1, "limit": 10_000}),
+    );
     let r = ok(&r);
     assert_eq!(r["caps_reached"], json!(["per_file"]));
     assert!(r["files"].as_array().unwrap().iter().all(|f| f["lines"] == 1), "{r}");
@@ -176,13 +221,25 @@ fn caps_truncate_and_say_which() {
     let small = repo_env("[limits]\ncapture_bytes = 8192");
     let r = small.op("rg.search", json!({"pattern": "e", "limit": 10_000}));
     let r = ok(&r);
-    assert_eq!((r["truncated"].clone(), r["caps_reached"].clone(), r["stats"].clone()), (json!(true), json!(["output"]), Value::Null), "{r}");
+    assert_eq!(
+        (r["truncated"].clone(), r["caps_reached"].clone(), r["stats"].clone()),
+        (json!(true), json!(["output"]), Value::Null),
+        "{r}"
+    );
     let kept = r["matches"].as_array().unwrap();
     assert!(!kept.is_empty());
-    assert_eq!(kept[..], full_search(&small, "e")[..kept.len()], "the kept matches are the first ones, complete");
+    assert_eq!(
+        kept[..],
+        full_search(&small, "e")[..kept.len()],
+        "the kept matches are the first ones, complete"
+    );
 
     let r = env.op("rg.files", json!({"limit": 2}));
-    assert_eq!((r["result"]["count"].clone(), r["result"]["truncated"].clone()), (json!(2), json!(true)), "{r}");
+    assert_eq!(
+        (r["result"]["count"].clone(), r["result"]["truncated"].clone()),
+        (json!(2), json!(true)),
+        "{r}"
+    );
 }
 
 /// The matches rg prints itself for `pattern`, in the verb's shape.
@@ -210,7 +267,10 @@ fn non_utf8_file_names_and_lines_are_replaced_not_dropped() {
     assert_eq!(m[0]["text"], "hello \u{fffd} world");
     assert_eq!(m[0]["submatches"], json!([{"start": 0, "end": 5, "text": "hello"}]));
     assert_eq!((m[1]["text"].clone(), m[1]["column"].clone()), (json!("plain hello"), json!(7)));
-    assert_eq!(r["result"]["files"], json!([{"path": "bad-\u{fffd}.txt", "matches": 2, "lines": 2}]));
+    assert_eq!(
+        r["result"]["files"],
+        json!([{"path": "bad-\u{fffd}.txt", "matches": 2, "lines": 2}])
+    );
     let f = env.op("rg.files", json!({}));
     assert_eq!(ok(&f)["files"], json!(["bad-\u{fffd}.txt"]));
 }
@@ -224,15 +284,25 @@ fn paths_outside_the_root_are_refused_and_links_out_are_not_followed() {
     std::fs::write(outside.join("secret.txt"), "needle outside\n").unwrap();
     std::fs::write(env.root.join("inside.txt"), "needle inside\n").unwrap();
     std::os::unix::fs::symlink(&outside, env.root.join("out")).unwrap();
-    for paths in [json!(["../outside"]), json!(["/etc"]), json!(["out"]), json!(["out/secret.txt"]), json!(["inside.txt", "../outside/secret.txt"])] {
-        for (verb, args) in [("rg.search", json!({"pattern": "needle", "paths": paths})), ("rg.files", json!({"paths": paths}))] {
+    for paths in [
+        json!(["../outside"]),
+        json!(["/etc"]),
+        json!(["out"]),
+        json!(["out/secret.txt"]),
+        json!(["inside.txt", "../outside/secret.txt"]),
+    ] {
+        for (verb, args) in [
+            ("rg.search", json!({"pattern": "needle", "paths": paths})),
+            ("rg.files", json!({"paths": paths})),
+        ] {
             let r = env.op(verb, args);
             assert_eq!(r["error"]["code"], "plan_refused", "{verb} {paths}: {r}");
         }
     }
     // Searching the root does not follow the link out of it.
     let r = env.op("rg.search", json!({"pattern": "needle"}));
-    let paths: Vec<&str> = ok(&r)["matches"].as_array().unwrap().iter().map(|m| m["path"].as_str().unwrap()).collect();
+    let paths: Vec<&str> =
+        ok(&r)["matches"].as_array().unwrap().iter().map(|m| m["path"].as_str().unwrap()).collect();
     assert_eq!(paths, ["inside.txt"]);
     let f = env.op("rg.files", json!({"hidden": true, "ignored": true}));
     assert_eq!(ok(&f)["files"], json!(["inside.txt"]));
@@ -245,34 +315,58 @@ fn option_lookalikes_are_patterns_globs_and_paths_and_no_config_runs_a_program()
     std::fs::write(env.root.join("inj.txt"), "a line with --pre=evil in it\n").unwrap();
     let marker = env.tmp.path().join("preprocessor-ran");
     let script = env.tmp.path().join("pre.sh");
-    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\ncat \"$1\"\n", marker.display())).unwrap();
+    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\ncat \"$1\"\n", marker.display()))
+        .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let config = env.tmp.path().join("ripgreprc");
     // (`--search-zip` would switch `--pre` off: rg keeps the last of the two.)
     std::fs::write(&config, format!("--follow\n--pre={}\n", script.display())).unwrap();
 
     // The attack works on a plain rg: the config makes it run the script.
-    let out = Command::new(&rg).current_dir(&env.root).env("RIPGREP_CONFIG_PATH", &config).args(["--json", "line"]).output().unwrap();
+    let out = Command::new(&rg)
+        .current_dir(&env.root)
+        .env("RIPGREP_CONFIG_PATH", &config)
+        .args(["--json", "line"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(marker.exists(), "the config's --pre should have run the script on a plain rg");
     std::fs::remove_file(&marker).unwrap();
 
     let request = |args: Value| -> Value {
         let req = json!({"ops": [{"op": "rg.search", "args": args}]});
-        let out = env.cmd(&["request", &req.to_string()]).env("RIPGREP_CONFIG_PATH", &config).output().unwrap();
+        let out = env
+            .cmd(&["request", &req.to_string()])
+            .env("RIPGREP_CONFIG_PATH", &config)
+            .output()
+            .unwrap();
         serde_json::from_slice::<Value>(&out.stdout).unwrap()["results"][0].clone()
     };
     let r = request(json!({"pattern": "--pre=evil", "globs": ["--pre=x", "*.txt"]}));
     let m = &ok(&r)["matches"];
-    assert_eq!((m[0]["path"].clone(), m[0]["submatches"][0]["text"].clone()), (json!("inj.txt"), json!("--pre=evil")), "{r}");
+    assert_eq!(
+        (m[0]["path"].clone(), m[0]["submatches"][0]["text"].clone()),
+        (json!("inj.txt"), json!("--pre=evil")),
+        "{r}"
+    );
     let r = request(json!({"pattern": "line", "paths": ["--pre=evil"]}));
     let errors = ok(&r)["errors"].to_string();
-    assert!(errors.contains("--pre=evil") && errors.contains("No such file"), "a path is a path: {r}");
+    assert!(
+        errors.contains("--pre=evil") && errors.contains("No such file"),
+        "a path is a path: {r}"
+    );
     assert!(!marker.exists(), "RIPGREP_CONFIG_PATH reached rg through verbgate");
 
-    let plan = env.request(&json!({"ops": [{"op": "rg.search", "args": {"pattern": "--pre=evil"}, "dry_run": true}]}));
+    let plan = env.request(
+        &json!({"ops": [{"op": "rg.search", "args": {"pattern": "--pre=evil"}, "dry_run": true}]}),
+    );
     let argv = plan["results"][0]["result"]["plan"]["command"].to_string();
-    assert!(argv.contains("\"--regexp=--pre=evil\"") && argv.contains("\"--no-config\"") && argv.contains("\"--no-pre\""), "{plan}");
+    assert!(
+        argv.contains("\"--regexp=--pre=evil\"")
+            && argv.contains("\"--no-config\"")
+            && argv.contains("\"--no-pre\""),
+        "{plan}"
+    );
 }
 
 #[test]
@@ -308,9 +402,19 @@ fn without_ripgrep_the_verbs_are_unavailable_and_say_why() {
     let h = env.request(&json!({"help": "rg.files"}));
     assert_eq!(h["error"]["code"], "unavailable", "{h}");
     let catalog = env.request(&json!({"help": true}));
-    assert!(catalog["help"]["unavailable"]["rg.search"].as_str().unwrap().contains("/nonexistent/bin/rg"), "{catalog}");
+    assert!(
+        catalog["help"]["unavailable"]["rg.search"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/bin/rg"),
+        "{catalog}"
+    );
     let verbs = env.verbs();
-    let listed = verbs["unavailable"].as_array().unwrap().iter().any(|u| u["verb"] == "rg.files" && u["code"] == "missing_program");
+    let listed = verbs["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|u| u["verb"] == "rg.files" && u["code"] == "missing_program");
     assert!(listed, "{verbs}");
     // The other verbs are unaffected.
     assert_eq!(env.op("job.list", json!({}))["ok"], true);
@@ -327,10 +431,17 @@ fn capped_rg_env(env_config: &str) -> Env {
     // The wrapper runs the real rg, which the OS sandbox lets the rg verbs
     // read only because the operator says so (it is not the program named).
     let prefix = rg.parent().and_then(|b| b.parent()).unwrap().display().to_string();
-    let env = Env::new().with_config(&format!("{env_config}\n[[sandbox.allow]]\nverbs = [\"rg.*\"]\nread = [{prefix:?}]\n"));
+    let env = Env::new().with_config(&format!(
+        "{env_config}\n[[sandbox.allow]]\nverbs = [\"rg.*\"]\nread = [{prefix:?}]\n"
+    ));
     let wrapper = env.tmp.path().join("rg-capped");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nulimit -v 1048576\nexec {:?} \"$@\"\n", rg.display().to_string())).unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nulimit -v 1048576\nexec {:?} \"$@\"\n", rg.display().to_string()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
     env.with_program("rg", wrapper.to_str().unwrap())
 }
 
@@ -362,11 +473,17 @@ fn ignore_files_linked_out_of_the_root_are_refused_and_never_echoed() {
                 args["pattern"] = json!("needle");
             }
             let r = env.op(verb, args.clone());
-            assert!(!r.to_string().contains("SECRET-"), "{verb} {link} {args}: the linked file's lines reached the answer: {r}");
+            assert!(
+                !r.to_string().contains("SECRET-"),
+                "{verb} {link} {args}: the linked file's lines reached the answer: {r}"
+            );
             assert_eq!(r["error"]["code"], "plan_refused", "{verb} {link} {args}: {r}");
             assert_eq!(r["error"]["path"], link, "{verb} {link}: {r}");
             let message = r["error"]["message"].as_str().unwrap();
-            assert!(message.contains("symbolic link") && message.contains("ignored"), "the message says why and what to do: {r}");
+            assert!(
+                message.contains("symbolic link") && message.contains("ignored"),
+                "the message says why and what to do: {r}"
+            );
         }
         // rg reads no ignore file at all with `ignored`: nothing to refuse.
         let r = env.op("rg.search", json!({"pattern": "needle", "ignored": true}));
@@ -393,7 +510,10 @@ fn an_ignore_file_that_never_ends_is_refused_before_rg_reads_it() {
     let took = started.elapsed();
     assert_eq!(r["error"]["code"], "plan_refused", "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains(".gitignore"), "{r}");
-    assert!(took < std::time::Duration::from_secs(10), "refused promptly, not after rg ran: {took:?}");
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "refused promptly, not after rg ran: {took:?}"
+    );
     std::fs::remove_file(env.root.join(".gitignore")).unwrap();
 
     let fifo = env.root.join("sub/.ignore");
@@ -429,7 +549,12 @@ fn ignore_files_above_the_root_and_the_global_one_are_bounded_and_never_echoed()
     std::fs::write(home.join(".config/git/ignore"), "SECRET-THREE-{\na.txt\n").unwrap();
     let request = |args: Value| -> Value {
         let req = json!({"ops": [{"op": "rg.search", "args": args}]});
-        let out = env.cmd(&["request", &req.to_string()]).env("HOME", &home).env_remove("XDG_CONFIG_HOME").output().unwrap();
+        let out = env
+            .cmd(&["request", &req.to_string()])
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .output()
+            .unwrap();
         serde_json::from_slice::<Value>(&out.stdout).unwrap()["results"][0].clone()
     };
     let r = request(json!({"pattern": "needle"}));
@@ -439,7 +564,11 @@ fn ignore_files_above_the_root_and_the_global_one_are_bounded_and_never_echoed()
     assert_eq!(ok(&r)["matches"][0]["path"], "a.txt", "{r}");
     std::fs::write(&above, "a.txt\n").unwrap();
     let r = request(json!({"pattern": "needle"}));
-    assert_eq!(ok(&r)["matches"][0]["path"], "a.txt", "a rule above the root hid a file in it: {r}");
+    assert_eq!(
+        ok(&r)["matches"][0]["path"],
+        "a.txt",
+        "a rule above the root hid a file in it: {r}"
+    );
     // Above the root, a link is followed (a `~/.gitignore` kept in a
     // dotfiles repository is common), but what it leads to must be a
     // regular file of bounded size.

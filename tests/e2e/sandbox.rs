@@ -46,14 +46,21 @@ impl Target {
     /// Every way the attack could have succeeded, checked from outside;
     /// all breaches are named at once.
     fn assert_contained(&self, what: &str, answer: &Value) {
-        let in_root = |name: &str| std::fs::read_to_string(self.env.root.join(name)).unwrap_or_default();
+        let in_root =
+            |name: &str| std::fs::read_to_string(self.env.root.join(name)).unwrap_or_default();
         let mut breaches = Vec::new();
-        for (name, how) in [("leak.txt", "read the key outside the root"), ("sh-leak.txt", "read the key through sh -c")] {
+        for (name, how) in [
+            ("leak.txt", "read the key outside the root"),
+            ("sh-leak.txt", "read the key through sh -c"),
+        ] {
             if in_root(name).contains(KEY) {
                 breaches.push(how);
             }
         }
-        for (name, how) in [("written.txt", "wrote outside the root"), ("sh-written.txt", "wrote outside the root through sh -c")] {
+        for (name, how) in [
+            ("written.txt", "wrote outside the root"),
+            ("sh-written.txt", "wrote outside the root through sh -c"),
+        ] {
             if self.outside.join(name).exists() {
                 breaches.push(how);
             }
@@ -67,7 +74,11 @@ impl Target {
         if answer.to_string().contains(KEY) {
             breaches.push("put the key in the answer");
         }
-        assert!(breaches.is_empty(), "{what}: the repository's code {}: {answer}", breaches.join(", "));
+        assert!(
+            breaches.is_empty(),
+            "{what}: the repository's code {}: {answer}",
+            breaches.join(", ")
+        );
     }
 }
 
@@ -103,7 +114,11 @@ mod tests {{
 "#,
         port = t.port()
     );
-    std::fs::write(t.env.root.join("Cargo.toml"), "[package]\nname = \"attack\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n").unwrap();
+    std::fs::write(
+        t.env.root.join("Cargo.toml"),
+        "[package]\nname = \"attack\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(t.env.root.join("src")).unwrap();
     std::fs::write(t.env.root.join("src/lib.rs"), lib).unwrap();
     let r = t.env.run_job("cargo.test", json!({}));
@@ -142,7 +157,8 @@ subprocess.run(["sh", "-c", "cat %s > sh-leak.txt; echo pwned > %s/sh-written.tx
         port = t.port()
     );
     std::fs::write(t.env.root.join("conftest.py"), conftest).unwrap();
-    let r = t.env.run_job("pytest.run", json!({"node_ids": ["tests/test_outcomes.py::test_passes"]}));
+    let r =
+        t.env.run_job("pytest.run", json!({"node_ids": ["tests/test_outcomes.py::test_passes"]}));
     assert_eq!(r["result"]["result"]["counts"]["passed"], 1, "the suite still runs: {r}");
     t.assert_contained("pytest.run", &r);
 }
@@ -156,12 +172,20 @@ fn a_recipe_cannot_reach_outside_the_root_through_just_run() {
         port = t.port()
     );
     std::fs::write(t.env.root.join("justfile"), justfile).unwrap();
-    let fp = t.env.request(&json!({"help": "just.run:attack"}))["help"]["schema_fingerprint"].clone();
+    let fp =
+        t.env.request(&json!({"help": "just.run:attack"}))["help"]["schema_fingerprint"].clone();
     let out = t.env.request(&json!({"ops": [{"op": "just.run", "args": {"target": "attack"}, "schema_fingerprint": fp}]}));
-    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}")).to_string();
+    let id = out["results"][0]["result"]["job"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
     let w = t.env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 60}));
     assert_eq!(w["result"]["all_terminal"], true, "{w}");
-    assert_eq!(std::fs::read_to_string(t.env.root.join("done.txt")).unwrap_or_default().trim(), "done", "the recipe ran to its end in the root: {w}");
+    assert_eq!(
+        std::fs::read_to_string(t.env.root.join("done.txt")).unwrap_or_default().trim(),
+        "done",
+        "the recipe ran to its end in the root: {w}"
+    );
     t.assert_contained("just.run", &w);
 }
 
@@ -170,7 +194,10 @@ fn a_verb_that_declares_it_only_reads_cannot_write() {
     let env = Env::new();
     env.install("fixture-hostile");
     let r = env.op("hostile.readonlywrite", json!({}));
-    assert!(!env.root.join("escaped-write.txt").exists(), "a reads_repo verb's program wrote the root: {r}");
+    assert!(
+        !env.root.join("escaped-write.txt").exists(),
+        "a reads_repo verb's program wrote the root: {r}"
+    );
 }
 
 #[test]
@@ -178,7 +205,10 @@ fn doctor_says_what_the_kernel_enforces_and_each_verbs_profile() {
     let env = Env::new();
     let out = env.run_ok(&["doctor"]);
     assert_eq!(out["sandbox"]["mode"], "enforce", "{out}");
-    assert_eq!(out["sandbox"]["mechanism"], "landlock+seccomp", "this machine's kernel has Landlock: {out}");
+    assert_eq!(
+        out["sandbox"]["mechanism"], "landlock+seccomp",
+        "this machine's kernel has Landlock: {out}"
+    );
     let status = &out["verbs"]["git.status"];
     let root = env.root.canonicalize().unwrap().display().to_string();
     assert!(status["read"].as_array().unwrap().contains(&json!(root)), "{status}");
@@ -190,7 +220,11 @@ fn doctor_says_what_the_kernel_enforces_and_each_verbs_profile() {
     assert!(!out["verbs"].to_string().contains(&home), "no profile reaches VERBGATE_HOME: {out}");
     // help says it too.
     let h = env.request(&json!({"help": "git.commit"}));
-    assert_eq!(h["help"]["sandbox"], json!({"enforced": true, "root": "read-write", "network": false, "note": "`verbgate doctor` lists every path"}), "{h}");
+    assert_eq!(
+        h["help"]["sandbox"],
+        json!({"enforced": true, "root": "read-write", "network": false, "note": "`verbgate doctor` lists every path"}),
+        "{h}"
+    );
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //! lifecycles: `initialize` (2025-11-25) and `server/discover` (2026-07-28).
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, GetTaskParams, Implementation, ProtocolVersion, TaskPayload,
-    TaskStatus,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    GetTaskParams, Implementation, ProtocolVersion, TaskPayload, TaskStatus,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -26,7 +26,11 @@ struct TasksClient {
 
 impl ClientHandler for TasksClient {
     fn get_info(&self) -> ClientConfig {
-        let caps = if self.tasks { ClientCapabilities::builder().enable_tasks().build() } else { ClientCapabilities::default() };
+        let caps = if self.tasks {
+            ClientCapabilities::builder().enable_tasks().build()
+        } else {
+            ClientCapabilities::default()
+        };
         ClientConfig::new(caps, Implementation::new("tasks-test", "1"))
     }
 }
@@ -43,13 +47,19 @@ fn lifecycle(modern: bool) -> ClientLifecycleMode {
 
 async fn connect(env: &Env, modern: bool, tasks: bool) -> Client {
     let transport = TokioChildProcess::new(env.serve_command()).expect("start verbgate serve");
-    TasksClient { tasks }.serve_with_lifecycle(transport, lifecycle(modern)).await.expect("MCP session")
+    TasksClient { tasks }
+        .serve_with_lifecycle(transport, lifecycle(modern))
+        .await
+        .expect("MCP session")
 }
 
 /// One `request` call, answered as it comes (a task or a result).
 async fn call(client: &Client, args: Value) -> CallToolResponse {
     let Value::Object(map) = args else { panic!("arguments must be an object") };
-    client.call_tool_once(CallToolRequestParams::new("request").with_arguments(map)).await.expect("tools/call")
+    client
+        .call_tool_once(CallToolRequestParams::new("request").with_arguments(map))
+        .await
+        .expect("tools/call")
 }
 
 async fn envelope(client: &Client, args: Value) -> Value {
@@ -73,7 +83,10 @@ async fn task_id(client: &Client, args: Value) -> String {
 }
 
 async fn fingerprint(client: &Client, verb: &str) -> String {
-    envelope(client, json!({"help": verb})).await["help"]["schema_fingerprint"].as_str().unwrap().to_string()
+    envelope(client, json!({"help": verb})).await["help"]["schema_fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// `tasks/get` until the task is no longer working (at most 30 s).
@@ -176,7 +189,9 @@ fn tasks_cancel_is_job_kill_with_entity_delegation_and_no_fallback() {
         client.cancel().await.unwrap();
     });
     // Clean up: stop the entity run by the pid it recorded.
-    for entry in std::fs::read_dir(env.root.join(".fixture-entities")).into_iter().flatten().flatten() {
+    for entry in
+        std::fs::read_dir(env.root.join(".fixture-entities")).into_iter().flatten().flatten()
+    {
         if let Ok(pid) = std::fs::read_to_string(entry.path()) {
             let _ = Command::new("kill").arg("-TERM").arg(pid.trim()).status();
         }
@@ -214,11 +229,19 @@ fn a_task_survives_a_server_restart() {
 /// Run tests/python/mcp_tasks.py.
 fn python(cfg: &Value) -> Value {
     let python = target_dir().join("py/bin/python");
-    assert!(python.exists(), "{} is missing: run `just python-env` (part of `just test`)", python.display());
+    assert!(
+        python.exists(),
+        "{} is missing: run `just python-env` (part of `just test`)",
+        python.display()
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_tasks.py");
     let out = Command::new(&python).arg(&script).arg(cfg.to_string()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "mcp_tasks.py failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "mcp_tasks.py failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
@@ -230,21 +253,39 @@ fn check_python(v: &Value, http: bool) {
     assert_eq!(seen[1]["status"], "working", "{v}");
     assert_eq!(seen.last().unwrap()["status"], "completed", "{v}");
     let r = &v["tasked"]["body"]["results"];
-    assert_eq!((r[0]["result"]["status"].as_str(), r[0]["result"]["exit_code"].as_i64()), (Some("succeeded"), Some(0)), "{v}");
+    assert_eq!(
+        (r[0]["result"]["status"].as_str(), r[0]["result"]["exit_code"].as_i64()),
+        (Some("succeeded"), Some(0)),
+        "{v}"
+    );
     assert_eq!(r[1]["op"], "job.list", "{v}");
-    assert_eq!((r[2]["result"]["status"].as_str(), r[2]["result"]["exit_code"].as_i64()), (Some("failed"), Some(3)), "{v}");
+    assert_eq!(
+        (r[2]["result"]["status"].as_str(), r[2]["result"]["exit_code"].as_i64()),
+        (Some("failed"), Some(3)),
+        "{v}"
+    );
     assert_eq!(v["no_job"]["status"], "success", "{v}");
     let progress = v["progress"].as_array().unwrap();
-    assert!(!progress.is_empty() && progress[0]["total"].as_f64() == Some(1.0), "progress notifications on 2026-07-28: {v}");
+    assert!(
+        !progress.is_empty() && progress[0]["total"].as_f64() == Some(1.0),
+        "progress notifications on 2026-07-28: {v}"
+    );
     assert!(v["unknown"]["message"].as_str().unwrap().contains("no task"), "{v}");
     if http {
         // Another token gets the answer an unknown id gets.
         let other = v["other_token"]["message"].as_str().unwrap();
         let unknown = v["unknown"]["message"].as_str().unwrap();
         let id = v["task_id"].as_str().unwrap();
-        assert_eq!(other.replace(id, "ID"), unknown.replace(&format!("task-{}", "0".repeat(32)), "ID"), "{v}");
+        assert_eq!(
+            other.replace(id, "ID"),
+            unknown.replace(&format!("task-{}", "0".repeat(32)), "ID"),
+            "{v}"
+        );
     }
-    assert!(v["plain"]["results"][0]["result"]["job"]["id"].is_string(), "without the extension: a job id: {v}");
+    assert!(
+        v["plain"]["results"][0]["result"]["job"]["id"].is_string(),
+        "without the extension: a job id: {v}"
+    );
 }
 
 #[test]

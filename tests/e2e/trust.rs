@@ -9,7 +9,12 @@ use verbgate_tests::{component, Env};
 /// The `unavailable` entry for a file, if it was refused.
 fn refusal(env: &Env, file: &str) -> Option<Value> {
     let verbs = env.verbs();
-    verbs["unavailable"].as_array().unwrap().iter().find(|u| u["source"].as_str().unwrap_or("").ends_with(file)).cloned()
+    verbs["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["source"].as_str().unwrap_or("").ends_with(file))
+        .cloned()
 }
 
 fn assert_refused(env: &Env, file: &str, code: &str) {
@@ -52,7 +57,13 @@ fn a_signed_component_loads_and_its_verb_runs() {
     assert_eq!(res["ok"], true, "{res}");
     assert_eq!(res["result"]["argv"], json!(["hello"]));
     let verbs = env.verbs();
-    let plugin = verbs["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "fixture-echo").unwrap().clone();
+    let plugin = verbs["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "fixture-echo")
+        .unwrap()
+        .clone();
     assert!(plugin["signer"].as_str().unwrap().starts_with("ed25519:"), "{plugin}");
 }
 
@@ -101,7 +112,14 @@ fn a_component_signed_by_an_untrusted_key_is_refused() {
     let env = Env::new();
     let other = env.run_ok(&["keygen", "--name", "stranger"]);
     let dest = env.plugins.join("stranger.wasm");
-    env.run_ok(&["sign", component("fixture-echo").to_str().unwrap(), "--key", other["secret_key"].as_str().unwrap(), "--out", dest.to_str().unwrap()]);
+    env.run_ok(&[
+        "sign",
+        component("fixture-echo").to_str().unwrap(),
+        "--key",
+        other["secret_key"].as_str().unwrap(),
+        "--out",
+        dest.to_str().unwrap(),
+    ]);
     assert_refused(&env, "stranger.wasm", "untrusted_key");
     // `verify` agrees, and names the key.
     let (code, out, _) = env.run(&["verify", dest.to_str().unwrap()]);
@@ -162,11 +180,21 @@ fn a_component_built_for_an_unknown_contract_version_is_refused_by_name() {
     let unsigned = env.tmp.path().join("future.wasm");
     std::fs::write(&unsigned, &bytes).unwrap();
     let dest = env.plugins.join("future.wasm");
-    env.run_ok(&["sign", unsigned.to_str().unwrap(), "--key", env.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+    env.run_ok(&[
+        "sign",
+        unsigned.to_str().unwrap(),
+        "--key",
+        env.secret_key().to_str().unwrap(),
+        "--out",
+        dest.to_str().unwrap(),
+    ]);
     let r = refusal(&env, "future.wasm").unwrap_or_else(|| panic!("not refused: {}", env.verbs()));
     assert_eq!(r["code"], "unknown_wit_version");
     assert!(r["reason"].as_str().unwrap().contains("verbgate:verbs@9.9.9"), "{r}");
-    assert!(r["reason"].as_str().unwrap().contains("supported: 0.1.0, 0.2.0"), "both contracts are named: {r}");
+    assert!(
+        r["reason"].as_str().unwrap().contains("supported: 0.1.0, 0.2.0"),
+        "both contracts are named: {r}"
+    );
     let (_, check, _) = env.run(&["check", dest.to_str().unwrap()]);
     assert_eq!(check["ok"], false);
     assert_eq!(check["errors"][0]["code"], "unknown_wit_version", "{check}");
@@ -177,7 +205,12 @@ fn a_component_built_for_an_unknown_contract_version_is_refused_by_name() {
 /// (a bound only a hang would blow). Returns (exit code, stdout JSON).
 fn run_within(env: &Env, args: &[&str], secs: u64) -> (i32, Value) {
     use std::io::Read;
-    let mut child = env.cmd(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = env
+        .cmd(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -192,7 +225,10 @@ fn run_within(env: &Env, args: &[&str], secs: u64) -> (i32, Value) {
     };
     let mut out = String::new();
     child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    (status.code().unwrap_or(-1), serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}")))
+    (
+        status.code().unwrap_or(-1),
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}")),
+    )
 }
 
 /// A hostile trust store entry never blocks a start, is never read past its
@@ -203,14 +239,31 @@ fn assert_skipped_without_blocking(env: &Env, file: &str, reason: &str) {
     let (code, list) = run_within(env, &["trust", "list"], 20);
     assert_eq!(code, 0, "{list}");
     let skipped = list["skipped"].as_array().unwrap_or_else(|| panic!("{list}"));
-    let entry = skipped.iter().find(|s| s["path"].as_str().unwrap().ends_with(file)).unwrap_or_else(|| panic!("{file} not listed as skipped: {list}"));
+    let entry = skipped
+        .iter()
+        .find(|s| s["path"].as_str().unwrap().ends_with(file))
+        .unwrap_or_else(|| panic!("{file} not listed as skipped: {list}"));
     assert!(entry["reason"].as_str().unwrap().contains(reason), "{entry}");
     assert_eq!(list["keys"].as_array().unwrap().len(), 1, "the real key is still trusted: {list}");
     let (code, verbs) = run_within(env, &["verbs"], 20);
     assert_eq!(code, 0, "{verbs}");
-    assert!(verbs["trust_skipped"].as_array().unwrap().iter().any(|s| s["path"].as_str().unwrap().ends_with(file)), "{verbs}");
-    assert!(verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == "fixture-echo"), "{verbs}");
-    let (code, res) = run_within(env, &["request", &json!({"ops": [{"op": "echo.argv", "args": {"word": "x"}}]}).to_string()], 20);
+    assert!(
+        verbs["trust_skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["path"].as_str().unwrap().ends_with(file)),
+        "{verbs}"
+    );
+    assert!(
+        verbs["plugins"].as_array().unwrap().iter().any(|p| p["name"] == "fixture-echo"),
+        "{verbs}"
+    );
+    let (code, res) = run_within(
+        env,
+        &["request", &json!({"ops": [{"op": "echo.argv", "args": {"word": "x"}}]}).to_string()],
+        20,
+    );
     assert_eq!((code, res["results"][0]["ok"].clone()), (0, json!(true)), "{res}");
 }
 
@@ -255,7 +308,9 @@ fn a_name_label_linked_to_dev_zero_is_not_followed() {
 fn a_key_file_another_user_could_write_is_not_trusted() {
     use std::os::unix::fs::PermissionsExt;
     let env = Env::new();
-    let path = std::path::PathBuf::from(env.run_ok(&["trust", "list"])["keys"][0]["path"].as_str().unwrap());
+    let path = std::path::PathBuf::from(
+        env.run_ok(&["trust", "list"])["keys"][0]["path"].as_str().unwrap(),
+    );
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
     let list = env.run_ok(&["trust", "list"]);
     assert_eq!(list["keys"].as_array().unwrap().len(), 0, "{list}");

@@ -109,7 +109,11 @@ fn include_if_env(marker: &Path) -> Env {
     git(root, &["add", "a.txt"]);
     git(root, &["commit", "-q", "-m", "a"]);
     git(root, &["switch", "-q", "-c", "evil"]);
-    std::fs::write(root.join("evil.cfg"), format!("[filter \"x\"]\n\tclean = touch {}\n", marker.display())).unwrap();
+    std::fs::write(
+        root.join("evil.cfg"),
+        format!("[filter \"x\"]\n\tclean = touch {}\n", marker.display()),
+    )
+    .unwrap();
     std::fs::write(root.join(".gitattributes"), "*.txt filter=x\n").unwrap();
     git(root, &["add", "evil.cfg", ".gitattributes"]);
     git(root, &["commit", "-q", "-m", "evil"]);
@@ -136,7 +140,10 @@ fn a_switch_in_the_batch_cannot_bring_a_filter_into_a_later_add() {
         // The switch happened; its read-back is refused like any git op
         // in a repository whose config now names a program.
         assert_eq!(r["results"][0]["error"]["wrote"], true, "{r}");
-        assert_eq!(r["results"][1]["error"]["code"], "repo_config_runs_programs", "trial {trial}: {r}");
+        assert_eq!(
+            r["results"][1]["error"]["code"], "repo_config_runs_programs",
+            "trial {trial}: {r}"
+        );
     }
 }
 
@@ -153,7 +160,8 @@ fn another_process_switching_branches_cannot_lead_a_read_out_of_the_root() {
         std::thread::spawn(move || {
             for i in 0..16 {
                 let branch = if i % 2 == 0 { "evil" } else { "main" };
-                let r = env.request(&json!({"ops": [{"op": "git.switch", "args": {"branch": branch}}]}));
+                let r = env
+                    .request(&json!({"ops": [{"op": "git.switch", "args": {"branch": branch}}]}));
                 assert_eq!(r["results"][0]["ok"], true, "{r}");
             }
         })
@@ -176,14 +184,29 @@ fn an_op_still_waiting_for_its_turn_when_its_request_is_cancelled_never_runs() {
     git(&env.root, &["init", "-q", "-b", "main"]);
     std::fs::write(env.root.join("a.txt"), "a\n").unwrap();
     assert_eq!(env.op("git.status", json!({}))["ok"], true, "makes the lock file");
-    let lock =
-        std::fs::read_dir(env.home.join("state/locks")).unwrap().flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "lock")).unwrap();
+    let lock = std::fs::read_dir(env.home.join("state/locks"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "lock"))
+        .unwrap();
     // Another process holds the root.
-    let mut holder = std::process::Command::new("flock").arg("-x").arg(&lock).arg("sleep").arg("3").spawn().unwrap();
+    let mut holder = std::process::Command::new("flock")
+        .arg("-x")
+        .arg(&lock)
+        .arg("sleep")
+        .arg("3")
+        .spawn()
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     verbgate_tests::runtime().block_on(async {
         let s = verbgate_tests::mcp::Session::start(env.serve_command()).await.unwrap();
-        s.request_then_cancel(json!({"ops": [{"op": "git.add", "args": {"paths": ["a.txt"]}}]}), std::time::Duration::from_millis(500)).await.unwrap();
+        s.request_then_cancel(
+            json!({"ops": [{"op": "git.add", "args": {"paths": ["a.txt"]}}]}),
+            std::time::Duration::from_millis(500),
+        )
+        .await
+        .unwrap();
         holder.wait().unwrap();
         // The turn is free now; give the cancelled op the time it would
         // have needed to run.

@@ -32,7 +32,8 @@ fn outcomes(r: &Value) -> Vec<(String, String, String)> {
         .iter()
         .map(|t| {
             let file = t["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
-            let name: Vec<&str> = t["name"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+            let name: Vec<&str> =
+                t["name"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
             (file, name.join(" > "), t["outcome"].as_str().unwrap().to_string())
         })
         .collect()
@@ -42,7 +43,11 @@ fn outcomes(r: &Value) -> Vec<(String, String, String)> {
 fn every_outcome_is_mapped_from_the_json_reporter() {
     let env = suite_env();
     let r = run_job(&env, json!({}));
-    assert_eq!((r["success"].clone(), r["exit_code"].clone(), r["status"].clone()), (json!(false), json!(1), json!("error")), "{r}");
+    assert_eq!(
+        (r["success"].clone(), r["exit_code"].clone(), r["status"].clone()),
+        (json!(false), json!(1), json!("error")),
+        "{r}"
+    );
     let mut got = outcomes(&r);
     got.sort();
     let want: Vec<(String, String, String)> = [
@@ -57,15 +62,37 @@ fn every_outcome_is_mapped_from_the_json_reporter() {
     .map(|(f, n, o)| (f.to_string(), n.to_string(), o.to_string()))
     .collect();
     assert_eq!(got, want, "{r}");
-    assert_eq!(r["counts"], json!({"passed": 1, "failed": 2, "skipped": 1, "todo": 1, "error": 1, "total": 6}));
+    assert_eq!(
+        r["counts"],
+        json!({"passed": 1, "failed": 2, "skipped": 1, "todo": 1, "error": 1, "total": 6})
+    );
 
-    let test = |title: &str| r["tests"].as_array().unwrap().iter().find(|t| t["name"].as_array().unwrap().last() == Some(&json!(title))).unwrap().clone();
+    let test = |title: &str| {
+        r["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"].as_array().unwrap().last() == Some(&json!(title)))
+            .unwrap()
+            .clone()
+    };
     let fails = test("fails");
     let file = env.root.join("test/outcomes.test.js").display().to_string();
-    assert_eq!((fails["file"].as_str(), fails["line"].as_u64()), (Some(file.as_str()), Some(11)), "the test's own line: {fails}");
-    assert_eq!(fails["failure_location"], json!({"file": file, "line": 3, "column": 17}), "it failed in helper(): {fails}");
+    assert_eq!(
+        (fails["file"].as_str(), fails["line"].as_u64()),
+        (Some(file.as_str()), Some(11)),
+        "the test's own line: {fails}"
+    );
+    assert_eq!(
+        fails["failure_location"],
+        json!({"file": file, "line": 3, "column": 17}),
+        "it failed in helper(): {fails}"
+    );
     assert!(fails["message"].as_str().unwrap().contains("expected 3 to be 2"), "{fails}");
-    assert!(fails["details"].as_str().unwrap().contains("outcomes.test.js:12"), "the stack, with the call site: {fails}");
+    assert!(
+        fails["details"].as_str().unwrap().contains("outcomes.test.js:12"),
+        "the stack, with the call site: {fails}"
+    );
     assert!(fails["duration_ms"].as_f64().unwrap() >= 0.0);
     assert_eq!(test("throws")["message"], "TypeError: boom");
     let broken = r["tests"].as_array().unwrap().iter().find(|t| t["outcome"] == "error").unwrap();
@@ -76,10 +103,18 @@ fn every_outcome_is_mapped_from_the_json_reporter() {
 fn tests_are_selected_by_file_and_name_and_a_filter_is_never_an_option() {
     let env = suite_env();
     let r = run_job(&env, json!({"files": ["test/outcomes.test.js"], "name": "adds"}));
-    assert_eq!((r["status"].clone(), r["counts"]["passed"].clone()), (json!("passed"), json!(1)), "{r}");
+    assert_eq!(
+        (r["status"].clone(), r["counts"]["passed"].clone()),
+        (json!("passed"), json!(1)),
+        "{r}"
+    );
     assert_eq!(r["success"], true, "{r}");
     let r = run_job(&env, json!({"files": ["test/nothing-here"]}));
-    assert_eq!((r["status"].clone(), r["counts"]["total"].clone()), (json!("no_tests"), json!(0)), "{r}");
+    assert_eq!(
+        (r["status"].clone(), r["counts"]["total"].clone()),
+        (json!("no_tests"), json!(0)),
+        "{r}"
+    );
     for (args, code) in [
         (json!({"files": ["--reporter=verbose"]}), "unsafe_argv"),
         (json!({"files": ["../outside"]}), "plan_refused"),
@@ -93,11 +128,19 @@ fn tests_are_selected_by_file_and_name_and_a_filter_is_never_an_option() {
 #[test]
 fn a_run_writes_no_snapshot_and_runs_without_asking_in_the_sandbox() {
     let env = suite_env();
-    std::fs::write(env.root.join("test/snap.test.js"), "test('snap', () => { expect({a: 1}).toMatchSnapshot(); });\n").unwrap();
+    std::fs::write(
+        env.root.join("test/snap.test.js"),
+        "test('snap', () => { expect({a: 1}).toMatchSnapshot(); });\n",
+    )
+    .unwrap();
     let r = run_job(&env, json!({"files": ["test/snap.test.js"]}));
     // CI=true: a missing snapshot fails the test instead of being written.
     assert_eq!(r["counts"]["failed"], 1, "{r}");
     assert!(!env.root.join("test/__snapshots__").exists(), "no snapshot file was written");
     let help = env.request(&json!({"help": "vitest.run"}));
-    assert_eq!(help["help"]["effects"], json!(["reads_repo", "writes_repo", "runs_repo_code", "long_running"]), "{help}");
+    assert_eq!(
+        help["help"]["effects"],
+        json!(["reads_repo", "writes_repo", "runs_repo_code", "long_running"]),
+        "{help}"
+    );
 }

@@ -32,8 +32,13 @@ pub fn bin_dir() -> PathBuf {
 /// one `VERBGATE_TEST_BIN` names (an older build, to watch an attack test
 /// succeed against the code it was written for).
 pub fn verbgate_bin() -> PathBuf {
-    let p = std::env::var_os("VERBGATE_TEST_BIN").map_or_else(|| bin_dir().join("verbgate"), PathBuf::from);
-    assert!(p.exists(), "{} is missing: run `just build` (or `cargo build --workspace --bins`) first", p.display());
+    let p = std::env::var_os("VERBGATE_TEST_BIN")
+        .map_or_else(|| bin_dir().join("verbgate"), PathBuf::from);
+    assert!(
+        p.exists(),
+        "{} is missing: run `just build` (or `cargo build --workspace --bins`) first",
+        p.display()
+    );
     p
 }
 
@@ -48,7 +53,10 @@ pub struct GuestTools {
 /// The guest toolchains, if `scripts/guest-tools.sh` installed them.
 pub fn guest_tools() -> Option<GuestTools> {
     let root = target_dir().join("guest-tools");
-    let tools = GuestTools { componentize_py: root.join("py/bin/componentize-py"), componentize_js: root.join("node/node_modules/.bin/componentize-js") };
+    let tools = GuestTools {
+        componentize_py: root.join("py/bin/componentize-py"),
+        componentize_js: root.join("node/node_modules/.bin/componentize-js"),
+    };
     (tools.componentize_py.exists() && tools.componentize_js.exists()).then_some(tools)
 }
 
@@ -72,13 +80,17 @@ pub const TEST_TOOLS: &[&str] = &["rg", "pytest", "ruff", "go", "vitest", "jest"
 
 /// A program `just test-tools` installed, if it did.
 pub fn test_tool(name: &str) -> Option<PathBuf> {
-    ["py/bin", "node-tools/bin"].iter().map(|d| target_dir().join(d).join(name)).find(|p| p.exists())
+    ["py/bin", "node-tools/bin"]
+        .iter()
+        .map(|d| target_dir().join(d).join(name))
+        .find(|p| p.exists())
 }
 
 /// A program `just test-tools` installs; a test that needs it fails (never
 /// skips) without it.
 pub fn require_test_tool(name: &str) -> PathBuf {
-    test_tool(name).unwrap_or_else(|| panic!("`{name}` is missing from target/py/bin: run `just test-tools`"))
+    test_tool(name)
+        .unwrap_or_else(|| panic!("`{name}` is missing from target/py/bin: run `just test-tools`"))
 }
 
 /// A built component, by plugin name.
@@ -119,7 +131,13 @@ impl Env {
         let (sk, pk) = template.keys();
         copy_private(&sk, &env.secret_key());
         copy_private(&pk, &env.home.join("keys/test.pk.pem"));
-        env.run_ok(&["trust", "add", env.home.join("keys/test.pk.pem").to_str().unwrap(), "--name", "test key"]);
+        env.run_ok(&[
+            "trust",
+            "add",
+            env.home.join("keys/test.pk.pem").to_str().unwrap(),
+            "--name",
+            "test key",
+        ]);
         copy_cache(&template.cache(), &env.home.join("cache"));
         env.warm = true;
         env
@@ -143,7 +161,16 @@ impl Env {
         let plugins = tmp.path().join("plugins");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&plugins).unwrap();
-        let env = Env { tmp, home, root, plugins, config: String::new(), programs: Vec::new(), policy: String::new(), warm: false };
+        let env = Env {
+            tmp,
+            home,
+            root,
+            plugins,
+            config: String::new(),
+            programs: Vec::new(),
+            policy: String::new(),
+            warm: false,
+        };
         env.write_config();
         env
     }
@@ -173,14 +200,21 @@ impl Env {
     /// tests of what those verbs do, not of the policy.
     pub fn allowing(mut self, verbs: &[&str]) -> Env {
         let list: Vec<String> = verbs.iter().map(|v| format!("{v:?}")).collect();
-        self.policy.push_str(&format!("\n[[policy]]\nverbs = [{}]\ndecision = \"allow\"\n", list.join(", ")));
+        self.policy.push_str(&format!(
+            "\n[[policy]]\nverbs = [{}]\ndecision = \"allow\"\n",
+            list.join(", ")
+        ));
         self.write_config();
         self
     }
 
     fn write_config(&self) {
         std::fs::create_dir_all(&self.home).unwrap();
-        let mut text = format!("{}\n[programs]\nverbgate-fixture-cli = {:?}\n", self.config, fixture_cli().display().to_string());
+        let mut text = format!(
+            "{}\n[programs]\nverbgate-fixture-cli = {:?}\n",
+            self.config,
+            fixture_cli().display().to_string()
+        );
         // The bundled rg and pytest verbs run the copies `just test-tools`
         // installed, whatever PATH holds.
         for name in TEST_TOOLS {
@@ -206,7 +240,13 @@ impl Env {
     /// A `verbgate` command in this environment.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(verbgate_bin());
-        c.env("VERBGATE_HOME", &self.home).env_remove("VERBGATE_LOG").arg("--root").arg(&self.root).arg("--plugins").arg(&self.plugins).args(args);
+        c.env("VERBGATE_HOME", &self.home)
+            .env_remove("VERBGATE_LOG")
+            .arg("--root")
+            .arg(&self.root)
+            .arg("--plugins")
+            .arg(&self.plugins)
+            .args(args);
         c
     }
 
@@ -223,8 +263,9 @@ impl Env {
         let out: Output = self.cmd(args).output().expect("run verbgate");
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        let json =
-            serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("verbgate {args:?} printed non-JSON ({e}):\nstdout: {stdout}\nstderr: {stderr}"));
+        let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!("verbgate {args:?} printed non-JSON ({e}):\nstdout: {stdout}\nstderr: {stderr}")
+        });
         (out.status.code().unwrap_or(-1), json, stderr)
     }
 
@@ -249,8 +290,12 @@ impl Env {
     /// One op of a spawn verb carrying the fingerprint `help` gives; the
     /// op's entry (`{ok, op, result: {job, next}}` or its error).
     pub fn spawn(&self, verb: &str, args: Value) -> Value {
-        let fp = self.request(&serde_json::json!({"help": verb}))["help"]["schema_fingerprint"].clone();
-        self.request(&serde_json::json!({"ops": [{"op": verb, "args": args, "schema_fingerprint": fp}]}))["results"][0].clone()
+        let fp =
+            self.request(&serde_json::json!({"help": verb}))["help"]["schema_fingerprint"].clone();
+        self.request(
+            &serde_json::json!({"ops": [{"op": verb, "args": args, "schema_fingerprint": fp}]}),
+        )["results"][0]
+            .clone()
     }
 
     /// A root holding a copy of the fixture project `tests/fixtures/<name>`.
@@ -278,10 +323,21 @@ impl Env {
     /// `<name>.wasm`.
     pub fn install_from(&self, name: &str, src: &Path) -> PathBuf {
         let dest = self.plugins.join(format!("{name}.wasm"));
-        self.run_ok(&["sign", src.to_str().unwrap(), "--key", self.secret_key().to_str().unwrap(), "--out", dest.to_str().unwrap()]);
+        self.run_ok(&[
+            "sign",
+            src.to_str().unwrap(),
+            "--key",
+            self.secret_key().to_str().unwrap(),
+            "--out",
+            dest.to_str().unwrap(),
+        ]);
         // A large fixture signed with the shared key is byte-identical to
         // the template's copy: bring its compiled code along.
-        if self.warm && SHARED_FIXTURES.contains(&name) && src == component(name) && Template::get().warm(name) {
+        if self.warm
+            && SHARED_FIXTURES.contains(&name)
+            && src == component(name)
+            && Template::get().warm(name)
+        {
             copy_cache(&Template::get().cache(), &self.home.join("cache"));
         }
         dest
@@ -355,12 +411,28 @@ impl Template {
         let root = building.join("root");
         std::fs::create_dir_all(&root).unwrap();
         let run = |args: &[&str]| {
-            let out =
-                Command::new(&bin).env("VERBGATE_HOME", building.join("home")).env_remove("VERBGATE_LOG").arg("--root").arg(&root).args(args).output().unwrap();
-            assert!(out.status.success(), "making the test template: verbgate {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+            let out = Command::new(&bin)
+                .env("VERBGATE_HOME", building.join("home"))
+                .env_remove("VERBGATE_LOG")
+                .arg("--root")
+                .arg(&root)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "making the test template: verbgate {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
         run(&["keygen", "--name", "test"]);
-        run(&["trust", "add", building.join("home/keys/test.pk.pem").to_str().unwrap(), "--name", "test key"]);
+        run(&[
+            "trust",
+            "add",
+            building.join("home/keys/test.pk.pem").to_str().unwrap(),
+            "--name",
+            "test key",
+        ]);
         run(&["verbs"]);
         std::fs::write(building.join("ready"), b"").unwrap();
         if std::fs::rename(&building, &dir).is_err() {
@@ -369,7 +441,9 @@ impl Template {
         // Templates of older builds are never read again.
         for old in std::fs::read_dir(&parent).unwrap().flatten() {
             let name = old.file_name().to_string_lossy().to_string();
-            if (name.starts_with("warm-home-") || name.starts_with("warm-cache-")) && !name.starts_with(&format!("warm-home-{stamp}")) {
+            if (name.starts_with("warm-home-") || name.starts_with("warm-cache-"))
+                && !name.starts_with(&format!("warm-home-{stamp}"))
+            {
                 let _ = std::fs::remove_dir_all(old.path());
             }
         }
@@ -400,10 +474,35 @@ impl Template {
         std::fs::create_dir_all(&plugins).unwrap();
         let dest = plugins.join(format!("{name}.wasm"));
         let (sk, _) = self.keys();
-        let sign = self.command().arg("sign").arg(component(name)).arg("--key").arg(&sk).arg("--out").arg(&dest).output().unwrap();
-        assert!(sign.status.success(), "signing {name} for the template: {}", String::from_utf8_lossy(&sign.stderr));
-        let out = self.command().arg("--root").arg(self.dir.join("root")).arg("--plugins").arg(&plugins).arg("verbs").output().unwrap();
-        assert!(out.status.success(), "compiling {name} for the template: {}", String::from_utf8_lossy(&out.stderr));
+        let sign = self
+            .command()
+            .arg("sign")
+            .arg(component(name))
+            .arg("--key")
+            .arg(&sk)
+            .arg("--out")
+            .arg(&dest)
+            .output()
+            .unwrap();
+        assert!(
+            sign.status.success(),
+            "signing {name} for the template: {}",
+            String::from_utf8_lossy(&sign.stderr)
+        );
+        let out = self
+            .command()
+            .arg("--root")
+            .arg(self.dir.join("root"))
+            .arg("--plugins")
+            .arg(&plugins)
+            .arg("verbs")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "compiling {name} for the template: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         warmed.insert(name.to_string());
         true
     }
@@ -478,13 +577,16 @@ impl Env {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if !sent {
                     if let Some(rest) = line.split("serving MCP on ").nth(1) {
-                        let _ = tx.send(rest.split_whitespace().next().unwrap_or_default().to_string());
+                        let _ =
+                            tx.send(rest.split_whitespace().next().unwrap_or_default().to_string());
                         sent = true;
                     }
                 }
             }
         });
-        let url = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("verbgate serve --http printed its address");
+        let url = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("verbgate serve --http printed its address");
         let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
         HttpServer { child, addr, url }
     }
@@ -492,7 +594,11 @@ impl Env {
 
 /// A small multi-threaded tokio runtime for async tests.
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 /// Run git in `dir`, panicking on failure; returns stdout.

@@ -1,6 +1,9 @@
 //! A real MCP client session (rmcp's client) against `verbgate serve`.
 
-use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken, RequestMetaObject};
+use rmcp::model::{
+    CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken,
+    RequestMetaObject,
+};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -14,7 +17,11 @@ pub struct Recorder {
 }
 
 impl ClientHandler for Recorder {
-    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
         if let Ok(v) = serde_json::to_value(&params) {
             self.progress.lock().unwrap_or_else(|e| e.into_inner()).push(v);
         }
@@ -64,7 +71,11 @@ impl Session {
     }
 
     /// `tools/call` of `request` carrying a progress token.
-    pub async fn request_with_progress(&self, args: Value, token: i64) -> anyhow::Result<ToolReply> {
+    pub async fn request_with_progress(
+        &self,
+        args: Value,
+        token: i64,
+    ) -> anyhow::Result<ToolReply> {
         let mut meta = RequestMetaObject::default();
         meta.set_progress_token(ProgressToken(NumberOrString::Number(token)));
         self.call_with_meta("request", args, Some(meta)).await
@@ -72,13 +83,23 @@ impl Session {
 
     /// Send a `request` call and cancel it (`notifications/cancelled`) after
     /// `after`; returns once the cancellation is sent.
-    pub async fn request_then_cancel(&self, args: Value, after: std::time::Duration) -> anyhow::Result<()> {
+    pub async fn request_then_cancel(
+        &self,
+        args: Value,
+        after: std::time::Duration,
+    ) -> anyhow::Result<()> {
         use rmcp::model::{CallToolRequest, ClientRequest};
         use rmcp::service::PeerRequestOptions;
         let Value::Object(map) = args else { anyhow::bail!("arguments must be an object") };
         let params = CallToolRequestParams::new("request").with_arguments(map);
-        let handle =
-            self.client.peer().send_cancellable_request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), PeerRequestOptions::no_options()).await?;
+        let handle = self
+            .client
+            .peer()
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await?;
         tokio::time::sleep(after).await;
         handle.cancel(Some("test cancels".into())).await?;
         Ok(())
@@ -94,14 +115,23 @@ impl Session {
         self.call_with_meta(tool, args, None).await
     }
 
-    async fn call_with_meta(&self, tool: &str, args: Value, meta: Option<RequestMetaObject>) -> anyhow::Result<ToolReply> {
+    async fn call_with_meta(
+        &self,
+        tool: &str,
+        args: Value,
+        meta: Option<RequestMetaObject>,
+    ) -> anyhow::Result<ToolReply> {
         let Value::Object(map) = args else { anyhow::bail!("arguments must be an object") };
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(map);
         params.meta = meta;
         let result = self.client.call_tool(params).await?;
         let json = serde_json::to_value(&result)?;
         let text = json["content"][0]["text"].as_str().unwrap_or_default().to_string();
-        Ok(ToolReply { structured: json["structuredContent"].clone(), text, is_error: json["isError"] == Value::Bool(true) })
+        Ok(ToolReply {
+            structured: json["structuredContent"].clone(),
+            text,
+            is_error: json["isError"] == Value::Bool(true),
+        })
     }
 
     /// End the session.

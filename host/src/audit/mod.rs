@@ -13,6 +13,8 @@ mod record;
 mod store;
 mod writer;
 
-pub use record::{clip_value, redact, Answer, Record, RowOutcome, Transport, REDACTED, VALUE_BYTES};
+pub use record::{
+    clip_value, redact, Answer, Record, RowOutcome, Transport, REDACTED, VALUE_BYTES,
+};
 pub use store::{AuditStore, Filter, PruneReport, Unreadable};
 pub use writer::AuditWriter;

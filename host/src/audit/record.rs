@@ -172,17 +172,32 @@ macro_rules! wire {
     };
 }
 
-wire!(Transport, "transport", vec![Transport::Stdio, Transport::Http, Transport::Cli, Transport::Library], Transport::as_str);
+wire!(
+    Transport,
+    "transport",
+    vec![Transport::Stdio, Transport::Http, Transport::Cli, Transport::Library],
+    Transport::as_str
+);
 wire!(
     Answer,
     "answer",
-    vec![Answer::AllowOnce, Answer::AllowSession, Answer::Decline, Answer::Timeout, Answer::Cancelled, Answer::Failed],
+    vec![
+        Answer::AllowOnce,
+        Answer::AllowSession,
+        Answer::Decline,
+        Answer::Timeout,
+        Answer::Cancelled,
+        Answer::Failed
+    ],
     Answer::as_str
 );
 wire!(
     RowOutcome,
     "outcome",
-    [RowOutcome::Started, RowOutcome::Ok].into_iter().chain(ErrorCode::ALL.iter().map(|c| RowOutcome::Failed(*c))).collect(),
+    [RowOutcome::Started, RowOutcome::Ok]
+        .into_iter()
+        .chain(ErrorCode::ALL.iter().map(|c| RowOutcome::Failed(*c)))
+        .collect(),
     RowOutcome::as_str
 );
 
@@ -198,7 +213,15 @@ impl FromSql for Decision {
         [Decision::Allow, Decision::Ask, Decision::Deny]
             .into_iter()
             .find(|d| d.as_str() == text)
-            .ok_or_else(|| FromSqlError::Other(format!("the audit trail holds an unknown decision `{}`", crate::text::clip(text, 64)).into()))
+            .ok_or_else(|| {
+                FromSqlError::Other(
+                    format!(
+                        "the audit trail holds an unknown decision `{}`",
+                        crate::text::clip(text, 64)
+                    )
+                    .into(),
+                )
+            })
     }
 }
 
@@ -206,10 +229,9 @@ impl FromSql for Decision {
 /// not know (a newer verbgate wrote it, or the file was edited) is an
 /// error naming the column and the value, never a guess.
 fn from_wire<T: Wire>(text: &str) -> Result<T, String> {
-    T::all()
-        .into_iter()
-        .find(|v| v.wire() == text)
-        .ok_or_else(|| format!("the audit trail holds an unknown {} `{}`", T::WHAT, crate::text::clip(text, 64)))
+    T::all().into_iter().find(|v| v.wire() == text).ok_or_else(|| {
+        format!("the audit trail holds an unknown {} `{}`", T::WHAT, crate::text::clip(text, 64))
+    })
 }
 
 /// The value recorded in place of a sensitive param's.
@@ -277,13 +299,21 @@ mod tests {
     fn sensitive_values_never_reach_the_trail_and_long_args_are_cut() {
         let args = json!({"token": "hunter2", "name": "x"});
         let text = redact(&args, &["token".into()], 4096);
-        assert!(!text.contains("hunter2") && text.contains(REDACTED) && text.contains("\"name\":\"x\""), "{text}");
+        assert!(
+            !text.contains("hunter2") && text.contains(REDACTED) && text.contains("\"name\":\"x\""),
+            "{text}"
+        );
         let long = json!({"s": "y".repeat(10_000), "t": "z".repeat(300)});
         let cut = redact(&long, &[], 100);
         assert!(cut.len() <= 100 && cut.ends_with('…'), "{} {cut}", cut.len());
         // Seen before: one long first value pushed every other param out.
         let first_long = json!({"message": "m".repeat(10_000), "paths": ["a.txt"], "force": true});
         let kept = redact(&first_long, &[], 4096);
-        assert!(kept.contains("(10000 bytes)") && kept.contains("\"paths\":[\"a.txt\"]") && kept.contains("\"force\":true"), "{kept}");
+        assert!(
+            kept.contains("(10000 bytes)")
+                && kept.contains("\"paths\":[\"a.txt\"]")
+                && kept.contains("\"force\":true"),
+            "{kept}"
+        );
     }
 }

@@ -102,11 +102,17 @@ impl AuditStore {
         if !path.exists() {
             use std::os::unix::fs::OpenOptionsExt;
             // 0600 before SQLite opens it: its -wal/-shm files copy the mode.
-            std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path)?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)?;
         }
         let meta = std::fs::symlink_metadata(&path)?;
         crate::private_files::check_private(&path, &meta).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let conn = Connection::open(&path).with_context(|| format!("cannot open the audit trail {}", path.display()))?;
+        let conn = Connection::open(&path)
+            .with_context(|| format!("cannot open the audit trail {}", path.display()))?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // WAL with NORMAL sync: a committed row survives a crash of this
@@ -169,41 +175,53 @@ impl AuditStore {
             "SELECT id, time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run, read_back
              FROM audit WHERE time_ms >= ?1 AND id > ?2 AND (?3 IS NULL OR outcome = ?3) ORDER BY id DESC",
         )?;
-        let rows = stmt.query_map(params![filter.since_ms.unwrap_or(i64::MIN), filter.after_id.unwrap_or(0), filter.outcome], |row| {
-            let (id, verb): (i64, String) = (row.get(0)?, row.get(5)?);
-            let closed = (row.get(2), row.get(8), row.get(10), row.get(13));
-            let (transport, decision, answer, outcome) = match closed {
-                (Ok(t), Ok(d), Ok(a), Ok(o)) => (t, d, a, o),
-                (t, d, a, o) => {
-                    let why = [t.err(), d.err(), a.err(), o.err()].into_iter().flatten().map(|e| match e {
-                        rusqlite::Error::FromSqlConversionFailure(_, _, why) => Ok(why.to_string()),
-                        e => Err(e),
-                    });
-                    let why = why.collect::<rusqlite::Result<Vec<String>>>()?.join("; ");
-                    return Ok(Err(Unreadable { id, verb, why }));
-                }
-            };
-            Ok(Ok(Record {
-                id,
-                time_ms: row.get(1)?,
-                transport,
-                client: row.get(3)?,
-                caller: row.get(4)?,
-                verb,
-                args: row.get(6)?,
-                fingerprint: row.get(7)?,
-                decision,
-                decided_by: row.get(9)?,
-                answer,
-                program: row.get(11)?,
-                argv: row.get(12)?,
-                outcome,
-                duration_ms: row.get(14)?,
-                job_id: row.get(15)?,
-                dry_run: row.get(16)?,
-                read_back: row.get(17)?,
-            }))
-        })?;
+        let rows = stmt.query_map(
+            params![
+                filter.since_ms.unwrap_or(i64::MIN),
+                filter.after_id.unwrap_or(0),
+                filter.outcome
+            ],
+            |row| {
+                let (id, verb): (i64, String) = (row.get(0)?, row.get(5)?);
+                let closed = (row.get(2), row.get(8), row.get(10), row.get(13));
+                let (transport, decision, answer, outcome) = match closed {
+                    (Ok(t), Ok(d), Ok(a), Ok(o)) => (t, d, a, o),
+                    (t, d, a, o) => {
+                        let why =
+                            [t.err(), d.err(), a.err(), o.err()].into_iter().flatten().map(|e| {
+                                match e {
+                                    rusqlite::Error::FromSqlConversionFailure(_, _, why) => {
+                                        Ok(why.to_string())
+                                    }
+                                    e => Err(e),
+                                }
+                            });
+                        let why = why.collect::<rusqlite::Result<Vec<String>>>()?.join("; ");
+                        return Ok(Err(Unreadable { id, verb, why }));
+                    }
+                };
+                Ok(Ok(Record {
+                    id,
+                    time_ms: row.get(1)?,
+                    transport,
+                    client: row.get(3)?,
+                    caller: row.get(4)?,
+                    verb,
+                    args: row.get(6)?,
+                    fingerprint: row.get(7)?,
+                    decision,
+                    decided_by: row.get(9)?,
+                    answer,
+                    program: row.get(11)?,
+                    argv: row.get(12)?,
+                    outcome,
+                    duration_ms: row.get(14)?,
+                    job_id: row.get(15)?,
+                    dry_run: row.get(16)?,
+                    read_back: row.get(17)?,
+                }))
+            },
+        )?;
         let pattern = filter.verb.as_ref().map(|p| vec![p.clone()]);
         let mut out = Vec::new();
         for row in rows {
@@ -226,12 +244,21 @@ impl AuditStore {
     /// The newest row id (0 when empty), where `--follow` starts.
     pub fn last_id(&self) -> rusqlite::Result<i64> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(conn.query_row("SELECT max(id) FROM audit", [], |r| r.get::<_, Option<i64>>(0)).optional()?.flatten().unwrap_or(0))
+        Ok(conn
+            .query_row("SELECT max(id) FROM audit", [], |r| r.get::<_, Option<i64>>(0))
+            .optional()?
+            .flatten()
+            .unwrap_or(0))
     }
 
     /// Remove rows older than `retain_days` and past the newest
     /// `retain_rows`.
-    pub fn prune(&self, retain_days: u64, retain_rows: u64, now_ms: i64) -> rusqlite::Result<PruneReport> {
+    pub fn prune(
+        &self,
+        retain_days: u64,
+        retain_rows: u64,
+        now_ms: i64,
+    ) -> rusqlite::Result<PruneReport> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let cutoff = now_ms.saturating_sub((retain_days as i64).saturating_mul(86_400_000));
         let expired = conn.execute("DELETE FROM audit WHERE time_ms < ?1", params![cutoff])?;
@@ -251,7 +278,11 @@ impl AuditStore {
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     let current = |c: &Connection| -> rusqlite::Result<(i64, bool)> {
         let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        let has_read_back: bool = c.query_row("SELECT COUNT(*) FROM pragma_table_info('audit') WHERE name = 'read_back'", [], |r| r.get::<_, i64>(0))? > 0;
+        let has_read_back: bool = c.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('audit') WHERE name = 'read_back'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? > 0;
         Ok((version, has_read_back))
     };
     let (version, has_read_back) = current(conn)?;
@@ -282,7 +313,19 @@ fn update(conn: &Connection, id: i64, r: &Record) -> rusqlite::Result<()> {
         "UPDATE audit SET decision = ?2, decided_by = ?3, answer = ?4, program = ?5, argv = ?6, outcome = ?7, duration_ms = ?8, job_id = ?9, dry_run = ?10, read_back = ?11
          WHERE id = ?1",
     )?;
-    stmt.execute(params![id, r.decision, r.decided_by, r.answer, r.program, r.argv, r.outcome, r.duration_ms, r.job_id, r.dry_run, r.read_back])?;
+    stmt.execute(params![
+        id,
+        r.decision,
+        r.decided_by,
+        r.answer,
+        r.program,
+        r.argv,
+        r.outcome,
+        r.duration_ms,
+        r.job_id,
+        r.dry_run,
+        r.read_back
+    ])?;
     Ok(())
 }
 
@@ -327,9 +370,19 @@ mod tests {
         let outcome = match outcome {
             "ok" => RowOutcome::Ok,
             "started" => RowOutcome::Started,
-            code => RowOutcome::Failed(crate::error::ErrorCode::from_wire(code).expect("a known code")),
+            code => {
+                RowOutcome::Failed(crate::error::ErrorCode::from_wire(code).expect("a known code"))
+            }
         };
-        Record { time_ms, transport: Transport::Cli, caller: "local".into(), verb: verb.into(), args: "{}".into(), outcome, ..Record::default() }
+        Record {
+            time_ms,
+            transport: Transport::Cli,
+            caller: "local".into(),
+            verb: verb.into(),
+            args: "{}".into(),
+            outcome,
+            ..Record::default()
+        }
     }
 
     #[test]
@@ -339,21 +392,40 @@ mod tests {
         let state = dir.path().join("state");
         let store = AuditStore::open(&state).unwrap();
         assert_eq!(std::fs::metadata(store.path()).unwrap().permissions().mode() & 0o777, 0o600);
-        for (i, (verb, outcome)) in
-            [("git.status", "ok"), ("git.commit", "consent_declined"), ("cargo.test", "ok"), ("git.log", "policy_denied")].iter().enumerate()
+        for (i, (verb, outcome)) in [
+            ("git.status", "ok"),
+            ("git.commit", "consent_declined"),
+            ("cargo.test", "ok"),
+            ("git.log", "policy_denied"),
+        ]
+        .iter()
+        .enumerate()
         {
             store.append(&rec(verb, outcome, 1000 * (i as i64 + 1))).unwrap();
         }
         let all = Filter { limit: 100, ..Filter::default() };
         let verbs: Vec<String> = records(store.query(&all)).into_iter().map(|r| r.verb).collect();
         assert_eq!(verbs, ["git.status", "git.commit", "cargo.test", "git.log"]);
-        let git = records(store.query(&Filter { verb: Some("git.*".into()), since_ms: Some(2000), limit: 100, ..Filter::default() }));
-        assert_eq!(git.iter().map(|r| r.verb.as_str()).collect::<Vec<_>>(), ["git.commit", "git.log"]);
-        let ok = records(store.query(&Filter { outcome: Some("ok".into()), limit: 1, ..Filter::default() }));
+        let git = records(store.query(&Filter {
+            verb: Some("git.*".into()),
+            since_ms: Some(2000),
+            limit: 100,
+            ..Filter::default()
+        }));
+        assert_eq!(
+            git.iter().map(|r| r.verb.as_str()).collect::<Vec<_>>(),
+            ["git.commit", "git.log"]
+        );
+        let ok = records(store.query(&Filter {
+            outcome: Some("ok".into()),
+            limit: 1,
+            ..Filter::default()
+        }));
         assert_eq!(ok.len(), 1);
         assert_eq!(ok[0].verb, "cargo.test", "the newest matching row");
         assert_eq!(store.last_id().unwrap(), 4);
-        let after = records(store.query(&Filter { after_id: Some(3), limit: 100, ..Filter::default() }));
+        let after =
+            records(store.query(&Filter { after_id: Some(3), limit: 100, ..Filter::default() }));
         assert_eq!(after.len(), 1);
         // Age first (rows at 1000 and 2000 are older than 1 day before 86_402_500), then count.
         let report = store.prune(1, 1, 86_402_500).unwrap();
@@ -373,20 +445,45 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = AuditStore::open(dir.path()).unwrap();
         store.append(&rec("git.log", "ok", 1)).unwrap();
-        assert_eq!(store.query(&Filter { limit: 10, ..Filter::default() }).unwrap()[0].as_ref().unwrap().outcome, RowOutcome::Ok);
+        assert_eq!(
+            store.query(&Filter { limit: 10, ..Filter::default() }).unwrap()[0]
+                .as_ref()
+                .unwrap()
+                .outcome,
+            RowOutcome::Ok
+        );
         store.append(&rec("git.diff", "ok", 2)).unwrap();
-        for (column, value) in [("transport", "\u{1b}[2Jtelnet"), ("decision", "maybe"), ("answer", "yes!"), ("outcome", "all_good")] {
+        for (column, value) in [
+            ("transport", "\u{1b}[2Jtelnet"),
+            ("decision", "maybe"),
+            ("answer", "yes!"),
+            ("outcome", "all_good"),
+        ] {
             let conn = Connection::open(dir.path().join("audit.db")).unwrap();
             conn.execute(&format!("UPDATE audit SET {column} = ?1 WHERE id = 1"), [value]).unwrap();
             let rows = store.query(&Filter { limit: 10, ..Filter::default() }).unwrap();
-            let bad = rows[0].as_ref().expect_err("the row with a foreign value is not shown as ours");
+            let bad =
+                rows[0].as_ref().expect_err("the row with a foreign value is not shown as ours");
             // Exact here, as `--json` is; the table escapes it (e2e/display).
-            assert!(bad.id == 1 && bad.why.contains(&format!("unknown {column} `{value}`")), "{column}: {bad:?}");
+            assert!(
+                bad.id == 1 && bad.why.contains(&format!("unknown {column} `{value}`")),
+                "{column}: {bad:?}"
+            );
             assert_eq!(rows[1].as_ref().expect("the next row is still read").verb, "git.diff");
-            let fix = if column == "transport" { "'cli'" } else if column == "outcome" { "'ok'" } else { "NULL" };
+            let fix = if column == "transport" {
+                "'cli'"
+            } else if column == "outcome" {
+                "'ok'"
+            } else {
+                "NULL"
+            };
             conn.execute(&format!("UPDATE audit SET {column} = {fix}"), []).unwrap();
         }
-        assert!(store.query(&Filter { limit: 10, ..Filter::default() }).unwrap().iter().all(Result::is_ok));
+        assert!(store
+            .query(&Filter { limit: 10, ..Filter::default() })
+            .unwrap()
+            .iter()
+            .all(Result::is_ok));
     }
 
     #[test]
@@ -396,7 +493,13 @@ mod tests {
         let state = dir.path().join("state");
         ensure_private_dir(&state).unwrap();
         let path = state.join("audit.db");
-        std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .unwrap();
         let old = Connection::open(&path).unwrap();
         old.execute_batch(&format!("{SCHEMA_V1} PRAGMA user_version = 1;")).unwrap();
         old.execute(
@@ -406,7 +509,12 @@ mod tests {
         .unwrap();
         drop(old);
         let store = AuditStore::open(&state).unwrap();
-        store.append(&Record { read_back: Some(r#"["/usr/bin/git","log","-1"]"#.into()), ..rec("git.commit", "ok", 6) }).unwrap();
+        store
+            .append(&Record {
+                read_back: Some(r#"["/usr/bin/git","log","-1"]"#.into()),
+                ..rec("git.commit", "ok", 6)
+            })
+            .unwrap();
         let rows = records(store.query(&Filter { limit: 10, ..Filter::default() }));
         assert_eq!(
             rows.iter().map(|r| (r.verb.as_str(), r.read_back.as_deref())).collect::<Vec<_>>(),
@@ -414,11 +522,25 @@ mod tests {
         );
         drop(store);
         // Opening again does not add the column twice.
-        assert_eq!(AuditStore::open(&state).unwrap().query(&Filter { limit: 10, ..Filter::default() }).unwrap().len(), 2);
+        assert_eq!(
+            AuditStore::open(&state)
+                .unwrap()
+                .query(&Filter { limit: 10, ..Filter::default() })
+                .unwrap()
+                .len(),
+            2
+        );
         // A version number that lies either way is not believed: lowered
         // with the column present, the column is not added twice.
         Connection::open(&path).unwrap().pragma_update(None, "user_version", 1).unwrap();
-        assert_eq!(AuditStore::open(&state).unwrap().query(&Filter { limit: 10, ..Filter::default() }).unwrap().len(), 2);
+        assert_eq!(
+            AuditStore::open(&state)
+                .unwrap()
+                .query(&Filter { limit: 10, ..Filter::default() })
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     #[test]
@@ -428,10 +550,18 @@ mod tests {
         drop(AuditStore::open(&state).unwrap());
         let path = state.join("audit.db");
         let c = Connection::open(&path).unwrap();
-        c.execute_batch(&format!("DROP TABLE audit; {SCHEMA_V1} PRAGMA user_version = 2;")).unwrap();
+        c.execute_batch(&format!("DROP TABLE audit; {SCHEMA_V1} PRAGMA user_version = 2;"))
+            .unwrap();
         drop(c);
         let store = AuditStore::open(&state).unwrap();
-        store.append(&Record { read_back: Some("[]".into()), ..rec("git.add", "ok", 1) }).expect("every row can be written");
-        assert_eq!(records(store.query(&Filter { limit: 10, ..Filter::default() }))[0].read_back.as_deref(), Some("[]"));
+        store
+            .append(&Record { read_back: Some("[]".into()), ..rec("git.add", "ok", 1) })
+            .expect("every row can be written");
+        assert_eq!(
+            records(store.query(&Filter { limit: 10, ..Filter::default() }))[0]
+                .read_back
+                .as_deref(),
+            Some("[]")
+        );
     }
 }

@@ -34,8 +34,13 @@ impl AuditWriter {
     pub fn start(store: Arc<AuditStore>) -> AuditWriter {
         let (tx, rx) = channel();
         let for_thread = store.clone();
-        match std::thread::Builder::new().name("verbgate-audit".into()).spawn(move || write_loop(&for_thread, &rx)) {
-            Ok(thread) => AuditWriter { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)), store },
+        match std::thread::Builder::new()
+            .name("verbgate-audit".into())
+            .spawn(move || write_loop(&for_thread, &rx))
+        {
+            Ok(thread) => {
+                AuditWriter { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)), store }
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot start the audit writer thread; writing rows inline");
                 AuditWriter { tx: Mutex::new(None), thread: Mutex::new(None), store }
@@ -129,7 +134,12 @@ mod tests {
             });
         }
         drop(writer);
-        let rows: Vec<Record> = store.query(&Filter { limit: usize::MAX, ..Filter::default() }).unwrap().into_iter().map(Result::unwrap).collect();
+        let rows: Vec<Record> = store
+            .query(&Filter { limit: usize::MAX, ..Filter::default() })
+            .unwrap()
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
         assert_eq!(rows.len(), 2000);
         assert_eq!(rows[1999].verb, "v.n1999", "in order");
     }

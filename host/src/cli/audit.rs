@@ -52,7 +52,11 @@ pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
     let config = Config::load(&g.overrides())?;
     let store = AuditStore::open(&config.state_dir())?;
     if let Some(AuditCommand::Prune { json }) = a.command {
-        let report = store.prune(config.audit.retain_days, config.audit.retain_rows, crate::jobs::process::now_ms())?;
+        let report = store.prune(
+            config.audit.retain_days,
+            config.audit.retain_rows,
+            crate::jobs::process::now_ms(),
+        )?;
         if json {
             super::global::print_json(&serde_json::to_value(report)?);
         } else {
@@ -63,10 +67,20 @@ pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let since_ms = a.since.as_deref().map(|s| parse_since(s, crate::jobs::process::now_ms())).transpose()?;
-    let mut filter = Filter { since_ms, verb: a.verb, outcome: a.outcome, after_id: None, limit: a.limit.max(1) };
+    let since_ms =
+        a.since.as_deref().map(|s| parse_since(s, crate::jobs::process::now_ms())).transpose()?;
+    let mut filter = Filter {
+        since_ms,
+        verb: a.verb,
+        outcome: a.outcome,
+        after_id: None,
+        limit: a.limit.max(1),
+    };
     if !a.json {
-        println!("{:<24} {:<6} {:<14} {:<18} {:<6} {:<22} {:<20} {:>7}  run", "time (UTC)", "via", "caller", "verb", "policy", "decided by", "outcome", "ms");
+        println!(
+            "{:<24} {:<6} {:<14} {:<18} {:<6} {:<22} {:<20} {:>7}  run",
+            "time (UTC)", "via", "caller", "verb", "policy", "decided by", "outcome", "ms"
+        );
     }
     loop {
         let rows = store.query(&filter)?;
@@ -123,7 +137,12 @@ fn print_unreadable(u: &crate::audit::Unreadable, json: bool) {
         println!("{}", serde_json::to_string(u).unwrap_or_default());
         return;
     }
-    println!("row {} ({}): cannot be shown: {}", u.id, cell(&u.verb, CELL_BYTES), cell(&u.why, RUN_CELL_BYTES));
+    println!(
+        "row {} ({}): cannot be shown: {}",
+        u.id,
+        cell(&u.verb, CELL_BYTES),
+        cell(&u.why, RUN_CELL_BYTES)
+    );
 }
 
 /// One line of the table.
@@ -157,7 +176,8 @@ fn table_row(r: &Record) -> String {
 
 /// `2026-12-03T10:00:00.123Z` from Unix ms.
 fn utc(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map_or_else(|| ms.to_string(), |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
 }
 
 /// `--since`: a duration ago, a UTC time or date, or Unix ms.
@@ -221,7 +241,11 @@ mod tests {
         let line = table_row(&r);
         assert!(!line.chars().any(crate::text::hidden), "{line:?}");
         // caller, verb, decided_by and the program: the closed-set columns cannot hold it.
-        assert_eq!(line.matches(r"\u{1b}[1A\u{1b}[2K\rfake\u{202e}\u{200b}\u{9b}").count(), 4, "{line}");
+        assert_eq!(
+            line.matches(r"\u{1b}[1A\u{1b}[2K\rfake\u{202e}\u{200b}\u{9b}").count(),
+            4,
+            "{line}"
+        );
         assert!(line.len() < 8 * CELL_BYTES + RUN_CELL_BYTES + 200, "{} bytes", line.len());
         assert!(line.ends_with("bytes not shown)"), "the run cell is cut and says so: {line}");
         let long = Record { verb: "v".repeat(200), ..Record::default() };

@@ -40,7 +40,8 @@ fn problem(code: LoadCode, message: String, fix: &str) -> Value {
 
 /// Check a component.
 pub async fn run(g: &GlobalArgs, a: CheckArgs) -> Result<ExitCode> {
-    let bytes = std::fs::read(&a.component).with_context(|| format!("cannot read {}", a.component.display()))?;
+    let bytes = std::fs::read(&a.component)
+        .with_context(|| format!("cannot read {}", a.component.display()))?;
     let ctx = Context::load(g).await?;
     let report = check_bytes(&ctx, &bytes).await;
     let ok = report.ok();
@@ -82,7 +83,14 @@ impl Report {
 
 /// Check component bytes against this machine's runtime and registry.
 pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
-    let mut r = Report { wit_version: None, plugin: Value::Null, verbs: vec![], errors: vec![], warnings: vec![], lint: vec![] };
+    let mut r = Report {
+        wit_version: None,
+        plugin: Value::Null,
+        verbs: vec![],
+        errors: vec![],
+        warnings: vec![],
+        lint: vec![],
+    };
     match verify_component(bytes, &TrustStore::load(&ctx.config.trust_dir()).unwrap_or_default()) {
         Ok(s) => r.plugin = json!({ "signer": s.key_id }),
         Err(e) => r.warnings.push(json!({
@@ -100,7 +108,11 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
             // One finding per import outside the policy, each named.
             for import in imports {
                 let message = format!("the component imports `{import}`, which verbgate does not provide (allowed: {})", ALLOWED_IMPORT_PACKAGES.join(", "));
-                let mut finding = problem(LoadCode::ImportOutsidePolicy, message, load_fix(LoadCode::ImportOutsidePolicy));
+                let mut finding = problem(
+                    LoadCode::ImportOutsidePolicy,
+                    message,
+                    load_fix(LoadCode::ImportOutsidePolicy),
+                );
                 finding["import"] = json!(import);
                 r.errors.push(finding);
             }
@@ -115,7 +127,11 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
     let info = match ctx.runtime.describe(&component).await {
         Ok(i) => i,
         Err(e) => {
-            r.errors.push(problem(LoadCode::DescribeFailed, format!("describe() failed: {e}"), "make describe() pure and cheap"));
+            r.errors.push(problem(
+                LoadCode::DescribeFailed,
+                format!("describe() failed: {e}"),
+                "make describe() pure and cheap",
+            ));
             return r;
         }
     };
@@ -126,7 +142,8 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
         r.errors.push(serde_json::to_value(&f).unwrap_or_default());
         return r;
     }
-    r.plugin = json!({ "name": info.name, "version": info.version, "signer": r.plugin.get("signer") });
+    r.plugin =
+        json!({ "name": info.name, "version": info.version, "signer": r.plugin.get("signer") });
     for f in lint_plugin(&info, false, &bounds) {
         match f.severity {
             Severity::Error => r.errors.push(serde_json::to_value(&f).unwrap_or_default()),
@@ -153,7 +170,9 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
                     "message": format!("`{name}` is already provided by plugin `{}` here, so this one would be refused", owner.plugin.name),
                     "fix": "use your own namespace",
                 }));
-            } else if let Some(owner) = registry.namespace_owner(name).filter(|o| o.plugin != info.name) {
+            } else if let Some(owner) =
+                registry.namespace_owner(name).filter(|o| o.plugin != info.name)
+            {
                 r.errors.push(json!({
                     "code": LoadCode::NamespaceOwned,
                     "severity": "error",
@@ -192,7 +211,11 @@ fn load_fix(code: LoadCode) -> &'static str {
 /// program the verb did not declare (the host would refuse every such call
 /// with `plan_refused`). A plan that fails on the sample proves nothing, so
 /// it is not reported.
-async fn undeclared_program(ctx: &Context, component: &LoadedComponent, spec: &VerbSpec) -> Option<Finding> {
+async fn undeclared_program(
+    ctx: &Context,
+    component: &LoadedComponent,
+    spec: &VerbSpec,
+) -> Option<Finding> {
     if !matches!(spec.kind, VerbKind::Exec | VerbKind::Spawn) || spec.two_stage {
         return None;
     }
@@ -204,7 +227,9 @@ async fn undeclared_program(ctx: &Context, component: &LoadedComponent, spec: &V
     let plan = ctx.runtime.plan(component, &spec.name, &args.to_string()).await.ok()?.ok()?;
     let planned = match plan {
         Plan::Exec(c) | Plan::Spawn(c) => vec![("", c.program)],
-        Plan::ExecRead { run, read_back } => vec![("", run.program), (" as its read-back", read_back.program)],
+        Plan::ExecRead { run, read_back } => {
+            vec![("", run.program), (" as its read-back", read_back.program)]
+        }
         Plan::Host(_) => return None,
     };
     let (role, program) = planned.into_iter().find(|(_, p)| !spec.programs.contains(p))?;

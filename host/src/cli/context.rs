@@ -38,17 +38,24 @@ impl Context {
     /// `mode` says so (the server, so that none delays the others).
     pub async fn load_with(g: &GlobalArgs, mode: LoadMode) -> Result<Context> {
         let config = Arc::new(Config::load(&g.overrides())?);
-        let runtime = Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
+        let runtime =
+            Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
         let loaded = Registry::load_with(&config, runtime.clone(), mode).await?;
         let live = match mode {
             LoadMode::Eager => LiveRegistry::fixed(Arc::new(loaded)),
             LoadMode::Background => LiveRegistry::start(loaded, config.clone()),
         };
-        let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the verbgate binary for job supervisors: {e}"))?;
+        let exe = std::env::current_exe().map_err(|e| {
+            anyhow::anyhow!("cannot find the verbgate binary for job supervisors: {e}")
+        })?;
         let jobs = Jobs::open(&config.state_dir(), exe, JobLimits::from(&config.limits))?;
         // The trail is opened before any op can run: an op is never run
         // unrecorded because its file could not be opened.
-        let audit = if config.audit.enabled { Some(Arc::new(AuditStore::open(&config.state_dir())?)) } else { None };
+        let audit = if config.audit.enabled {
+            Some(Arc::new(AuditStore::open(&config.state_dir())?))
+        } else {
+            None
+        };
         Ok(Context { config, runtime, live, jobs, audit })
     }
 
@@ -59,6 +66,11 @@ impl Context {
 
     /// A dispatcher over this context.
     pub fn dispatcher(&self) -> Arc<Dispatcher> {
-        Dispatcher::live(self.live.clone(), self.config.clone(), Some(self.jobs.clone()), self.audit.clone())
+        Dispatcher::live(
+            self.live.clone(),
+            self.config.clone(),
+            Some(self.jobs.clone()),
+            self.audit.clone(),
+        )
     }
 }

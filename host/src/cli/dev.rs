@@ -64,10 +64,16 @@ fn build(dir: &Path) -> Result<PathBuf> {
 
 /// The signing key (secret file, public file if known, whether it was just
 /// created): the given one, or the dev key (created if missing).
-fn signing_key(config: &Config, given: Option<PathBuf>) -> Result<(PathBuf, Option<PathBuf>, bool)> {
+fn signing_key(
+    config: &Config,
+    given: Option<PathBuf>,
+) -> Result<(PathBuf, Option<PathBuf>, bool)> {
     if let Some(k) = given {
         // `verbgate keygen` writes NAME.sk.pem beside NAME.pk.pem.
-        let public = k.to_str().map(|s| PathBuf::from(s.replace(".sk.pem", ".pk.pem"))).filter(|p| p != &k && p.is_file());
+        let public = k
+            .to_str()
+            .map(|s| PathBuf::from(s.replace(".sk.pem", ".pk.pem")))
+            .filter(|p| p != &k && p.is_file());
         return Ok((k, public, false));
     }
     let dir = config.keys_dir();
@@ -81,7 +87,10 @@ fn signing_key(config: &Config, given: Option<PathBuf>) -> Result<(PathBuf, Opti
 
 /// Build, sign, install, check, show.
 pub async fn run(g: &GlobalArgs, a: DevArgs) -> Result<ExitCode> {
-    let dir = a.dir.canonicalize().with_context(|| format!("no plugin project at {}", a.dir.display()))?;
+    let dir = a
+        .dir
+        .canonicalize()
+        .with_context(|| format!("no plugin project at {}", a.dir.display()))?;
     let config = Config::load(&g.overrides())?;
     let built = build(&dir)?;
     let file_name = built.file_name().context("built component has no file name")?.to_owned();
@@ -89,12 +98,17 @@ pub async fn run(g: &GlobalArgs, a: DevArgs) -> Result<ExitCode> {
     let (secret, public, created) = signing_key(&config, a.key)?;
     let sk = read_secret_key(&secret)?;
     let pk = public_of(&sk)?;
-    let bytes = std::fs::read(&built).with_context(|| format!("cannot read {}", built.display()))?;
+    let bytes =
+        std::fs::read(&built).with_context(|| format!("cannot read {}", built.display()))?;
     let signed = sign_component(&bytes, &sk, &pk)?;
     let install_dir = a.install.unwrap_or_else(|| config.home.join("plugins"));
     {
         use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&install_dir).with_context(|| format!("cannot create {}", install_dir.display()))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&install_dir)
+            .with_context(|| format!("cannot create {}", install_dir.display()))?;
     }
     let installed = install_dir.join(&file_name);
     // An exclusive temporary name, then a rename: a server loading the
@@ -110,12 +124,28 @@ pub async fn run(g: &GlobalArgs, a: DevArgs) -> Result<ExitCode> {
     let ctx = Context::load(&global).await?;
     let report = check_bytes(&ctx, &signed).await;
     let source = Source::File { path: installed.clone() };
-    let catalog: Vec<String> = ctx.registry().verbs().filter(|v| v.plugin.source == source).map(|v| v.signature.clone()).collect();
-    let unavailable: Vec<_> = ctx.registry().unavailable().iter().filter(|u| Path::new(&u.source) == installed).cloned().collect();
+    let catalog: Vec<String> = ctx
+        .registry()
+        .verbs()
+        .filter(|v| v.plugin.source == source)
+        .map(|v| v.signature.clone())
+        .collect();
+    let unavailable: Vec<_> = ctx
+        .registry()
+        .unavailable()
+        .iter()
+        .filter(|u| Path::new(&u.source) == installed)
+        .cloned()
+        .collect();
     let mut next = Vec::new();
     if !trusted {
-        let file = public.as_ref().map_or_else(|| format!("<the public key of {}>", secret.display()), |p| p.display().to_string());
-        next.push(format!("trust your key so verbgate loads what it signs: verbgate trust add {file}"));
+        let file = public.as_ref().map_or_else(
+            || format!("<the public key of {}>", secret.display()),
+            |p| p.display().to_string(),
+        );
+        next.push(format!(
+            "trust your key so verbgate loads what it signs: verbgate trust add {file}"
+        ));
     }
     let ok = report.ok() && unavailable.is_empty() && trusted;
     print_json(&json!({

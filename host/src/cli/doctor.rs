@@ -30,11 +30,19 @@ pub async fn run(g: &GlobalArgs, _args: DoctorArgs) -> Result<ExitCode> {
         (SandboxMode::Enforce, None) => "every program runs confined by its verb's profile".to_string(),
     };
     // The environment programs get (the toolchain is found through it).
-    let env: std::collections::BTreeMap<String, String> = ctx.config.env_allow.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).collect();
+    let env: std::collections::BTreeMap<String, String> = ctx
+        .config
+        .env_allow
+        .iter()
+        .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
+        .collect();
     let mut verbs = Map::new();
     for verb in ctx.registry().verbs() {
         let profile = match verb.programs.iter().next() {
-            Some((name, program)) if enforced => crate::dispatch::prepare::profile_for(&ctx.config, verb, name, program, &env).to_json(),
+            Some((name, program)) if enforced => {
+                crate::dispatch::prepare::profile_for(&ctx.config, verb, name, program, &env)
+                    .to_json()
+            }
             _ => Value::Null,
         };
         verbs.insert(verb.name.clone(), profile);

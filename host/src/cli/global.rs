@@ -26,7 +26,12 @@ pub struct GlobalArgs {
 
 impl GlobalArgs {
     pub(crate) fn overrides(&self) -> Overrides {
-        Overrides { home: self.home.clone(), config: self.config.clone(), root: self.root.clone(), plugin_dirs: self.plugins.clone() }
+        Overrides {
+            home: self.home.clone(),
+            config: self.config.clone(),
+            root: self.root.clone(),
+            plugin_dirs: self.plugins.clone(),
+        }
     }
 }
 

@@ -34,7 +34,15 @@ pub fn run(g: &GlobalArgs, c: JobsCommand) -> Result<ExitCode> {
     } else {
         for p in &report.pruned {
             match &p.files_error {
-                None => println!("removed job {} ({})", p.id, if p.why == "age" { "older than the retention age" } else { "beyond the retention count" }),
+                None => println!(
+                    "removed job {} ({})",
+                    p.id,
+                    if p.why == "age" {
+                        "older than the retention age"
+                    } else {
+                        "beyond the retention count"
+                    }
+                ),
                 Some(e) => println!("removed job {}'s record; its files were left: {e}", p.id),
             }
         }

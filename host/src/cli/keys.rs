@@ -76,10 +76,13 @@ pub fn sign(g: &GlobalArgs, a: SignArgs) -> Result<ExitCode> {
         Some(k) => k,
         None => home_config(g)?.keys_dir().join("default.sk.pem"),
     };
-    let sk = read_secret_key(&key).with_context(|| "no signing key (create one with `verbgate keygen`)")?;
+    let sk = read_secret_key(&key)
+        .with_context(|| "no signing key (create one with `verbgate keygen`)")?;
     let pk = public_of(&sk)?;
-    let bytes = std::fs::read(&a.component).with_context(|| format!("cannot read {}", a.component.display()))?;
-    let signed = sign_component(&bytes, &sk, &pk).with_context(|| format!("cannot sign {}", a.component.display()))?;
+    let bytes = std::fs::read(&a.component)
+        .with_context(|| format!("cannot read {}", a.component.display()))?;
+    let signed = sign_component(&bytes, &sk, &pk)
+        .with_context(|| format!("cannot sign {}", a.component.display()))?;
     let out = a.out.unwrap_or_else(|| a.component.clone());
     std::fs::write(&out, &signed).with_context(|| format!("cannot write {}", out.display()))?;
     print_json(&json!({
@@ -93,7 +96,8 @@ pub fn sign(g: &GlobalArgs, a: SignArgs) -> Result<ExitCode> {
 
 /// Verify a component.
 pub fn verify(g: &GlobalArgs, a: VerifyArgs) -> Result<ExitCode> {
-    let bytes = std::fs::read(&a.component).with_context(|| format!("cannot read {}", a.component.display()))?;
+    let bytes = std::fs::read(&a.component)
+        .with_context(|| format!("cannot read {}", a.component.display()))?;
     let result = match &a.key {
         Some(k) => verify_with_key(&bytes, &read_public_key(k)?),
         None => verify_component(&bytes, &TrustStore::load(&home_config(g)?.trust_dir())?),
@@ -106,7 +110,9 @@ pub fn verify(g: &GlobalArgs, a: VerifyArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            print_json(&json!({ "ok": false, "file": a.component, "code": e.kind(), "reason": format!("{} refused: {e}", a.component.display()) }));
+            print_json(
+                &json!({ "ok": false, "file": a.component, "code": e.kind(), "reason": format!("{} refused: {e}", a.component.display()) }),
+            );
             Ok(ExitCode::FAILURE)
         }
     }

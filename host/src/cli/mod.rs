@@ -4,12 +4,12 @@
 //! 2 usage error (clap); 4 a request that could not run at all.
 
 mod ask;
-mod global;
 mod audit;
 mod check;
 mod context;
 mod dev;
 mod doctor;
+mod global;
 mod jobs;
 mod keys;
 mod new;
@@ -41,8 +41,15 @@ pub struct Cli {
 fn long_version() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| {
-        let wit: Vec<String> = crate::runtime::wit::SUPPORTED_VERSIONS.iter().map(|v| format!("verbgate:verbs@{v}")).collect();
-        let mut text = format!("{}\ncontracts: {}\nbundled components:", env!("CARGO_PKG_VERSION"), wit.join(", "));
+        let wit: Vec<String> = crate::runtime::wit::SUPPORTED_VERSIONS
+            .iter()
+            .map(|v| format!("verbgate:verbs@{v}"))
+            .collect();
+        let mut text = format!(
+            "{}\ncontracts: {}\nbundled components:",
+            env!("CARGO_PKG_VERSION"),
+            wit.join(", ")
+        );
         for c in crate::registry::bundled::BUNDLED {
             text.push_str(&format!("\n  {} sha256:{}", c.name, c.sha256));
         }
@@ -116,7 +123,9 @@ pub fn main() -> ExitCode {
         Err(e) => {
             // A home that is not safe to trust has its own code and names the path.
             let error = match e.downcast_ref::<crate::private_files::InsecureFile>() {
-                Some(f) => serde_json::json!({ "code": f.code().as_str(), "message": format!("{e:#}"), "path": f.path, "fix": f.fix }),
+                Some(f) => {
+                    serde_json::json!({ "code": f.code().as_str(), "message": format!("{e:#}"), "path": f.path, "fix": f.fix })
+                }
                 None => serde_json::json!({ "code": "internal", "message": format!("{e:#}") }),
             };
             print_json(&serde_json::json!({ "ok": false, "error": error }));
@@ -142,11 +151,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Jobs(c) => jobs::run(g, c),
         Command::Token(c) => token::run(g, c),
         Command::Audit(a) => audit::run(g, a).await,
-        Command::Supervise { state, id, sandbox } => Ok(ExitCode::from(crate::jobs::supervisor::supervise(&state, &id, sandbox.as_deref()) as u8)),
+        Command::Supervise { state, id, sandbox } => Ok(ExitCode::from(
+            crate::jobs::supervisor::supervise(&state, &id, sandbox.as_deref()) as u8,
+        )),
     }
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("VERBGATE_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("VERBGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }

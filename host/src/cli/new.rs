@@ -91,9 +91,15 @@ fn template_files(lang: Lang) -> Vec<(&'static str, &'static str, bool)> {
             ("sdk/Cargo.toml", SDK_MANIFEST, false),
         ],
         Lang::Python => {
-            vec![("app.py", include_str!("../../templates/python/app.py"), false), ("build.sh", include_str!("../../templates/python/build.sh"), true)]
+            vec![
+                ("app.py", include_str!("../../templates/python/app.py"), false),
+                ("build.sh", include_str!("../../templates/python/build.sh"), true),
+            ]
         }
-        Lang::Js => vec![("guest.js", include_str!("../../templates/js/guest.js"), false), ("build.sh", include_str!("../../templates/js/build.sh"), true)],
+        Lang::Js => vec![
+            ("guest.js", include_str!("../../templates/js/guest.js"), false),
+            ("build.sh", include_str!("../../templates/js/build.sh"), true),
+        ],
     };
     let mut files: Vec<_> = common.into_iter().chain(own).collect();
     if lang == Lang::Rust {
@@ -136,7 +142,9 @@ pub fn name_problem(name: &str) -> Option<String> {
         return Some(format!("`{name}.` is a reserved namespace; pick a name of your own"));
     }
     if BUNDLED.iter().any(|b| b.name == name) {
-        return Some(format!("`{name}` is a bundled plugin here, so its verbs would collide; pick another name"));
+        return Some(format!(
+            "`{name}` is a bundled plugin here, so its verbs would collide; pick another name"
+        ));
     }
     None
 }
@@ -153,7 +161,8 @@ pub fn scaffold(name: &str, lang: Lang, dir: &Path) -> Result<Vec<PathBuf>> {
     for (path, text, exec) in render(name, lang) {
         let dest = dir.join(&path);
         if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
         }
         std::fs::write(&dest, text).with_context(|| format!("cannot write {}", dest.display()))?;
         if exec {
@@ -202,7 +211,12 @@ mod tests {
     fn every_placeholder_is_filled_and_the_sdk_reads_the_project_wit() {
         for lang in [Lang::Rust, Lang::Python, Lang::Js] {
             for (path, text, _) in render("demo-x", lang) {
-                assert!(!text.contains("__NAME__") && !text.contains("__CRATE__") && !text.contains("__NS__"), "{path} of {lang:?}");
+                assert!(
+                    !text.contains("__NAME__")
+                        && !text.contains("__CRATE__")
+                        && !text.contains("__NS__"),
+                    "{path} of {lang:?}"
+                );
             }
         }
         let files = render("demo-x", Lang::Rust);
@@ -215,10 +229,15 @@ mod tests {
     #[test]
     fn the_authoring_guide_shows_the_templates_as_written() {
         let guide = include_str!("../../../docs/authoring.md");
-        for (lang, source) in [(Lang::Rust, "src/lib.rs"), (Lang::Python, "app.py"), (Lang::Js, "guest.js")] {
+        for (lang, source) in
+            [(Lang::Rust, "src/lib.rs"), (Lang::Python, "app.py"), (Lang::Js, "guest.js")]
+        {
             let files = render("mytool", lang);
             let text = &files.iter().find(|f| f.0 == source).unwrap().1;
-            assert!(guide.contains(text.trim_end()), "docs/authoring.md does not show the {lang:?} template ({source}) as written");
+            assert!(
+                guide.contains(text.trim_end()),
+                "docs/authoring.md does not show the {lang:?} template ({source}) as written"
+            );
         }
     }
 

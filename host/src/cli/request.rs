@@ -38,14 +38,19 @@ pub async fn run(g: &GlobalArgs, a: RequestArgs) -> Result<ExitCode> {
     let value: serde_json::Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
-            let err = crate::OpError::new(crate::ErrorCode::InvalidRequest, format!("the request is not valid JSON: {e}"));
+            let err = crate::OpError::new(
+                crate::ErrorCode::InvalidRequest,
+                format!("the request is not valid JSON: {e}"),
+            );
             print_json(&serde_json::json!({ "status": "error", "error": err.to_json() }));
             return Ok(ExitCode::from(4));
         }
     };
     let mut caller = Caller::new("local", None, Transport::Cli);
-    caller.asker = Some(if a.yes { Arc::new(ask::Yes) as Arc<dyn Asker> } else { Arc::new(ask::Terminal) });
-    let response = ctx.dispatcher().handle_as(&value, Arc::new(Observer::default()), Arc::new(caller)).await;
+    caller.asker =
+        Some(if a.yes { Arc::new(ask::Yes) as Arc<dyn Asker> } else { Arc::new(ask::Terminal) });
+    let response =
+        ctx.dispatcher().handle_as(&value, Arc::new(Observer::default()), Arc::new(caller)).await;
     print_json(&response.body);
     Ok(match (response.is_error, response.body["status"].as_str()) {
         (true, _) => ExitCode::from(4),

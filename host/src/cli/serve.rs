@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use super::context::Context;
 use super::global::GlobalArgs;
 use crate::mcp::http::{
-    Auth, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_TOKEN,
-    DEFAULT_SESSION_IDLE, MCP_PATH,
+    Auth, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_TOKEN, DEFAULT_SESSION_IDLE, MCP_PATH,
 };
 use crate::registry::LoadMode;
 use crate::tokens::TokenStore;
@@ -111,7 +111,11 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
     if let Some(audit) = &ctx.audit {
         let (days, rows) = (ctx.config.audit.retain_days, ctx.config.audit.retain_rows);
         match audit.prune(days, rows, crate::jobs::process::now_ms()) {
-            Ok(r) => tracing::info!(expired = r.expired, over_count = r.over_count, "pruned the audit trail"),
+            Ok(r) => tracing::info!(
+                expired = r.expired,
+                over_count = r.over_count,
+                "pruned the audit trail"
+            ),
             Err(e) => tracing::warn!(error = %e, "cannot prune the audit trail"),
         }
     }

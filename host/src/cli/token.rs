@@ -43,8 +43,10 @@ pub fn run(g: &GlobalArgs, c: TokenCommand) -> Result<ExitCode> {
         TokenCommand::Add { name, allow, all_jobs } => {
             let allow = (!allow.is_empty()).then_some(allow);
             let token = store.add_with(&name, allow.clone(), all_jobs)?;
-            print_json(&json!({ "ok": true, "name": name, "allow": allow, "all_jobs": all_jobs, "token": token,
-                "note": "shown once: store it now; only its hash is kept" }));
+            print_json(
+                &json!({ "ok": true, "name": name, "allow": allow, "all_jobs": all_jobs, "token": token,
+                "note": "shown once: store it now; only its hash is kept" }),
+            );
         }
         TokenCommand::List => {
             let tokens: Vec<_> =

@@ -41,7 +41,9 @@ pub fn run(g: &GlobalArgs, c: TrustCommand) -> Result<ExitCode> {
         }
         TrustCommand::List => {
             let store = TrustStore::load(&dir)?;
-            print_json(&json!({ "ok": true, "dir": dir, "keys": store.keys(), "skipped": store.bad_files() }));
+            print_json(
+                &json!({ "ok": true, "dir": dir, "keys": store.keys(), "skipped": store.bad_files() }),
+            );
         }
         TrustCommand::Remove { key } => {
             let k = TrustStore::remove(&dir, &key)?;

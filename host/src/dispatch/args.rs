@@ -25,14 +25,26 @@ pub fn check(verb: &Verb, req: &OpRequest) -> Result<(), OpError> {
 /// handed to the plugin).
 pub fn target_name<'a>(verb: &Verb, req: &'a OpRequest) -> Result<&'a str, OpError> {
     let name = req.args.get("target").and_then(Value::as_str).ok_or_else(|| {
-        OpError::new(ErrorCode::InvalidArgs, format!("`{}` needs `target`; list them with {{\"help\": \"{}\"}}", verb.name, verb.name))
-            .with("param", "target")
+        OpError::new(
+            ErrorCode::InvalidArgs,
+            format!(
+                "`{}` needs `target`; list them with {{\"help\": \"{}\"}}",
+                verb.name, verb.name
+            ),
+        )
+        .with("param", "target")
     })?;
     if name.len() > TARGET_BYTES {
-        return Err(OpError::new(ErrorCode::InvalidArgs, format!("`target` is {} bytes; no target name is longer than {TARGET_BYTES} bytes", name.len()))
-            .with("param", "target")
-            .with("limit", TARGET_BYTES)
-            .with("actual", name.len()));
+        return Err(OpError::new(
+            ErrorCode::InvalidArgs,
+            format!(
+                "`target` is {} bytes; no target name is longer than {TARGET_BYTES} bytes",
+                name.len()
+            ),
+        )
+        .with("param", "target")
+        .with("limit", TARGET_BYTES)
+        .with("actual", name.len()));
     }
     Ok(name)
 }
@@ -41,11 +53,20 @@ pub fn target_name<'a>(verb: &Verb, req: &'a OpRequest) -> Result<&'a str, OpErr
 /// must validate against the target as it is, and the answer says whether
 /// it changed since the caller read its fingerprint (reported, not
 /// refused). Returns that report and the args in the target's order.
-pub fn check_against_target(verb: &Verb, req: &OpRequest, name: &str, resolved: &ResolvedTarget) -> Result<(Value, Value), OpError> {
+pub fn check_against_target(
+    verb: &Verb,
+    req: &OpRequest,
+    name: &str,
+    resolved: &ResolvedTarget,
+) -> Result<(Value, Value), OpError> {
     let help_call = json!({ "help": format!("{}:{name}", verb.name) });
-    schema::validate_args(&resolved.validator, &resolved.schema, &verb.name, &req.args).map_err(|e| {
-        e.with("target_schema", resolved.schema.clone()).with("target_fingerprint", resolved.fingerprint.as_str()).with("target_help", help_call.clone())
-    })?;
+    schema::validate_args(&resolved.validator, &resolved.schema, &verb.name, &req.args).map_err(
+        |e| {
+            e.with("target_schema", resolved.schema.clone())
+                .with("target_fingerprint", resolved.fingerprint.as_str())
+                .with("target_help", help_call.clone())
+        },
+    )?;
     let given = req.fingerprint.as_deref();
     if verb.kind == VerbKind::Spawn && given.is_none() {
         return Err(OpError::new(
@@ -68,7 +89,9 @@ pub fn check_against_target(verb: &Verb, req: &OpRequest, name: &str, resolved: 
 /// value of `c`), so it is filled with its literal default, and refused
 /// when it has none (an expression default only the program could compute).
 fn in_schema_order(schema: &Value, args: &Value, verb: &str) -> Result<Value, OpError> {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Ok(args.clone()) };
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(args.clone());
+    };
     let last_given = props.keys().rposition(|k| args.get(k).is_some());
     let mut out = serde_json::Map::new();
     for (i, (name, prop)) in props.iter().enumerate() {
@@ -81,7 +104,12 @@ fn in_schema_order(schema: &Value, args: &Value, verb: &str) -> Result<Value, Op
                     out.insert(name.clone(), d.clone());
                 }
                 None => {
-                    let later = props.keys().skip(i + 1).find(|k| args.get(*k).is_some()).cloned().unwrap_or_default();
+                    let later = props
+                        .keys()
+                        .skip(i + 1)
+                        .find(|k| args.get(*k).is_some())
+                        .cloned()
+                        .unwrap_or_default();
                     return Err(OpError::new(
                         ErrorCode::InvalidArgs,
                         format!("`{name}` is left out but `{later}` after it is given; parameters are passed by position and `{name}` has no literal default, so pass `{name}` explicitly (its default is computed by the program and cannot be filled in here)"),

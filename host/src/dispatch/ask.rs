@@ -70,9 +70,20 @@ impl Question {
     /// [`crate::text`]) and cut at a bound that says how much it left out.
     pub fn message(&self) -> String {
         let why = self.reason.as_deref().unwrap_or(&self.rule);
-        let mut m = format!("verbgate asks before running `{}` ({}).", text::escape(&self.verb, SHOWN_VALUE_BYTES), text::escape(why, SHOWN_VALUE_BYTES));
+        let mut m = format!(
+            "verbgate asks before running `{}` ({}).",
+            text::escape(&self.verb, SHOWN_VALUE_BYTES),
+            text::escape(why, SHOWN_VALUE_BYTES)
+        );
         if let Some(p) = &self.program {
-            m.push_str(&format!("\nruns: {}", command(&std::iter::once(p.as_str()).chain(self.argv.iter().map(String::as_str)).collect::<Vec<_>>())));
+            m.push_str(&format!(
+                "\nruns: {}",
+                command(
+                    &std::iter::once(p.as_str())
+                        .chain(self.argv.iter().map(String::as_str))
+                        .collect::<Vec<_>>()
+                )
+            ));
             if let Some(cwd) = &self.cwd {
                 // Quoted like the argv: a directory named "x\nruns: true"
                 // must not print a line of its own.
@@ -81,13 +92,19 @@ impl Question {
         }
         if let Some(words) = &self.read_back {
             // "runs", not "reads": the host cannot know that a command only reads.
-            m.push_str(&format!("\nthen runs (read-back): {}", command(&words.iter().map(String::as_str).collect::<Vec<_>>())));
+            m.push_str(&format!(
+                "\nthen runs (read-back): {}",
+                command(&words.iter().map(String::as_str).collect::<Vec<_>>())
+            ));
             if let Some(cwd) = &self.read_back_cwd {
                 m.push_str(&format!("\nread-back in: {}", text::word(cwd, SHOWN_VALUE_BYTES)));
             }
         }
         m.push_str(&format!("\neffects: {}", self.effects.to_json()));
-        m.push_str(&format!("\nargs: {}", text::clip(&text::escape_json(&self.args, SHOWN_VALUE_BYTES), SHOWN_ARGS_BYTES)));
+        m.push_str(&format!(
+            "\nargs: {}",
+            text::clip(&text::escape_json(&self.args, SHOWN_VALUE_BYTES), SHOWN_ARGS_BYTES)
+        ));
         m
     }
 
@@ -167,7 +184,12 @@ mod tests {
             program: Some("/usr/bin/git".into()),
             argv: vec!["commit".into(), "-F".into(), "-".into(), "a b".into()],
             cwd: None,
-            read_back: Some(vec!["/usr/bin/git".into(), "log".into(), "-1".into(), "--format=%H\n%s".into()]),
+            read_back: Some(vec![
+                "/usr/bin/git".into(),
+                "log".into(),
+                "-1".into(),
+                "--format=%H\n%s".into(),
+            ]),
             read_back_cwd: Some("/r/other dir".into()),
             timeout: Duration::from_secs(1),
         };
@@ -187,7 +209,11 @@ mod tests {
         );
         let sneaky = Question { cwd: Some("/r/x\nruns: /bin/true".into()), ..q };
         let m = sneaky.message();
-        assert_eq!(m.lines().filter(|l| l.starts_with("runs:")).count(), 1, "a directory name cannot add a line: {m}");
+        assert_eq!(
+            m.lines().filter(|l| l.starts_with("runs:")).count(),
+            1,
+            "a directory name cannot add a line: {m}"
+        );
     }
 
     fn echo(args: Value, argv: Vec<String>) -> Question {
@@ -214,10 +240,19 @@ mod tests {
         let m = q.message();
         assert!(!m.chars().any(|c| c != '\n' && crate::text::hidden(c)), "{m:?}");
         let runs = m.lines().nth(1).unwrap();
-        assert_eq!(runs, "runs: /bin/echo \"\\u{202e}gnp.exe\\u{200b}\\u{2066}\\u{feff}\\u{1b}[2J\"");
+        assert_eq!(
+            runs,
+            "runs: /bin/echo \"\\u{202e}gnp.exe\\u{200b}\\u{2066}\\u{feff}\\u{1b}[2J\""
+        );
         let args = m.lines().last().unwrap();
-        assert!(args.starts_with("args: {") && args.contains(r"\u202egnp.exe\u200b\u2066\ufeff\u001b[2J") && args.contains(r"\u202ekey"), "{args}");
-        let json: Value = serde_json::from_str(args.strip_prefix("args: ").unwrap()).expect("the args line is JSON");
+        assert!(
+            args.starts_with("args: {")
+                && args.contains(r"\u202egnp.exe\u200b\u2066\ufeff\u001b[2J")
+                && args.contains(r"\u202ekey"),
+            "{args}"
+        );
+        let json: Value = serde_json::from_str(args.strip_prefix("args: ").unwrap())
+            .expect("the args line is JSON");
         assert_eq!(json["word"], value, "and exact");
     }
 
@@ -225,19 +260,35 @@ mod tests {
     fn a_long_value_is_cut_and_cannot_push_what_runs_out_of_view() {
         // Issue 25: a 20 kB value made a 40 kB question with the program after it.
         let long = "y".repeat(20_000);
-        let q = echo(json!({ "word": long, "list": vec!["z".repeat(300); 100] }), vec![long.clone(), "--then".into()]);
+        let q = echo(
+            json!({ "word": long, "list": vec!["z".repeat(300); 100] }),
+            vec![long.clone(), "--then".into()],
+        );
         let m = q.message();
         assert!(m.len() < 8192, "{} bytes", m.len());
         let lines: Vec<&str> = m.lines().collect();
-        assert!(lines[1].starts_with("runs: /bin/echo \"yyy") && lines[1].ends_with("…(+19744 bytes not shown)\" --then"), "{}", lines[1]);
+        assert!(
+            lines[1].starts_with("runs: /bin/echo \"yyy")
+                && lines[1].ends_with("…(+19744 bytes not shown)\" --then"),
+            "{}",
+            lines[1]
+        );
         assert_eq!(lines[2], "in: /r");
         let args = lines.last().unwrap();
-        assert!(args.contains("…(+19744 bytes not shown)") && args.len() <= "args: ".len() + SHOWN_ARGS_BYTES + 40, "{args}");
+        assert!(
+            args.contains("…(+19744 bytes not shown)")
+                && args.len() <= "args: ".len() + SHOWN_ARGS_BYTES + 40,
+            "{args}"
+        );
         assert!(args.ends_with("bytes not shown)"), "the args line says it was cut: {args}");
         // Many words: the line stops at its bound and counts the rest.
         let q = echo(json!({}), (0..2000).map(|i| format!("w{i}")).collect());
         let runs = q.message().lines().nth(1).unwrap().to_string();
-        assert!(runs.len() <= "runs: ".len() + SHOWN_COMMAND_BYTES + 40 && runs.starts_with("runs: /bin/echo w0 w1 w2"), "{runs}");
+        assert!(
+            runs.len() <= "runs: ".len() + SHOWN_COMMAND_BYTES + 40
+                && runs.starts_with("runs: /bin/echo w0 w1 w2"),
+            "{runs}"
+        );
         assert!(runs.ends_with("more words not shown)"), "{runs}");
     }
 

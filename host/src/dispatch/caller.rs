@@ -73,7 +73,13 @@ impl Caller {
 
     /// A token's caller: its jobs are its own (by the token's hash) unless
     /// it was granted every job.
-    pub fn for_token(name: &str, sha256: &str, allow: Option<Vec<String>>, all_jobs: bool, transport: Transport) -> Caller {
+    pub fn for_token(
+        name: &str,
+        sha256: &str,
+        allow: Option<Vec<String>>,
+        all_jobs: bool,
+        transport: Transport,
+    ) -> Caller {
         let mut c = Caller::new(name, allow, transport);
         c.owner = format!("token:{}", sha256.get(..16).unwrap_or(sha256));
         c.all_jobs = all_jobs;

@@ -38,7 +38,13 @@ impl Dispatcher {
     /// answer through the caller's [`super::ask::Asker`]. Ops the policy
     /// allows pass at once. The op's turn on the root (`slot`) is given
     /// back while the person is asked.
-    pub(crate) async fn consent(&self, op: &Asking<'_>, caller: &Caller, trail: &mut Trail, slot: &mut Slot<'_>) -> Result<(), OpError> {
+    pub(crate) async fn consent(
+        &self,
+        op: &Asking<'_>,
+        caller: &Caller,
+        trail: &mut Trail,
+        slot: &mut Slot<'_>,
+    ) -> Result<(), OpError> {
         let Asking { verb, rule, args, planned } = *op;
         if rule.rule.decision != Decision::Ask {
             return Ok(());
@@ -48,7 +54,11 @@ impl Dispatcher {
             return Ok(());
         }
         let Some(asker) = caller.asker.as_ref().filter(|a| a.unavailable().is_none()) else {
-            let why = caller.asker.as_ref().and_then(|a| a.unavailable()).unwrap_or_else(|| "this caller has no way to ask a person".into());
+            let why = caller
+                .asker
+                .as_ref()
+                .and_then(|a| a.unavailable())
+                .unwrap_or_else(|| "this caller has no way to ask a person".into());
             return Err(required(verb, rule, &why));
         };
         let (prepared, read_back) = (planned.first(), planned.read_back());
@@ -61,8 +71,14 @@ impl Dispatcher {
             program: prepared.map(|p| p.program.display().to_string()),
             argv: prepared.map(|p| p.argv.clone()).unwrap_or_default(),
             cwd: prepared.map(|p| p.cwd.display().to_string()),
-            read_back: read_back.map(|p| std::iter::once(p.program.display().to_string()).chain(p.argv.iter().cloned()).collect()),
-            read_back_cwd: read_back.filter(|r| prepared.is_none_or(|p| p.cwd != r.cwd)).map(|r| r.cwd.display().to_string()),
+            read_back: read_back.map(|p| {
+                std::iter::once(p.program.display().to_string())
+                    .chain(p.argv.iter().cloned())
+                    .collect()
+            }),
+            read_back_cwd: read_back
+                .filter(|r| prepared.is_none_or(|p| p.cwd != r.cwd))
+                .map(|r| r.cwd.display().to_string()),
             timeout: Duration::from_millis(self.config.consent.timeout_ms),
         };
         // Nobody waits on a person: other ops take their turns meanwhile,
@@ -77,8 +93,14 @@ impl Dispatcher {
                 caller.grants.grant(&verb.name);
                 Ok(())
             }
-            Answer::Failed => Err(required(verb, rule, "the client could not show the question (its elicitation request failed)")),
-            Answer::Decline | Answer::Timeout | Answer::Cancelled => Err(declined(verb, rule, answer, self.config.consent.timeout_ms)),
+            Answer::Failed => Err(required(
+                verb,
+                rule,
+                "the client could not show the question (its elicitation request failed)",
+            )),
+            Answer::Decline | Answer::Timeout | Answer::Cancelled => {
+                Err(declined(verb, rule, answer, self.config.consent.timeout_ms))
+            }
         }
     }
 
@@ -88,7 +110,13 @@ impl Dispatcher {
     /// still resolve to exactly what the person was shown.
     /// A two-stage verb's target is resolved again too: its recipe may
     /// have changed (a branch switched) while the argv stayed the same.
-    pub(crate) async fn recheck(&self, verb: &Arc<Verb>, caller: &Caller, slot: &mut Slot<'_>, shown: &Planned) -> Result<(), OpError> {
+    pub(crate) async fn recheck(
+        &self,
+        verb: &Arc<Verb>,
+        caller: &Caller,
+        slot: &mut Slot<'_>,
+        shown: &Planned,
+    ) -> Result<(), OpError> {
         if !slot.take_again().await? {
             return Ok(());
         }

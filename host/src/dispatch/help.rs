@@ -41,14 +41,22 @@ pub fn catalog(registry: &Registry, batch_cap: usize, loading: &[String]) -> Val
 /// (and a surface version over those), with each verb's effects and the
 /// verbs the policy asks about or denies, compactly (`ns.*` when a whole
 /// namespace shares the mark).
-pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], caller: &Caller, policy: &Policy) -> Value {
+pub fn catalog_for(
+    registry: &Registry,
+    batch_cap: usize,
+    loading: &[String],
+    caller: &Caller,
+    policy: &Policy,
+) -> Value {
     let verbs = || registry.verbs().filter(|v| caller.permits(&v.name));
     let reachable: Vec<&Arc<Verb>> = verbs().collect();
     let shared = namespace_params(reachable.iter().copied());
     let mut groups = serde_json::Map::new();
     for kind in [VerbKind::Read, VerbKind::Exec, VerbKind::Spawn, VerbKind::Control] {
-        let lines: Vec<String> =
-            verbs().filter(|v| v.kind == kind).map(|v| catalog_line(v, shared.get(namespace(&v.name)).map_or(&[][..], Vec::as_slice))).collect();
+        let lines: Vec<String> = verbs()
+            .filter(|v| v.kind == kind)
+            .map(|v| catalog_line(v, shared.get(namespace(&v.name)).map_or(&[][..], Vec::as_slice)))
+            .collect();
         if !lines.is_empty() {
             groups.insert(kind.as_str().to_string(), json!(lines));
         }
@@ -72,7 +80,12 @@ pub fn catalog_for(registry: &Registry, batch_cap: usize, loading: &[String], ca
         .unavailable()
         .iter()
         .filter(|u| u.code == crate::error::LoadCode::MissingProgram)
-        .filter_map(|u| u.verb.as_deref().filter(|v| caller.permits(v)).map(|v| (v.to_string(), json!(u.reason))))
+        .filter_map(|u| {
+            u.verb
+                .as_deref()
+                .filter(|v| caller.permits(v))
+                .map(|v| (v.to_string(), json!(u.reason)))
+        })
         .collect();
     if !missing.is_empty() {
         // Verbs a trusted plugin offers whose program is not installed here:
@@ -96,11 +109,19 @@ fn namespace(name: &str) -> &str {
 /// `name?=default`; required first): see `registry::schema::signature`.
 fn params_shown(v: &Verb) -> Vec<String> {
     let schema = &v.params_schema;
-    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for want_required in [true, false] {
-        for (name, p) in props.iter().filter(|(name, _)| required.contains(&name.as_str()) == want_required) {
+        for (name, p) in
+            props.iter().filter(|(name, _)| required.contains(&name.as_str()) == want_required)
+        {
             let mut text = name.clone();
             if !want_required {
                 text.push('?');
@@ -117,15 +138,27 @@ fn params_shown(v: &Verb) -> Vec<String> {
 
 /// Parameters (as shown) that every verb of a namespace with more than one
 /// verb takes, by namespace; namespaces with none are left out.
-fn namespace_params<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>) -> std::collections::BTreeMap<&'a str, Vec<String>> {
-    let mut by_ns: std::collections::BTreeMap<&str, Vec<Vec<String>>> = std::collections::BTreeMap::new();
+fn namespace_params<'a>(
+    verbs: impl Iterator<Item = &'a Arc<Verb>>,
+) -> std::collections::BTreeMap<&'a str, Vec<String>> {
+    let mut by_ns: std::collections::BTreeMap<&str, Vec<Vec<String>>> =
+        std::collections::BTreeMap::new();
     for v in verbs {
         by_ns.entry(namespace(&v.name)).or_default().push(params_shown(v));
     }
     by_ns
         .into_iter()
         .filter(|(_, lists)| lists.len() > 1)
-        .map(|(ns, lists)| (ns, lists[0].iter().filter(|p| lists[1..].iter().all(|l| l.contains(p))).cloned().collect::<Vec<_>>()))
+        .map(|(ns, lists)| {
+            (
+                ns,
+                lists[0]
+                    .iter()
+                    .filter(|p| lists[1..].iter().all(|l| l.contains(p)))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            )
+        })
         .filter(|(_, common)| !common.is_empty())
         .collect()
 }
@@ -156,14 +189,16 @@ fn runs_repo_code(v: &Verb) -> bool {
 }
 
 /// What each letter in the catalog's `effects` stands for.
-pub const EFFECT_LETTERS: &str = "r reads, w writes, x runs repo code, l long, n network, d destroys, ? undeclared";
+pub const EFFECT_LETTERS: &str =
+    "r reads, w writes, x runs repo code, l long, n network, d destroys, ? undeclared";
 
 /// Each verb's effects as letters (see [`EFFECT_LETTERS`]), compactly: a
 /// namespace's most common set under `ns.*`, then the verbs that differ
 /// under their own names; verbs with no effects in a namespace of such
 /// verbs are left out (`job.*`).
 fn effect_marks<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>) -> Value {
-    let mut by_ns: std::collections::BTreeMap<&str, Vec<(&str, String)>> = std::collections::BTreeMap::new();
+    let mut by_ns: std::collections::BTreeMap<&str, Vec<(&str, String)>> =
+        std::collections::BTreeMap::new();
     for v in verbs {
         let ns = v.name.split_once('.').map_or(v.name.as_str(), |(ns, _)| ns);
         by_ns.entry(ns).or_default().push((v.name.as_str(), v.effects.letters()));
@@ -203,8 +238,12 @@ fn policy_marks<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>> + Clone, policy: 
 
 /// The verbs for which `has` holds, compactly: `ns.*` when every verb of a
 /// namespace does, else the verb names (the catalog stays small).
-fn patterns<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>, has: impl Fn(&Verb) -> bool) -> Vec<String> {
-    let mut by_ns: std::collections::BTreeMap<&str, (Vec<&str>, bool)> = std::collections::BTreeMap::new();
+fn patterns<'a>(
+    verbs: impl Iterator<Item = &'a Arc<Verb>>,
+    has: impl Fn(&Verb) -> bool,
+) -> Vec<String> {
+    let mut by_ns: std::collections::BTreeMap<&str, (Vec<&str>, bool)> =
+        std::collections::BTreeMap::new();
     for v in verbs {
         let ns = v.name.split_once('.').map_or(v.name.as_str(), |(ns, _)| ns);
         let entry = by_ns.entry(ns).or_insert((Vec::new(), true));
@@ -269,7 +308,13 @@ pub fn verb_contract(v: &Verb) -> Value {
 impl Dispatcher {
     /// `help: true` for `caller`: the catalog of what it reaches.
     pub(crate) fn catalog(&self, caller: &Caller) -> Value {
-        catalog_for(&self.registry(), self.batch_cap(), &self.live_registry().loading(), caller, self.policy())
+        catalog_for(
+            &self.registry(),
+            self.batch_cap(),
+            &self.live_registry().loading(),
+            caller,
+            self.policy(),
+        )
     }
 
     /// `help: "<verb>"` (or `"<verb>:<target>"`) for `caller`: a verb
@@ -291,9 +336,15 @@ impl Dispatcher {
         if let Some(why) = &crate::sandbox::support().missing {
             return json!({ "enforced": false, "note": format!("ops that start a program answer sandbox_unavailable: {why}") });
         }
-        let Some((name, program)) = verb.programs.iter().next() else { return json!({ "enforced": true, "note": "runs no program" }) };
-        let env: std::collections::BTreeMap<String, String> =
-            self.config.env_allow.iter().filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v))).collect();
+        let Some((name, program)) = verb.programs.iter().next() else {
+            return json!({ "enforced": true, "note": "runs no program" });
+        };
+        let env: std::collections::BTreeMap<String, String> = self
+            .config
+            .env_allow
+            .iter()
+            .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
+            .collect();
         let p = super::prepare::profile_for(&self.config, verb, name, program, &env);
         let root = &self.config.root;
         let access = if p.write.iter().any(|w| w == root) {
@@ -312,7 +363,11 @@ impl Dispatcher {
     /// A verb the policy denies gets its contract but runs nothing, not
     /// even its target resolution; a resolution takes a shared turn on the
     /// root like any reading op.
-    pub(crate) async fn help_with_target(&self, name: &str, caller: &Caller) -> Result<Value, OpError> {
+    pub(crate) async fn help_with_target(
+        &self,
+        name: &str,
+        caller: &Caller,
+    ) -> Result<Value, OpError> {
         let (verb_name, target) = match name.split_once(':') {
             Some((v, t)) => (v, Some(t)),
             None => (name, None),
@@ -324,13 +379,17 @@ impl Dispatcher {
         contract["sandbox"] = self.sandbox_note(&verb);
         if !verb.two_stage {
             if target.is_some() {
-                return Err(OpError::new(ErrorCode::InvalidRequest, format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name))
-                    .with("verb", verb.name.as_str()));
+                return Err(OpError::new(
+                    ErrorCode::InvalidRequest,
+                    format!("`{}` has no targets; ask {{\"help\": \"{}\"}}", verb.name, verb.name),
+                )
+                .with("verb", verb.name.as_str()));
             }
             return Ok(contract);
         }
         let rule = self.policy().decide(&verb);
-        let denied = (rule.rule.decision == Decision::Deny).then(|| super::policy::denied(&verb, rule));
+        let denied =
+            (rule.rule.decision == Decision::Deny).then(|| super::policy::denied(&verb, rule));
         let _turn = match denied {
             Some(_) => None,
             None => Some(Slot::take(&self.turns, Some(Access::Shared)).await?),
@@ -344,13 +403,19 @@ impl Dispatcher {
                     None => self.resolve_target(&verb, "", caller).await,
                 };
                 match listing {
-                    Ok(listing) => contract["targets"] = listing.identity.get("targets").cloned().unwrap_or(Value::Array(vec![])),
+                    Ok(listing) => {
+                        contract["targets"] =
+                            listing.identity.get("targets").cloned().unwrap_or(Value::Array(vec![]))
+                    }
                     Err(e) => {
                         contract["targets"] = Value::Null;
                         contract["targets_error"] = e.to_json();
                     }
                 }
-                contract["target_help"] = json!(format!("{{\"help\": \"{}:<target>\"}} gives a target's parameters and fingerprint", verb.name));
+                contract["target_help"] = json!(format!(
+                    "{{\"help\": \"{}:<target>\"}} gives a target's parameters and fingerprint",
+                    verb.name
+                ));
                 Ok(contract)
             }
             Some(t) => {

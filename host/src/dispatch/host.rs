@@ -5,8 +5,8 @@
 
 use serde_json::{json, Value};
 
-use super::record::Trail;
 use super::caller::Caller;
+use super::record::Trail;
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
 use crate::exec::run_command;
@@ -28,7 +28,9 @@ const ENTITY_END_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 impl Dispatcher {
     /// The job subsystem, or why there is none.
     pub(crate) fn jobs(&self) -> Result<&Jobs, OpError> {
-        self.jobs.as_ref().ok_or_else(|| OpError::new(ErrorCode::Unavailable, "this verbgate has no job store"))
+        self.jobs
+            .as_ref()
+            .ok_or_else(|| OpError::new(ErrorCode::Unavailable, "this verbgate has no job store"))
     }
 
     /// The jobs `caller` may see and act on: its own, or all of them for
@@ -40,12 +42,21 @@ impl Dispatcher {
     /// Run a host call planned by `verb`.
     /// A program it starts (an entity-aware kill) goes into `trail`, and
     /// the op's row is made durable again before that program runs.
-    pub(crate) async fn host_call(&self, verb: &Verb, call: &HostCall, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
+    pub(crate) async fn host_call(
+        &self,
+        verb: &Verb,
+        call: &HostCall,
+        caller: &Caller,
+        trail: &mut Trail,
+    ) -> Result<Value, OpError> {
         let trusted = verb.plugin.source == Source::Bundled && verb.plugin.name == "core";
         if !trusted {
             return Err(OpError::new(
                 ErrorCode::PlanRefused,
-                format!("plugin `{}` planned host operation `{}`; only the bundled core may", verb.plugin.name, call.name),
+                format!(
+                    "plugin `{}` planned host operation `{}`; only the bundled core may",
+                    verb.plugin.name, call.name
+                ),
             )
             .with("plugin", verb.plugin.name.as_str()));
         }
@@ -67,7 +78,13 @@ impl Dispatcher {
     /// Without an entity, the process group is stopped by signals
     /// ([`crate::jobs::ops::kill`]). A job whose plugin is gone and that has
     /// no recorded entity cannot be asked for one; it is signalled.
-    async fn job_kill(&self, args: &KillArgs, op_verb: &Verb, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
+    async fn job_kill(
+        &self,
+        args: &KillArgs,
+        op_verb: &Verb,
+        caller: &Caller,
+        trail: &mut Trail,
+    ) -> Result<Value, OpError> {
         let jobs = self.jobs_for(caller)?;
         let jobs = &jobs;
         let job = jobs.store().resolve(&args.id)?;
@@ -95,9 +112,17 @@ impl Dispatcher {
         if rule.rule.decision == crate::config::Decision::Deny {
             return Err(super::policy::denied(&verb, rule).with("id", job.id.as_str()));
         }
-        let cmd = self.runtime.kill_plan(&verb.plugin.component, &verb.name, &entity).await.map_err(|e| e.to_op_error(&verb.plugin.name))?;
+        let cmd = self
+            .runtime
+            .kill_plan(&verb.plugin.component, &verb.name, &entity)
+            .await
+            .map_err(|e| e.to_op_error(&verb.plugin.name))?;
         let Some(cmd) = cmd else {
-            return Err(kill::entity_refusal(&job, &entity, &format!("plugin `{}`'s kill-plan names no command for it", verb.plugin.name)));
+            return Err(kill::entity_refusal(
+                &job,
+                &entity,
+                &format!("plugin `{}`'s kill-plan names no command for it", verb.plugin.name),
+            ));
         };
         // Its checks and its run take the job verb's turn on the root.
         let _turn = super::turns::Slot::take(&self.turns, super::turns::Access::of(&verb)).await?;
@@ -201,7 +226,12 @@ impl Dispatcher {
         let jobs = self.jobs.as_ref()?;
         let stdout = read_prefix(jobs.store(), &job.id, Stream::Stdout, ENTITY_OUTPUT_BYTES);
         let outcome = Outcome { stdout, running: true, ..Outcome::default() };
-        let text = self.runtime.map_result(&verb.plugin.component, &verb.name, &job.args, &outcome, None).await.ok()?.ok()?;
+        let text = self
+            .runtime
+            .map_result(&verb.plugin.component, &verb.name, &job.args, &outcome, None)
+            .await
+            .ok()?
+            .ok()?;
         let value: Value = serde_json::from_str(&text).ok()?;
         let entity = match &value["entity"] {
             v @ (Value::String(_) | Value::Number(_)) => v.to_string(),
@@ -209,7 +239,9 @@ impl Dispatcher {
         };
         let store = jobs.store().clone();
         let (id, e) = (job.id.clone(), entity.clone());
-        let _ = tokio::task::spawn_blocking(move || store.update(&id, |j| j.entity = Some(e.clone()))).await;
+        let _ =
+            tokio::task::spawn_blocking(move || store.update(&id, |j| j.entity = Some(e.clone())))
+                .await;
         Some(entity)
     }
 
@@ -220,9 +252,12 @@ impl Dispatcher {
         let jobs = &jobs;
         let job = jobs.store().resolve(id)?;
         if !job.status().terminal() {
-            return Err(OpError::new(ErrorCode::JobNotFinished, format!("job {} is {}; wait for it with job.wait", job.id, job.status().as_str()))
-                .with("id", job.id.as_str())
-                .with("status", job.status().as_str()));
+            return Err(OpError::new(
+                ErrorCode::JobNotFinished,
+                format!("job {} is {}; wait for it with job.wait", job.id, job.status().as_str()),
+            )
+            .with("id", job.id.as_str())
+            .with("status", job.status().as_str()));
         }
         let read = |stream: Stream| -> Result<Vec<u8>, OpError> {
             read_all(jobs.store(), &job.id, stream, RESULT_OUTPUT_BYTES)?.ok_or_else(|| {
@@ -234,7 +269,13 @@ impl Dispatcher {
                 .with("limit_bytes", RESULT_OUTPUT_BYTES)
             })
         };
-        let outcome = Outcome { exit_code: job.exit_code(), signal: job.signal(), stdout: read(Stream::Stdout)?, stderr: read(Stream::Stderr)?, ..Outcome::default() };
+        let outcome = Outcome {
+            exit_code: job.exit_code(),
+            signal: job.signal(),
+            stdout: read(Stream::Stdout)?,
+            stderr: read(Stream::Stderr)?,
+            ..Outcome::default()
+        };
         let verb = self.registry().resolve(&job.verb).cloned().ok_or_else(|| {
             OpError::new(
                 ErrorCode::Unavailable,

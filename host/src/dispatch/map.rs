@@ -12,7 +12,13 @@ use crate::runtime::Ready;
 impl Dispatcher {
     /// Map `outcome` of `verb` called with `args_text` through its plugin
     /// (on `ready`, an instance made while the program ran, if any).
-    pub(crate) async fn map_outcome(&self, verb: &Verb, args_text: &str, outcome: &Outcome, ready: Option<Ready>) -> Result<Value, OpError> {
+    pub(crate) async fn map_outcome(
+        &self,
+        verb: &Verb,
+        args_text: &str,
+        outcome: &Outcome,
+        ready: Option<Ready>,
+    ) -> Result<Value, OpError> {
         let text = self
             .runtime
             .map_result(&verb.plugin.component, &verb.name, args_text, outcome, ready)
@@ -20,8 +26,11 @@ impl Dispatcher {
             .map_err(|e| e.to_op_error(&verb.plugin.name))?
             .map_err(|e| self.plugin_error(&verb.plugin.name, e))?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
-            OpError::new(ErrorCode::InvalidOutput, format!("plugin `{}` returned a result that is not JSON: {e}", verb.plugin.name))
-                .with("plugin", verb.plugin.name.as_str())
+            OpError::new(
+                ErrorCode::InvalidOutput,
+                format!("plugin `{}` returned a result that is not JSON: {e}", verb.plugin.name),
+            )
+            .with("plugin", verb.plugin.name.as_str())
         })?;
         let problems = verb.result_problems(&value);
         if !problems.is_empty() {

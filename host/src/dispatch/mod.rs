@@ -61,7 +61,12 @@ use record::Ledger;
 use request::Request;
 
 /// Codes whose error carries the verb's schema.
-const SCHEMA_BEARING: &[ErrorCode] = &[ErrorCode::UnknownParam, ErrorCode::InvalidArgs, ErrorCode::FingerprintRequired, ErrorCode::FingerprintStale];
+const SCHEMA_BEARING: &[ErrorCode] = &[
+    ErrorCode::UnknownParam,
+    ErrorCode::InvalidArgs,
+    ErrorCode::FingerprintRequired,
+    ErrorCode::FingerprintStale,
+];
 
 /// Progress of a request's ops, readable while it runs.
 #[derive(Debug, Default)]
@@ -106,13 +111,23 @@ impl Dispatcher {
     /// A dispatcher over a loaded registry; `jobs` is the job store spawn
     /// and job verbs use (without it they answer `unavailable`), `audit` the
     /// trail every op is recorded in.
-    pub fn new(registry: Arc<Registry>, config: Arc<Config>, jobs: Option<Jobs>, audit: Option<Arc<crate::audit::AuditStore>>) -> Arc<Self> {
+    pub fn new(
+        registry: Arc<Registry>,
+        config: Arc<Config>,
+        jobs: Option<Jobs>,
+        audit: Option<Arc<crate::audit::AuditStore>>,
+    ) -> Arc<Self> {
         Self::live(LiveRegistry::fixed(registry), config, jobs, audit)
     }
 
     /// A dispatcher over a registry that grows as background compiles
     /// finish (the server).
-    pub fn live(registry: Arc<LiveRegistry>, config: Arc<Config>, jobs: Option<Jobs>, audit: Option<Arc<crate::audit::AuditStore>>) -> Arc<Self> {
+    pub fn live(
+        registry: Arc<LiveRegistry>,
+        config: Arc<Config>,
+        jobs: Option<Jobs>,
+        audit: Option<Arc<crate::audit::AuditStore>>,
+    ) -> Arc<Self> {
         let l = &config.limits;
         let run_limits = RunLimits {
             default_timeout: Duration::from_millis(l.exec_timeout_ms),
@@ -120,12 +135,26 @@ impl Dispatcher {
             capture_bytes: l.capture_bytes,
         };
         let runtime = registry.current().runtime().clone();
-        let guards = Arc::new(crate::exec::Guards::new(config.trusted_repos.clone(), config.git.transports.clone()));
-        let sandboxed = config.sandbox.mode == crate::config::SandboxMode::Enforce && crate::sandbox::support().missing.is_none();
+        let guards = Arc::new(crate::exec::Guards::new(
+            config.trusted_repos.clone(),
+            config.git.transports.clone(),
+        ));
+        let sandboxed = config.sandbox.mode == crate::config::SandboxMode::Enforce
+            && crate::sandbox::support().missing.is_none();
         let policy = policy::Policy::with_sandbox(&config.policy, sandboxed);
         let ledger = Ledger::new(audit, config.audit.args_bytes);
         let turns = turns::Turns::new(&config.home, &config.root);
-        Arc::new(Dispatcher { registry, runtime, config, run_limits, jobs, guards, policy, ledger, turns })
+        Arc::new(Dispatcher {
+            registry,
+            runtime,
+            config,
+            run_limits,
+            jobs,
+            guards,
+            policy,
+            ledger,
+            turns,
+        })
     }
 
     /// The registry as it is now (take it once per op: it may grow).
@@ -167,13 +196,22 @@ impl Dispatcher {
 
     /// Handle one request, counting finished ops in `observer` (the MCP
     /// transport turns the count into progress notifications).
-    pub async fn handle_observed(self: &Arc<Self>, request: &Value, observer: Arc<Observer>) -> Response {
+    pub async fn handle_observed(
+        self: &Arc<Self>,
+        request: &Value,
+        observer: Arc<Observer>,
+    ) -> Response {
         self.handle_as(request, observer, Caller::local()).await
     }
 
     /// Handle one request for `caller`: its allow list narrows what ops
     /// and help reach (see [`caller`]).
-    pub async fn handle_as(self: &Arc<Self>, request: &Value, observer: Arc<Observer>, caller: Arc<Caller>) -> Response {
+    pub async fn handle_as(
+        self: &Arc<Self>,
+        request: &Value,
+        observer: Arc<Observer>,
+        caller: Arc<Caller>,
+    ) -> Response {
         let decoded = match request::decode(request, self.batch_cap()) {
             Ok(r) => r,
             Err(e) => {
@@ -195,7 +233,11 @@ impl Dispatcher {
                 // for it; the readers in between run side by side.
                 let mut accesses = Vec::with_capacity(count);
                 for op in &ops {
-                    let access = self.registry_for(&op.op).await.resolve(&op.op).and_then(|v| turns::Access::of(v));
+                    let access = self
+                        .registry_for(&op.op)
+                        .await
+                        .resolve(&op.op)
+                        .and_then(|v| turns::Access::of(v));
                     accesses.push(access.unwrap_or(turns::Access::Shared));
                 }
                 let mut ops: Vec<Option<request::OpRequest>> = ops.into_iter().map(Some).collect();
@@ -229,7 +271,10 @@ impl Dispatcher {
                             OpOutcome {
                                 op: String::new(),
                                 verb: None,
-                                result: Err(OpError::new(ErrorCode::Internal, "the op crashed inside verbgate; please report it")),
+                                result: Err(OpError::new(
+                                    ErrorCode::Internal,
+                                    "the op crashed inside verbgate; please report it",
+                                )),
                             }
                         }));
                     }
@@ -282,13 +327,16 @@ fn envelope(outcomes: Vec<OpOutcome>) -> Value {
                     e["verb"] = json!(verb.name);
                     e["schema_fingerprint"] = json!(verb.fingerprint);
                     e["help"] = json!({ "help": verb.name });
-                    schemas.entry(verb.fingerprint.clone()).or_insert_with(|| verb.params_schema.clone());
+                    schemas
+                        .entry(verb.fingerprint.clone())
+                        .or_insert_with(|| verb.params_schema.clone());
                 }
                 json!({ "ok": false, "op": o.op, "error": e })
             }
         })
         .collect();
-    let mut body = json!({ "status": if all_ok { "success" } else { "partial" }, "results": results });
+    let mut body =
+        json!({ "status": if all_ok { "success" } else { "partial" }, "results": results });
     if !schemas.is_empty() {
         body["schemas"] = Value::Object(schemas);
     }

@@ -14,8 +14,8 @@ use super::caller::Caller;
 use super::consent::Asking;
 use super::outcome::OpOutcome;
 use super::policy;
-use super::request::OpRequest;
 use super::record::Trail;
+use super::request::OpRequest;
 use super::run::Ran;
 use super::turns::{Access, Slot};
 use super::Dispatcher;
@@ -26,7 +26,12 @@ use crate::registry::Verb;
 impl Dispatcher {
     /// Run one op for `caller` to its outcome, and record it (`trail`
     /// holds what arrived). Never panics on caller input.
-    pub(crate) async fn run_op(&self, req: OpRequest, caller: &Caller, mut trail: Trail) -> OpOutcome {
+    pub(crate) async fn run_op(
+        &self,
+        req: OpRequest,
+        caller: &Caller,
+        mut trail: Trail,
+    ) -> OpOutcome {
         // 1. resolve: a verb outside the caller's allow list is unknown.
         let outcome = match self.resolve_verb(&req.op, caller).await {
             Ok(verb) => {
@@ -41,7 +46,13 @@ impl Dispatcher {
         outcome
     }
 
-    async fn run_verb(&self, verb: &Arc<Verb>, req: &OpRequest, caller: &Caller, trail: &mut Trail) -> Result<Value, OpError> {
+    async fn run_verb(
+        &self,
+        verb: &Arc<Verb>,
+        req: &OpRequest,
+        caller: &Caller,
+        trail: &mut Trail,
+    ) -> Result<Value, OpError> {
         // 2. policy: a denied verb is refused before anything about it
         // runs, even its plugin's `plan`; an `ask` is settled once the plan
         // shows what will run.
@@ -85,7 +96,13 @@ impl Dispatcher {
 
         // 6. consent: a person may be asked (the turn given back
         // meanwhile); after a yes, the checks are made again.
-        self.consent(&Asking { verb, rule, args: &args, planned: &planned }, caller, trail, &mut slot).await?;
+        self.consent(
+            &Asking { verb, rule, args: &args, planned: &planned },
+            caller,
+            trail,
+            &mut slot,
+        )
+        .await?;
         self.recheck(verb, caller, &mut slot, &planned).await?;
 
         // 7. run: the audit row is durable before anything acts.
@@ -95,7 +112,9 @@ impl Dispatcher {
         let mut result = match self.run(verb, &args_text, &planned, caller, trail).await? {
             Ran::Started(job) => job,
             // 8. map: the plugin's result, checked against its schema.
-            Ran::Ended(outcome, ready) => self.map_outcome(verb, &args_text, &outcome, ready).await?,
+            Ran::Ended(outcome, ready) => {
+                self.map_outcome(verb, &args_text, &outcome, ready).await?
+            }
         };
         if let (Some(t), Value::Object(map)) = (target, &mut result) {
             map.insert("target".into(), t);

@@ -15,7 +15,6 @@
 //! A host plan is allowed only to the bundled core component, only for its
 //! own `job.` verbs, and only naming the verb it plans for.
 
-
 use serde_json::Value;
 
 use crate::error::{ErrorCode, OpError};
@@ -72,12 +71,16 @@ pub fn plan_kind(plan: &Plan) -> &'static str {
 /// Refuse a plan whose kind the verb's declared kind does not allow
 /// (`plan_refused`, naming the verb, both kinds and the plugin).
 pub fn check_plan_kind(verb: &Verb, plan: &Plan) -> Result<(), OpError> {
-    let core_job_verb = verb.plugin.source == Source::Bundled && verb.plugin.name == "core" && namespace(&verb.name) == CORE_NAMESPACE;
+    let core_job_verb = verb.plugin.source == Source::Bundled
+        && verb.plugin.name == "core"
+        && namespace(&verb.name) == CORE_NAMESPACE;
     let allowed = match (verb.kind, plan) {
         (VerbKind::Read | VerbKind::Exec | VerbKind::Control, Plan::Exec(_)) => true,
         (VerbKind::Exec, Plan::ExecRead { .. }) => true,
         (VerbKind::Spawn, Plan::Spawn(_)) => true,
-        (VerbKind::Read | VerbKind::Control, Plan::Host(call)) => core_job_verb && call.name == verb.name,
+        (VerbKind::Read | VerbKind::Control, Plan::Host(call)) => {
+            core_job_verb && call.name == verb.name
+        }
         _ => false,
     };
     if allowed {
@@ -123,7 +126,8 @@ pub(crate) fn plugin_error(plugin: &str, e: PluginOpError, bounds: &PluginBounds
     }
     let known = ErrorCode::from_wire(&e.code).filter(|c| PLUGIN_CODES.contains(c));
     let mut err = OpError::new(known.unwrap_or(ErrorCode::PluginError), e.message);
-    if let Some(details) = e.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()) {
+    if let Some(details) = e.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok())
+    {
         err = err.with("plugin_details", details);
     }
     if known.is_none() {

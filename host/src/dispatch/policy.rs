@@ -45,8 +45,16 @@ impl Rule {
     }
 
     fn matches(&self, verb: &str, aliases: &[String], effects: &Effects) -> bool {
-        let verb_ok = self.rule.verbs.as_deref().is_none_or(|patterns| patterns.iter().any(|p| self.names(p, verb, aliases)));
-        let effects_ok = self.rule.effects.as_deref().is_none_or(|names| names.iter().any(|n| effect_matches(*n, effects)));
+        let verb_ok = self
+            .rule
+            .verbs
+            .as_deref()
+            .is_none_or(|patterns| patterns.iter().any(|p| self.names(p, verb, aliases)));
+        let effects_ok = self
+            .rule
+            .effects
+            .as_deref()
+            .is_none_or(|names| names.iter().any(|n| effect_matches(*n, effects)));
         verb_ok && effects_ok
     }
 
@@ -73,7 +81,8 @@ impl Rule {
         let pattern = &owned[..];
         fence::allowed(verb, Some(pattern))
             || aliases.iter().any(|a| a == p)
-            || (self.rule.decision != Decision::Allow && aliases.iter().any(|a| fence::allowed(a, Some(pattern))))
+            || (self.rule.decision != Decision::Allow
+                && aliases.iter().any(|a| fence::allowed(a, Some(pattern))))
     }
 
     /// The rule as JSON for `help` and error details.
@@ -97,29 +106,67 @@ fn effect_matches(pattern: EffectPattern, effects: &Effects) -> bool {
 /// root — and what is asked about is leaving the sandbox (the network) or
 /// what cannot be undone.
 fn defaults(sandboxed: bool) -> Vec<Rule> {
-    let rule = |name: &'static str, effects: &[EffectPattern], decision: Decision, reason: &str| Rule {
-        source: RuleSource::Default(name),
-        rule: PolicyRule {
-            verbs: None,
-            effects: (!effects.is_empty()).then(|| effects.to_vec()),
-            decision,
-            reason: Some(reason.to_string()),
-        },
-    };
-    let undeclared =
-        rule("undeclared", &[EffectPattern::Undeclared], Decision::Ask, "the verb's component cannot declare its effects (contract 0.1.0), so it may do anything");
-    let writes = rule("writes_repo", &[EffectPattern::Effect(Effect::WritesRepo)], Decision::Ask, "the verb changes the repository");
-    let destructive = rule("destructive", &[EffectPattern::Effect(Effect::Destructive)], Decision::Ask, "the verb discards data that cannot be recovered");
-    let network = rule("network", &[EffectPattern::Effect(Effect::Network)], Decision::Ask, "the verb talks to the network");
-    let allow = rule("allow", &[], Decision::Allow, "reads and the host's own job verbs run without asking");
+    let rule =
+        |name: &'static str, effects: &[EffectPattern], decision: Decision, reason: &str| Rule {
+            source: RuleSource::Default(name),
+            rule: PolicyRule {
+                verbs: None,
+                effects: (!effects.is_empty()).then(|| effects.to_vec()),
+                decision,
+                reason: Some(reason.to_string()),
+            },
+        };
+    let undeclared = rule(
+        "undeclared",
+        &[EffectPattern::Undeclared],
+        Decision::Ask,
+        "the verb's component cannot declare its effects (contract 0.1.0), so it may do anything",
+    );
+    let writes = rule(
+        "writes_repo",
+        &[EffectPattern::Effect(Effect::WritesRepo)],
+        Decision::Ask,
+        "the verb changes the repository",
+    );
+    let destructive = rule(
+        "destructive",
+        &[EffectPattern::Effect(Effect::Destructive)],
+        Decision::Ask,
+        "the verb discards data that cannot be recovered",
+    );
+    let network = rule(
+        "network",
+        &[EffectPattern::Effect(Effect::Network)],
+        Decision::Ask,
+        "the verb talks to the network",
+    );
+    let allow = rule(
+        "allow",
+        &[],
+        Decision::Allow,
+        "reads and the host's own job verbs run without asking",
+    );
     if sandboxed {
-        let network = rule("network", &[EffectPattern::Effect(Effect::Network)], Decision::Ask, "the verb talks to the network, outside the sandbox");
-        let confined =
-            rule("sandboxed_repo_code", &[EffectPattern::Effect(Effect::RunsRepoCode)], Decision::Allow, "the repository's code runs in the OS sandbox: the root and no network");
+        let network = rule(
+            "network",
+            &[EffectPattern::Effect(Effect::Network)],
+            Decision::Ask,
+            "the verb talks to the network, outside the sandbox",
+        );
+        let confined = rule(
+            "sandboxed_repo_code",
+            &[EffectPattern::Effect(Effect::RunsRepoCode)],
+            Decision::Allow,
+            "the repository's code runs in the OS sandbox: the root and no network",
+        );
         vec![undeclared, network, destructive, confined, writes, allow]
     } else {
-        let code =
-            rule("runs_repo_code", &[EffectPattern::Effect(Effect::RunsRepoCode)], Decision::Ask, "the verb runs code the repository controls (build scripts, tests, recipes, hooks)");
+        let code = rule(
+            "runs_repo_code",
+            &[EffectPattern::Effect(Effect::RunsRepoCode)],
+            Decision::Ask,
+            "the verb runs code the repository controls (build scripts, tests, recipes, hooks)",
+        );
         vec![undeclared, code, writes, destructive, network, allow]
     }
 }
@@ -140,7 +187,11 @@ impl Policy {
     /// The operator's rules followed by the defaults; `sandboxed` when every
     /// program runs in the OS sandbox (see [`defaults`]).
     pub fn with_sandbox(configured: &[PolicyRule], sandboxed: bool) -> Policy {
-        let mut rules: Vec<Rule> = configured.iter().enumerate().map(|(i, r)| Rule { source: RuleSource::Config(i + 1), rule: r.clone() }).collect();
+        let mut rules: Vec<Rule> = configured
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Rule { source: RuleSource::Config(i + 1), rule: r.clone() })
+            .collect();
         rules.extend(defaults(sandboxed));
         Policy { rules }
     }
@@ -158,7 +209,10 @@ impl Policy {
 
     /// [`Policy::decide`] by canonical name, aliases and effects.
     pub fn decide_named(&self, verb: &str, aliases: &[String], effects: &Effects) -> &Rule {
-        self.rules.iter().find(|r| r.matches(verb, aliases, effects)).unwrap_or_else(|| self.rules.last().expect("the defaults end with a catch-all"))
+        self.rules
+            .iter()
+            .find(|r| r.matches(verb, aliases, effects))
+            .unwrap_or_else(|| self.rules.last().expect("the defaults end with a catch-all"))
     }
 }
 
@@ -175,7 +229,6 @@ pub fn denied(verb: &Verb, rule: &Rule) -> OpError {
     .with("effects", verb.effects.to_json())
 }
 
-
 /// The `verbgate.toml` lines that would let `verb` run without asking
 /// (for `consent_required` and `policy_denied` messages).
 pub fn allow_line(verb: &str) -> String {
@@ -189,7 +242,11 @@ mod tests {
     fn rule(verbs: Option<&[&str]>, effects: Option<&[&str]>, decision: Decision) -> PolicyRule {
         PolicyRule {
             verbs: verbs.map(|v| v.iter().map(|s| s.to_string()).collect()),
-            effects: effects.map(|v| v.iter().map(|s| toml::Value::String(s.to_string()).try_into().expect("a known effect")).collect()),
+            effects: effects.map(|v| {
+                v.iter()
+                    .map(|s| toml::Value::String(s.to_string()).try_into().expect("a known effect"))
+                    .collect()
+            }),
             decision,
             reason: None,
         }
@@ -198,16 +255,28 @@ mod tests {
     #[test]
     fn in_the_sandbox_repository_code_runs_and_leaving_it_asks() {
         let p = Policy::with_sandbox(&[], true);
-        let code = Effects::declared(vec![Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning]);
+        let code = Effects::declared(vec![
+            Effect::ReadsRepo,
+            Effect::WritesRepo,
+            Effect::RunsRepoCode,
+            Effect::LongRunning,
+        ]);
         assert_eq!(p.decide_for("cargo.test", &code).name(), "default:sandboxed_repo_code");
         assert_eq!(p.decide_for("cargo.test", &code).rule.decision, Decision::Allow);
         let online = Effects::declared(vec![Effect::RunsRepoCode, Effect::Network]);
         assert_eq!(p.decide_for("npm.install", &online).name(), "default:network");
         let gone = Effects::declared(vec![Effect::RunsRepoCode, Effect::Destructive]);
         assert_eq!(p.decide_for("x.clean", &gone).name(), "default:destructive");
-        assert_eq!(p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(), "default:writes_repo");
+        assert_eq!(
+            p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(),
+            "default:writes_repo"
+        );
         assert_eq!(p.decide_for("echo.argv", &Effects::Undeclared).name(), "default:undeclared");
-        assert_eq!(Policy::new(&[]).decide_for("cargo.test", &code).name(), "default:runs_repo_code", "without the sandbox it asks");
+        assert_eq!(
+            Policy::new(&[]).decide_for("cargo.test", &code).name(),
+            "default:runs_repo_code",
+            "without the sandbox it asks"
+        );
     }
 
     #[test]
@@ -215,10 +284,17 @@ mod tests {
         let p = Policy::new(&[]);
         let read = Effects::declared(vec![Effect::ReadsRepo]);
         assert_eq!(p.decide_for("git.log", &read).name(), "default:allow");
-        assert_eq!(p.decide_for("job.status", &Effects::declared(vec![])).rule.decision, Decision::Allow);
-        let test = Effects::declared(vec![Effect::ReadsRepo, Effect::RunsRepoCode, Effect::LongRunning]);
+        assert_eq!(
+            p.decide_for("job.status", &Effects::declared(vec![])).rule.decision,
+            Decision::Allow
+        );
+        let test =
+            Effects::declared(vec![Effect::ReadsRepo, Effect::RunsRepoCode, Effect::LongRunning]);
         assert_eq!(p.decide_for("cargo.test", &test).name(), "default:runs_repo_code");
-        assert_eq!(p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).rule.decision, Decision::Ask);
+        assert_eq!(
+            p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).rule.decision,
+            Decision::Ask
+        );
         // 0.1.0: may do anything, so it asks, under its own rule.
         assert_eq!(p.decide_for("echo.argv", &Effects::Undeclared).name(), "default:undeclared");
     }
@@ -233,7 +309,10 @@ mod tests {
         let read = Effects::declared(vec![Effect::ReadsRepo]);
         assert_eq!(p.decide_for("git.status", &read).name(), "policy[1]");
         assert_eq!(p.decide_for("git.log", &read).name(), "policy[3]");
-        assert_eq!(p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(), "policy[2]");
+        assert_eq!(
+            p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(),
+            "policy[2]"
+        );
         // A verb that cannot declare effects may write: the deny rule for
         // writes catches it before anything allows it.
         assert_eq!(p.decide_for("other.x", &Effects::Undeclared).name(), "policy[2]");
@@ -247,7 +326,11 @@ mod tests {
         // Exact alias names resolve to the verb, for every decision.
         for decision in [Decision::Deny, Decision::Ask, Decision::Allow] {
             let p = Policy::new(&[rule(Some(&["echo.args"]), None, decision)]);
-            assert_eq!(p.decide_named("echo.argv", &aliases, &read).name(), "policy[1]", "{decision:?}");
+            assert_eq!(
+                p.decide_named("echo.argv", &aliases, &read).name(),
+                "policy[1]",
+                "{decision:?}"
+            );
             assert_eq!(p.decide_named("echo.other", &[], &read).name(), "default:allow");
         }
         // A deny or ask pattern over an alias's namespace catches the verb.
@@ -257,7 +340,10 @@ mod tests {
         assert_eq!(p.decide_named("echo.argv", &aliases, &read).name(), "policy[1]");
         // An allow pattern does not: an alias a plugin chose cannot carry its
         // verb past a later rule about the verb's own name.
-        let p = Policy::new(&[rule(Some(&["say.*"]), None, Decision::Allow), rule(Some(&["echo.*"]), None, Decision::Deny)]);
+        let p = Policy::new(&[
+            rule(Some(&["say.*"]), None, Decision::Allow),
+            rule(Some(&["echo.*"]), None, Decision::Deny),
+        ]);
         assert_eq!(p.decide_named("echo.argv", &aliases, &read).name(), "policy[2]");
         // Canonical names match as before.
         assert_eq!(p.decide_named("say.other", &[], &read).name(), "policy[1]");
@@ -265,13 +351,20 @@ mod tests {
 
     #[test]
     fn verbs_and_effects_must_both_match() {
-        let p = Policy::new(&[rule(Some(&["cargo.*"]), Some(&["runs_repo_code"]), Decision::Allow)]);
+        let p =
+            Policy::new(&[rule(Some(&["cargo.*"]), Some(&["runs_repo_code"]), Decision::Allow)]);
         let code = Effects::declared(vec![Effect::RunsRepoCode]);
         assert_eq!(p.decide_for("cargo.test", &code).name(), "policy[1]");
-        assert_eq!(p.decide_for("cargo.metadata", &Effects::declared(vec![Effect::ReadsRepo])).name(), "default:allow");
+        assert_eq!(
+            p.decide_for("cargo.metadata", &Effects::declared(vec![Effect::ReadsRepo])).name(),
+            "default:allow"
+        );
         assert_eq!(p.decide_for("just.run", &code).name(), "default:runs_repo_code");
         let p = Policy::new(&[rule(None, Some(&["undeclared"]), Decision::Deny)]);
         assert_eq!(p.decide_for("x.y", &Effects::Undeclared).name(), "policy[1]");
-        assert_eq!(p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(), "default:writes_repo");
+        assert_eq!(
+            p.decide_for("git.commit", &Effects::declared(vec![Effect::WritesRepo])).name(),
+            "default:writes_repo"
+        );
     }
 }

@@ -79,7 +79,9 @@ impl Planned {
         let command = |i: usize| self.steps.get(i).map(|s| s.prepared.to_json());
         match &self.run {
             RunKind::Exec => json!({ "kind": "exec", "command": command(0) }),
-            RunKind::ExecRead => json!({ "kind": "exec_read", "command": command(0), "read_back": command(1) }),
+            RunKind::ExecRead => {
+                json!({ "kind": "exec_read", "command": command(0), "read_back": command(1) })
+            }
             RunKind::Spawn { .. } => json!({ "kind": "spawn", "command": command(0) }),
             RunKind::Host(call) => {
                 let args = serde_json::from_str::<Value>(&call.args).unwrap_or(Value::Null);
@@ -116,8 +118,12 @@ impl Dispatcher {
     pub(crate) fn dry_run(&self, verb: &Verb, planned: &Planned) -> Result<Value, OpError> {
         let answer = json!({ "dry_run": true, "plan": planned.to_json() });
         let bound = self.runtime.limits().bounds.dry_run_bytes;
-        Exceeded::check("dry_run_bytes", bound, answer.to_string().len())
-            .map_err(|e| e.to_op_error(&verb.plugin.name, "the dry run's plan as JSON (limits.plugin_output_bytes)"))?;
+        Exceeded::check("dry_run_bytes", bound, answer.to_string().len()).map_err(|e| {
+            e.to_op_error(
+                &verb.plugin.name,
+                "the dry run's plan as JSON (limits.plugin_output_bytes)",
+            )
+        })?;
         Ok(answer)
     }
 
@@ -128,10 +134,24 @@ impl Dispatcher {
     /// through here, so its size is bounded before anything is prepared
     /// from it.
     pub(crate) async fn prepare(&self, verb: &Verb, cmd: &Command) -> Result<Prepared, OpError> {
-        check_command(cmd, &self.runtime.limits().bounds).map_err(|e| e.to_op_error(&verb.plugin.name, "the plan"))?;
+        check_command(cmd, &self.runtime.limits().bounds)
+            .map_err(|e| e.to_op_error(&verb.plugin.name, "the plan"))?;
         let root = &self.config.root;
-        let name_plugin = |e: OpError| if e.code == ErrorCode::PlanRefused { e.with("plugin", verb.plugin.name.as_str()) } else { e };
-        let mut prepared = Prepared::from_command(cmd, &verb.programs, root, &self.config.env_allow, &self.run_limits).map_err(name_plugin)?;
+        let name_plugin = |e: OpError| {
+            if e.code == ErrorCode::PlanRefused {
+                e.with("plugin", verb.plugin.name.as_str())
+            } else {
+                e
+            }
+        };
+        let mut prepared = Prepared::from_command(
+            cmd,
+            &verb.programs,
+            root,
+            &self.config.env_allow,
+            &self.run_limits,
+        )
+        .map_err(name_plugin)?;
         self.guards.harden(&mut prepared, root).map_err(name_plugin)?;
         self.confine(verb, &mut prepared)?;
         self.guards.check(&prepared, root).await?;
@@ -150,16 +170,24 @@ impl Dispatcher {
             return Err(crate::sandbox::unavailable(why));
         }
         let root = &self.config.root;
-        let profile = profile_for(&self.config, verb, &prepared.name, &prepared.program, &prepared.env);
+        let profile =
+            profile_for(&self.config, verb, &prepared.name, &prepared.program, &prepared.env);
         let home = &self.config.home;
-        if let Some(p) = profile.read.iter().chain(&profile.write).find(|p| home.starts_with(p) && p.starts_with(root)) {
+        if let Some(p) = profile
+            .read
+            .iter()
+            .chain(&profile.write)
+            .find(|p| home.starts_with(p) && p.starts_with(root))
+        {
             return Err(crate::sandbox::unavailable(&format!(
                 "VERBGATE_HOME {} lies inside {}, which the program may reach; serve a root that does not hold verbgate's home, or move the home",
                 home.display(),
                 p.display()
             )));
         }
-        if !profile.network && crate::exec::guard::Guarded::of(prepared) == Some(crate::exec::guard::Guarded::Cargo) {
+        if !profile.network
+            && crate::exec::guard::Guarded::of(prepared) == Some(crate::exec::guard::Guarded::Cargo)
+        {
             // Without the network cargo works offline, and says so when a
             // dependency is missing, instead of failing on a refused socket.
             prepared.env.insert("CARGO_NET_OFFLINE".into(), "true".into());
@@ -167,7 +195,6 @@ impl Dispatcher {
         prepared.sandbox = Some(profile);
         Ok(())
     }
-
 }
 
 /// The OS sandbox profile of `verb`'s program `name` (resolved to

@@ -131,7 +131,11 @@ impl Words {
 /// a secret to its program (`--token=…`), and the trail records argv as
 /// well as args.
 fn secrets<'a>(args: Option<&'a Value>, sensitive: &[String]) -> Vec<&'a str> {
-    sensitive.iter().filter_map(|name| args?.get(name)?.as_str()).filter(|s| !s.is_empty()).collect()
+    sensitive
+        .iter()
+        .filter_map(|name| args?.get(name)?.as_str())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// Where ops are recorded: the audit writer (none with `audit.enabled =
@@ -170,12 +174,22 @@ impl Ledger {
 
     /// The row for an op named `op` (resolved to `verb`, if it was) as its
     /// trail stands, ending in `outcome`.
-    fn row(&self, caller: &Caller, op: &str, verb: Option<&Verb>, outcome: RowOutcome, trail: &Trail) -> Record {
+    fn row(
+        &self,
+        caller: &Caller,
+        op: &str,
+        verb: Option<&Verb>,
+        outcome: RowOutcome,
+        trail: &Trail,
+    ) -> Record {
         let sensitive = verb.map_or(&[][..], |v| v.sensitive.as_slice());
-        let args = trail.args.as_ref().map_or_else(String::new, |a| redact(a, sensitive, self.args_bytes));
+        let args =
+            trail.args.as_ref().map_or_else(String::new, |a| redact(a, sensitive, self.args_bytes));
         let secrets = secrets(trail.args.as_ref(), sensitive);
         let (program, argv) = match &trail.program {
-            Some((p, words)) => (Some(p.clone()), Some(Value::from(words.redacted(&secrets)).to_string())),
+            Some((p, words)) => {
+                (Some(p.clone()), Some(Value::from(words.redacted(&secrets)).to_string()))
+            }
             None => (None, None),
         };
         Record {
@@ -196,10 +210,12 @@ impl Ledger {
             duration_ms: i64::try_from(trail.started.elapsed().as_millis()).unwrap_or(i64::MAX),
             job_id: trail.job_id.clone(),
             dry_run: trail.dry_run,
-            read_back: trail
-                .read_back
-                .as_ref()
-                .map(|(p, words)| Value::from(std::iter::once(p.clone()).chain(words.redacted(&secrets)).collect::<Vec<_>>()).to_string()),
+            read_back: trail.read_back.as_ref().map(|(p, words)| {
+                Value::from(
+                    std::iter::once(p.clone()).chain(words.redacted(&secrets)).collect::<Vec<_>>(),
+                )
+                .to_string()
+            }),
         }
     }
 
@@ -210,7 +226,12 @@ impl Ledger {
     /// is locked past its busy timeout, the disk is full), the op does not
     /// run: `audit_unavailable`. Called again (a kill program found while a
     /// `job.kill` runs), it updates the same row, durably again.
-    pub async fn begin(&self, caller: &Caller, verb: &Verb, trail: &mut Trail) -> Result<(), OpError> {
+    pub async fn begin(
+        &self,
+        caller: &Caller,
+        verb: &Verb,
+        trail: &mut Trail,
+    ) -> Result<(), OpError> {
         if trail.cancelled.as_ref().is_some_and(|c| c.load(Ordering::SeqCst)) {
             return Err(OpError::new(
                 ErrorCode::Unavailable,
@@ -262,7 +283,8 @@ impl Ledger {
         }
         let mut trail = self.trail(request);
         trail.args = Some(request.clone());
-        let outcome = OpOutcome { op: "request".to_string(), verb: None, result: Err(error.clone()) };
+        let outcome =
+            OpOutcome { op: "request".to_string(), verb: None, result: Err(error.clone()) };
         self.finish(caller, &outcome, trail);
     }
 }
@@ -293,16 +315,33 @@ mod tests {
         // Seen before: redaction replaced substrings, so a secret equal to
         // another argv word blanked it, and a one-letter secret mangled
         // every word containing that letter.
-        let w = words(&["status", "--token=status", "status", "-s", "--all"], &[false, true, true, false, false]);
-        assert_eq!(w.redacted(&["status"]), ["status", "--token=<redacted>", "<redacted>", "-s", "--all"]);
+        let w = words(
+            &["status", "--token=status", "status", "-s", "--all"],
+            &[false, true, true, false, false],
+        );
+        assert_eq!(
+            w.redacted(&["status"]),
+            ["status", "--token=<redacted>", "<redacted>", "-s", "--all"]
+        );
         let w = words(&["commit", "--message=a", "a"], &[false, true, false]);
-        assert_eq!(w.redacted(&["a"]), ["commit", "--message=<redacted>", "a"], "a plugin's own word is never touched");
+        assert_eq!(
+            w.redacted(&["a"]),
+            ["commit", "--message=<redacted>", "a"],
+            "a plugin's own word is never touched"
+        );
         let many: Vec<String> = (0..100).map(|i| format!("{i}{}", "p".repeat(1000))).collect();
         let w = Words { argv: many, caller: vec![] };
         let recorded = w.redacted(&[]);
         assert_eq!(recorded.len(), ARGV_WORDS + 1);
-        assert!(recorded[0].ends_with("(1001 bytes)") && recorded[ARGV_WORDS] == "… (36 more words)", "{recorded:?}");
+        assert!(
+            recorded[0].ends_with("(1001 bytes)") && recorded[ARGV_WORDS] == "… (36 more words)",
+            "{recorded:?}"
+        );
         let w = words(&["log", "xsecretx", "--header=Bearer secret"], &[false, true, true]);
-        assert_eq!(w.redacted(&["secret"]), ["log", "<redacted>", "--header=<redacted>"], "a caller word holding the secret goes whole");
+        assert_eq!(
+            w.redacted(&["secret"]),
+            ["log", "<redacted>", "--header=<redacted>"],
+            "a caller word holding the secret goes whole"
+        );
     }
 }

@@ -46,10 +46,13 @@ const OP_KEYS: &[&str] = &["op", "args", "schema_fingerprint", "dry_run"];
 /// caller sent is quoted back clipped, so an answer is never a multiple of
 /// a request's megabytes.
 pub fn decode(value: &Value, batch_cap: usize) -> Result<Request, OpError> {
-    let obj = value.as_object().ok_or_else(|| bad("the request must be a JSON object like {\"ops\": [...]} or {\"help\": true}"))?;
+    let obj = value.as_object().ok_or_else(|| {
+        bad("the request must be a JSON object like {\"ops\": [...]} or {\"help\": true}")
+    })?;
     if let Some(k) = obj.keys().find(|k| *k != "ops" && *k != "help") {
         let k = clip(k, QUOTE_BYTES);
-        return Err(bad(format!("unknown request field `{k}`; a request has `ops` or `help`")).with("field", k));
+        return Err(bad(format!("unknown request field `{k}`; a request has `ops` or `help`"))
+            .with("field", k));
     }
     let ops = obj.get("ops").filter(|v| !v.is_null());
     let help = obj.get("help").filter(|v| !v.is_null());
@@ -70,7 +73,11 @@ fn help_name(name: &str) -> Result<String, OpError> {
         None => (name, ""),
     };
     if verb.len() > NAME_BYTES || target.len() > TARGET_BYTES {
-        let (what, limit, actual) = if verb.len() > NAME_BYTES { ("verb name", NAME_BYTES, verb.len()) } else { ("target name", TARGET_BYTES, target.len()) };
+        let (what, limit, actual) = if verb.len() > NAME_BYTES {
+            ("verb name", NAME_BYTES, verb.len())
+        } else {
+            ("target name", TARGET_BYTES, target.len())
+        };
         return Err(bad(format!("`help` names a {what} of {actual} bytes; no {what} is longer than {limit} bytes. Ask {{\"help\": true}} for the catalog"))
             .with("field", "help")
             .with("limit", limit)
@@ -80,7 +87,9 @@ fn help_name(name: &str) -> Result<String, OpError> {
 }
 
 fn decode_ops(ops: &Value, batch_cap: usize) -> Result<Vec<OpRequest>, OpError> {
-    let list = ops.as_array().ok_or_else(|| bad("`ops` must be a list of {\"op\": \"<verb>\", \"args\": {...}}").with("field", "ops"))?;
+    let list = ops.as_array().ok_or_else(|| {
+        bad("`ops` must be a list of {\"op\": \"<verb>\", \"args\": {...}}").with("field", "ops")
+    })?;
     if list.is_empty() {
         return Err(bad("`ops` is empty: give at least one {\"op\", \"args\"}, or ask {\"help\": true} for the verbs").with("field", "ops"));
     }
@@ -97,17 +106,23 @@ fn decode_ops(ops: &Value, batch_cap: usize) -> Result<Vec<OpRequest>, OpError> 
 
 fn decode_op(index: usize, v: &Value) -> Result<OpRequest, OpError> {
     let at = |msg: String| bad(format!("ops[{index}]: {msg}")).with("index", index);
-    let obj: &Map<String, Value> = v.as_object().ok_or_else(|| at("each op must be an object {\"op\": \"<verb>\", \"args\": {...}}".into()))?;
+    let obj: &Map<String, Value> = v.as_object().ok_or_else(|| {
+        at("each op must be an object {\"op\": \"<verb>\", \"args\": {...}}".into())
+    })?;
     if let Some(k) = obj.keys().find(|k| !OP_KEYS.contains(&k.as_str())) {
         let k = clip(k, QUOTE_BYTES);
-        return Err(at(format!("unknown op field `{k}` (an op has {})", OP_KEYS.join(", "))).with("field", k));
+        return Err(at(format!("unknown op field `{k}` (an op has {})", OP_KEYS.join(", ")))
+            .with("field", k));
     }
     let op = match obj.get("op") {
         Some(Value::String(s)) if s.len() > NAME_BYTES => {
-            return Err(at(format!("`op` is {} bytes; no verb name is longer than {NAME_BYTES} bytes", s.len()))
-                .with("field", "op")
-                .with("limit", NAME_BYTES)
-                .with("actual", s.len()))
+            return Err(at(format!(
+                "`op` is {} bytes; no verb name is longer than {NAME_BYTES} bytes",
+                s.len()
+            ))
+            .with("field", "op")
+            .with("limit", NAME_BYTES)
+            .with("actual", s.len()))
         }
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(_) => return Err(at("`op` must be a verb name string".into()).with("field", "op")),
@@ -152,9 +167,20 @@ mod tests {
     #[test]
     fn decodes_ops_and_help() {
         assert_eq!(decode(&json!({"help": true}), 8).unwrap(), Request::Catalog);
-        assert_eq!(decode(&json!({"help": "git.log"}), 8).unwrap(), Request::HelpVerb("git.log".into()));
+        assert_eq!(
+            decode(&json!({"help": "git.log"}), 8).unwrap(),
+            Request::HelpVerb("git.log".into())
+        );
         let r = decode(&json!({"ops": [{"op": "git.log", "dry_run": true}]}), 8).unwrap();
-        assert_eq!(r, Request::Ops(vec![OpRequest { op: "git.log".into(), args: json!({}), fingerprint: None, dry_run: true }]));
+        assert_eq!(
+            r,
+            Request::Ops(vec![OpRequest {
+                op: "git.log".into(),
+                args: json!({}),
+                fingerprint: None,
+                dry_run: true
+            }])
+        );
     }
 
     #[test]
@@ -180,11 +206,15 @@ mod tests {
     fn names_and_fingerprints_are_bounded_before_any_lookup() {
         let long = "g".repeat(NAME_BYTES + 1);
         let e = decode(&json!({"ops": [{"op": long}]}), 8).unwrap_err();
-        assert_eq!((e.code, e.details["field"].as_str(), e.details["limit"].as_u64()), (ErrorCode::InvalidRequest, Some("op"), Some(NAME_BYTES as u64)));
+        assert_eq!(
+            (e.code, e.details["field"].as_str(), e.details["limit"].as_u64()),
+            (ErrorCode::InvalidRequest, Some("op"), Some(NAME_BYTES as u64))
+        );
         assert!(e.message.len() < 200);
         let e = decode(&json!({"help": "g".repeat(1 << 20)}), 8).unwrap_err();
         assert_eq!(e.details["field"], "help");
-        assert!(decode(&json!({"help": format!("just.run:{}", "t".repeat(TARGET_BYTES + 1))}), 8).is_err());
+        assert!(decode(&json!({"help": format!("just.run:{}", "t".repeat(TARGET_BYTES + 1))}), 8)
+            .is_err());
         assert!(decode(&json!({"help": "just.run:greet"}), 8).is_ok());
         let fp = format!("sha256:{}", "0".repeat(65));
         let e = decode(&json!({"ops": [{"op": "a.b", "schema_fingerprint": fp}]}), 8).unwrap_err();

@@ -33,7 +33,11 @@ impl Dispatcher {
     /// The verb `name` (canonical or alias) names, if `caller` may reach
     /// it; otherwise `unknown_verb` (or the reason a known component is
     /// unavailable).
-    pub(crate) async fn resolve_verb(&self, name: &str, caller: &Caller) -> Result<Arc<Verb>, OpError> {
+    pub(crate) async fn resolve_verb(
+        &self,
+        name: &str,
+        caller: &Caller,
+    ) -> Result<Arc<Verb>, OpError> {
         let registry = self.registry_for(name).await;
         match registry.resolve(name) {
             Some(verb) if caller.permits(&verb.name) => Ok(Arc::clone(verb)),

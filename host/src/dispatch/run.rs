@@ -27,19 +27,31 @@ pub enum Ran {
 
 impl Dispatcher {
     /// Run `planned` for `verb`, called with `args_text`.
-    pub(crate) async fn run(&self, verb: &Verb, args_text: &str, planned: &Planned, caller: &Caller, trail: &mut Trail) -> Result<Ran, OpError> {
+    pub(crate) async fn run(
+        &self,
+        verb: &Verb,
+        args_text: &str,
+        planned: &Planned,
+        caller: &Caller,
+        trail: &mut Trail,
+    ) -> Result<Ran, OpError> {
         let component = &verb.plugin.component;
         let first = planned.steps.first();
         match (&planned.run, first) {
             (RunKind::Exec, Some(step)) => {
                 // map-result's instance is made while the program runs.
-                let (outcome, ready) = tokio::join!(run_command(&step.prepared, self.run_limits.capture_bytes), self.runtime.ready(component));
+                let (outcome, ready) = tokio::join!(
+                    run_command(&step.prepared, self.run_limits.capture_bytes),
+                    self.runtime.ready(component)
+                );
                 Ok(Ran::Ended(outcome?, ready))
             }
             (RunKind::ExecRead, Some(step)) => {
                 let then = planned.steps.get(1).expect("an exec-read plan has its read-back");
-                let (outcome, ready) =
-                    tokio::join!(self.run_then_read(verb, &step.prepared, &then.command, &then.prepared), self.runtime.ready(component));
+                let (outcome, ready) = tokio::join!(
+                    self.run_then_read(verb, &step.prepared, &then.command, &then.prepared),
+                    self.runtime.ready(component)
+                );
                 Ok(Ran::Ended(outcome?, ready))
             }
             (RunKind::Spawn { time_limit }, Some(step)) => {
@@ -60,9 +72,19 @@ impl Dispatcher {
             }
             (RunKind::Host(call), _) => {
                 let result = self.host_call(verb, call, caller, trail).await?;
-                Ok(Ran::Ended(Outcome { exit_code: Some(0), host_result: Some(result.to_string()), ..Outcome::default() }, None))
+                Ok(Ran::Ended(
+                    Outcome {
+                        exit_code: Some(0),
+                        host_result: Some(result.to_string()),
+                        ..Outcome::default()
+                    },
+                    None,
+                ))
             }
-            (_, None) => Err(OpError::new(ErrorCode::Internal, "a plan that runs a command has none; please report it")),
+            (_, None) => Err(OpError::new(
+                ErrorCode::Internal,
+                "a plan that runs a command has none; please report it",
+            )),
         }
     }
 
@@ -72,7 +94,13 @@ impl Dispatcher {
     /// switched branch brings other files; a directory may now be a
     /// symlink), so the read-back is prepared again and runs only if it is
     /// still exactly the command that was checked and shown (`checked`).
-    async fn run_then_read(&self, verb: &Verb, run: &Prepared, read_back: &Command, checked: &Prepared) -> Result<Outcome, OpError> {
+    async fn run_then_read(
+        &self,
+        verb: &Verb,
+        run: &Prepared,
+        read_back: &Command,
+        checked: &Prepared,
+    ) -> Result<Outcome, OpError> {
         let capture = self.run_limits.capture_bytes;
         let mut outcome = run_command(run, capture).await?;
         if outcome.exit_code == Some(0) && !outcome.stdout_truncated {
@@ -83,7 +111,8 @@ impl Dispatcher {
                         .with("plugin", verb.plugin.name.as_str()),
                 ));
             }
-            outcome.read_back = Some(Box::new(run_command(&again, capture).await.map_err(read_back_failed)?));
+            outcome.read_back =
+                Some(Box::new(run_command(&again, capture).await.map_err(read_back_failed)?));
         }
         Ok(outcome)
     }

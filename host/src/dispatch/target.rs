@@ -38,7 +38,12 @@ impl Dispatcher {
     /// audit row of its own, at help time and before an op alike (args
     /// `{"resolve_target": "<target>"}`). The caller holds a turn on the
     /// root.
-    pub(crate) async fn resolve_target(&self, verb: &Arc<Verb>, target: &str, caller: &Caller) -> Result<ResolvedTarget, OpError> {
+    pub(crate) async fn resolve_target(
+        &self,
+        verb: &Arc<Verb>,
+        target: &str,
+        caller: &Caller,
+    ) -> Result<ResolvedTarget, OpError> {
         let mut trail = self.ledger.trail(&json!({ "resolve_target": target }));
         let rule = self.policy().decide(verb);
         trail.decision = Some(rule.rule.decision);
@@ -46,12 +51,22 @@ impl Dispatcher {
         let result = self.resolve_target_traced(verb, target, caller, &mut trail).await;
         if trail.program.is_some() {
             let result = result.as_ref().map(|_| Value::Null).map_err(Clone::clone);
-            self.ledger.finish(caller, &OpOutcome { op: verb.name.clone(), verb: Some(Arc::clone(verb)), result }, trail);
+            self.ledger.finish(
+                caller,
+                &OpOutcome { op: verb.name.clone(), verb: Some(Arc::clone(verb)), result },
+                trail,
+            );
         }
         result
     }
 
-    async fn resolve_target_traced(&self, verb: &Arc<Verb>, target: &str, caller: &Caller, trail: &mut Trail) -> Result<ResolvedTarget, OpError> {
+    async fn resolve_target_traced(
+        &self,
+        verb: &Arc<Verb>,
+        target: &str,
+        caller: &Caller,
+        trail: &mut Trail,
+    ) -> Result<ResolvedTarget, OpError> {
         let runtime = &self.runtime;
         let plugin = verb.plugin.name.as_str();
         let cmd = runtime
@@ -70,21 +85,33 @@ impl Dispatcher {
             .await
             .map_err(|e| e.to_op_error(plugin))?
             .map_err(|e| self.plugin_error(plugin, e))?;
-        let bad = |what: String| OpError::new(ErrorCode::InvalidOutput, format!("plugin `{plugin}` resolved `{target}` badly: {what}")).with("plugin", plugin);
+        let bad = |what: String| {
+            OpError::new(
+                ErrorCode::InvalidOutput,
+                format!("plugin `{plugin}` resolved `{target}` badly: {what}"),
+            )
+            .with("plugin", plugin)
+        };
         // A resolved target is plugin text like `describe`'s, bounded the same.
         let bounds = runtime.limits().bounds;
         Exceeded::check("schema_bytes", bounds.schema_bytes, resolved.params_schema.len())
-            .map_err(|e| e.to_op_error(plugin, "the resolved target's schema (limits.plugin_schema_bytes)"))?;
-        Exceeded::check("summary_bytes", SUMMARY_BYTES, resolved.summary.len()).map_err(|e| e.to_op_error(plugin, "the resolved target's summary"))?;
+            .map_err(|e| {
+                e.to_op_error(plugin, "the resolved target's schema (limits.plugin_schema_bytes)")
+            })?;
+        Exceeded::check("summary_bytes", SUMMARY_BYTES, resolved.summary.len())
+            .map_err(|e| e.to_op_error(plugin, "the resolved target's summary"))?;
         if let Some(c) = control_character(resolved.summary.trim()) {
             return Err(bad(format!("its summary contains the control character {c:?}; plugin text is refused, not cleaned")));
         }
-        let schema: Value = serde_json::from_str(&resolved.params_schema).map_err(|e| bad(format!("the schema is not JSON ({e})")))?;
-        let identity: Value = serde_json::from_str(&resolved.identity).map_err(|e| bad(format!("the identity is not JSON ({e})")))?;
+        let schema: Value = serde_json::from_str(&resolved.params_schema)
+            .map_err(|e| bad(format!("the schema is not JSON ({e})")))?;
+        let identity: Value = serde_json::from_str(&resolved.identity)
+            .map_err(|e| bad(format!("the identity is not JSON ({e})")))?;
         if let Some(p) = open_objects(&schema).first() {
             return Err(bad(format!("the resolved schema is open at {p}")));
         }
-        let validator = compile(&schema).map_err(|e| bad(format!("the schema is invalid ({e})")))?;
+        let validator =
+            compile(&schema).map_err(|e| bad(format!("the schema is invalid ({e})")))?;
         let fingerprint = fingerprint(&json!({ "schema": schema, "identity": identity }));
         Ok(ResolvedTarget { schema, summary: resolved.summary, identity, fingerprint, validator })
     }

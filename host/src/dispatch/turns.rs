@@ -53,7 +53,9 @@ impl Access {
     /// back). A verb whose contract cannot declare effects (0.1.0) may do
     /// anything, so it runs alone.
     pub fn of(verb: &Verb) -> Option<Access> {
-        let changes = [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive].into_iter().any(|e| verb.effects.may(e));
+        let changes = [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive]
+            .into_iter()
+            .any(|e| verb.effects.may(e));
         if changes {
             Some(Access::Exclusive)
         } else if verb.effects.may(Effect::ReadsRepo) || !verb.programs.is_empty() {
@@ -133,7 +135,9 @@ impl Turns {
     /// Wait (at most [`TURN_WAIT`]) for a turn of the kind `access` asks
     /// for.
     pub async fn take(&self, access: Access) -> Result<Turn, OpError> {
-        tokio::time::timeout(TURN_WAIT, self.take_unbounded(access)).await.unwrap_or_else(|_| Err(busy()))
+        tokio::time::timeout(TURN_WAIT, self.take_unbounded(access))
+            .await
+            .unwrap_or_else(|_| Err(busy()))
     }
 
     async fn take_unbounded(&self, access: Access) -> Result<Turn, OpError> {
@@ -264,7 +268,8 @@ fn lock_now(path: &Path, gate: &Path, access: Access) -> Option<File> {
 /// planted link must not make verbgate create files elsewhere.
 fn open_lock_file(path: &Path) -> std::io::Result<File> {
     if let Some(dir) = path.parent() {
-        crate::private_files::ensure_private_dir(dir).map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+        crate::private_files::ensure_private_dir(dir)
+            .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
     }
     open_lock_file_in(path)
 }
@@ -272,7 +277,14 @@ fn open_lock_file(path: &Path) -> std::io::Result<File> {
 /// [`open_lock_file`] in a directory that exists.
 fn open_lock_file_in(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
 }
 
 #[cfg(test)]
@@ -299,13 +311,21 @@ mod tests {
         let other_read = b.take(R).await.unwrap();
         let write = tokio::time::timeout(std::time::Duration::from_millis(200), b.take(W));
         drop(other_read);
-        assert!(write.await.is_err(), "a writer in another process waits while a reader holds the root");
+        assert!(
+            write.await.is_err(),
+            "a writer in another process waits while a reader holds the root"
+        );
         drop(read);
         let held = b.take(W).await.unwrap();
-        assert!(tokio::time::timeout(std::time::Duration::from_millis(200), a.take(R)).await.is_err(), "a reader waits for the writer");
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(200), a.take(R)).await.is_err(),
+            "a reader waits for the writer"
+        );
         drop(held);
         a.take(R).await.unwrap();
-        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&a.file).unwrap().permissions());
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&a.file).unwrap().permissions(),
+        );
         assert_eq!(mode & 0o777, 0o600);
     }
 

@@ -90,12 +90,17 @@ fn refuse_leading(value: &str, index: usize) -> Result<(), OpError> {
 
 fn is_option_name(name: &str) -> bool {
     let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric()) && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 fn refuse_nul(text: &str, index: usize) -> Result<(), OpError> {
     if text.contains('\0') {
-        return Err(OpError::new(ErrorCode::UnsafeArgv, "an argument contains a NUL byte, which cannot be passed to a program").with("position", index));
+        return Err(OpError::new(
+            ErrorCode::UnsafeArgv,
+            "an argument contains a NUL byte, which cannot be passed to a program",
+        )
+        .with("position", index));
     }
     Ok(())
 }
@@ -130,7 +135,8 @@ mod tests {
 
     #[test]
     fn option_like_values_are_fine_after_the_marker() {
-        let words = render_argv_test(&[lit("log"), Arg::EndOfOptions, v("-c"), v("--x=y")]).unwrap();
+        let words =
+            render_argv_test(&[lit("log"), Arg::EndOfOptions, v("-c"), v("--x=y")]).unwrap();
         assert_eq!(words, ["log", "--", "-c", "--x=y"]);
     }
 
@@ -144,30 +150,51 @@ mod tests {
                 assert_eq!(err.code, ErrorCode::UnsafeArgv, "{evil}");
                 assert_eq!(err.details["value"], evil);
                 assert_eq!(err.details["position"], 1);
-                assert!(err.message.contains("`@`") && err.message.contains("HEAD@{u}"), "why and what to do: {}", err.message);
+                assert!(
+                    err.message.contains("`@`") && err.message.contains("HEAD@{u}"),
+                    "why and what to do: {}",
+                    err.message
+                );
             }
         }
         // Not at the start, or written another way, it is a plain value.
-        let words = render_argv_test(&[v("HEAD@{u}"), v("a@b"), Arg::Path("./@opts.txt".into())]).unwrap();
+        let words =
+            render_argv_test(&[v("HEAD@{u}"), v("a@b"), Arg::Path("./@opts.txt".into())]).unwrap();
         assert_eq!(words, ["HEAD@{u}", "a@b", "./@opts.txt"]);
     }
 
     #[test]
     fn at_file_values_and_paths_are_fine_after_the_marker() {
         // git pathspecs and rg paths after `--` are operands, never `@file`.
-        let words = render_argv_test(&[lit("log"), Arg::EndOfOptions, v("@{u}"), Arg::Path("@scoped/pkg".into())]).unwrap();
+        let words = render_argv_test(&[
+            lit("log"),
+            Arg::EndOfOptions,
+            v("@{u}"),
+            Arg::Path("@scoped/pkg".into()),
+        ])
+        .unwrap();
         assert_eq!(words, ["log", "--", "@{u}", "@scoped/pkg"]);
     }
 
     #[test]
     fn options_render_as_one_word_whatever_the_value() {
-        let words = render_argv_test(&[Arg::Option { name: "format".into(), value: "x --exec=rm -c".into() }]).unwrap();
+        let words = render_argv_test(&[Arg::Option {
+            name: "format".into(),
+            value: "x --exec=rm -c".into(),
+        }])
+        .unwrap();
         assert_eq!(words, ["--format=x --exec=rm -c"]);
-        let bad = render_argv_test(&[Arg::Option { name: "-x".into(), value: "1".into() }]).unwrap_err();
+        let bad =
+            render_argv_test(&[Arg::Option { name: "-x".into(), value: "1".into() }]).unwrap_err();
         assert_eq!(bad.code, ErrorCode::UnsafeArgv);
-        let bad = render_argv_test(&[Arg::Option { name: "a b".into(), value: "1".into() }]).unwrap_err();
+        let bad =
+            render_argv_test(&[Arg::Option { name: "a b".into(), value: "1".into() }]).unwrap_err();
         assert_eq!(bad.code, ErrorCode::UnsafeArgv);
-        let after = render_argv_test(&[Arg::EndOfOptions, Arg::Option { name: "a".into(), value: "1".into() }]).unwrap_err();
+        let after = render_argv_test(&[
+            Arg::EndOfOptions,
+            Arg::Option { name: "a".into(), value: "1".into() },
+        ])
+        .unwrap_err();
         assert_eq!(after.code, ErrorCode::UnsafeArgv);
     }
 

@@ -25,14 +25,21 @@ pub fn confine_dir(root: &Path, rel: Option<&str>) -> Result<PathBuf, OpError> {
         return Ok(root.to_path_buf());
     };
     let refuse = |why: &str| {
-        OpError::new(ErrorCode::PlanRefused, format!("working directory {rel:?} {why}; it must be a directory inside the root {}", root.display()))
-            .with("path", rel)
+        OpError::new(
+            ErrorCode::PlanRefused,
+            format!(
+                "working directory {rel:?} {why}; it must be a directory inside the root {}",
+                root.display()
+            ),
+        )
+        .with("path", rel)
     };
     let path = Path::new(rel);
     if path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
         return Err(refuse("escapes the root"));
     }
-    let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(|e| refuse(&format!("cannot be checked ({e})")))?;
+    let dir = Dir::open_ambient_dir(root, ambient_authority())
+        .map_err(|e| refuse(&format!("cannot be checked ({e})")))?;
     // cap-std refuses any resolution (including through symlinks) that
     // would leave `root`.
     match dir.open_dir(path) {
@@ -40,7 +47,8 @@ pub fn confine_dir(root: &Path, rel: Option<&str>) -> Result<PathBuf, OpError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(refuse("does not exist")),
         Err(_) => return Err(refuse("escapes the root or is not a directory")),
     }
-    let full = root.join(path).canonicalize().map_err(|e| refuse(&format!("cannot be resolved ({e})")))?;
+    let full =
+        root.join(path).canonicalize().map_err(|e| refuse(&format!("cannot be resolved ({e})")))?;
     if !full.starts_with(root) {
         return Err(refuse("escapes the root"));
     }
@@ -65,10 +73,17 @@ pub fn confine_path(root: &Path, cwd: &Path, rel: &str) -> Result<(), OpError> {
 /// the caller's value.
 fn confine_one(root: &Path, cwd: &Path, rel: &str, arg: &str) -> Result<(), OpError> {
     let refuse = |why: &str| {
-        let why = if rel == arg { why.to_string() } else { format!("names the file {rel:?}, which {why}") };
-        OpError::new(ErrorCode::PlanRefused, format!("path {arg:?} {why}; paths must stay inside the root {}", root.display()))
-            .with("path", arg)
-            .with("param_kind", "path")
+        let why = if rel == arg {
+            why.to_string()
+        } else {
+            format!("names the file {rel:?}, which {why}")
+        };
+        OpError::new(
+            ErrorCode::PlanRefused,
+            format!("path {arg:?} {why}; paths must stay inside the root {}", root.display()),
+        )
+        .with("path", arg)
+        .with("param_kind", "path")
     };
     if rel.is_empty() {
         return Err(refuse("is empty"));
@@ -96,14 +111,17 @@ fn confine_one(root: &Path, cwd: &Path, rel: &str, arg: &str) -> Result<(), OpEr
     if deepest.as_os_str().is_empty() {
         return Ok(());
     }
-    let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(|e| refuse(&format!("cannot be checked ({e})")))?;
+    let dir = Dir::open_ambient_dir(root, ambient_authority())
+        .map_err(|e| refuse(&format!("cannot be checked ({e})")))?;
     // cap-std resolves symlinks but refuses any resolution that leaves `root`.
     match dir.metadata(&deepest) {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // A dangling symlink: where would it lead?
             let target = std::fs::read_link(root.join(&deepest)).unwrap_or_default();
-            if target.is_absolute() || target.components().any(|c| matches!(c, Component::ParentDir)) {
+            if target.is_absolute()
+                || target.components().any(|c| matches!(c, Component::ParentDir))
+            {
                 return Err(refuse("is a symlink leading outside"));
             }
         }
@@ -148,16 +166,28 @@ mod tests {
         std::fs::write(outside.path().join("test_out.py"), "").unwrap();
         std::fs::create_dir(root.join("tests")).unwrap();
         std::fs::write(root.join("tests/test_a.py"), "").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("test_out.py"), root.join("link.py")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("test_out.py"), root.join("link.py"))
+            .unwrap();
         std::os::unix::fs::symlink(outside.path(), root.join("linkdir")).unwrap();
-        for bad in ["link.py::test_x", "link.py::C::test_x[a-b]", "linkdir/test_out.py::test_x", "linkdir::x", "::test_x"] {
+        for bad in [
+            "link.py::test_x",
+            "link.py::C::test_x[a-b]",
+            "linkdir/test_out.py::test_x",
+            "linkdir::x",
+            "::test_x",
+        ] {
             let e = confine_path(&root, &root, bad).unwrap_err();
             assert_eq!(e.code, ErrorCode::PlanRefused, "{bad}");
             assert_eq!(e.details["path"], bad, "the error names the caller's value");
         }
         let e = confine_path(&root, &root, "link.py::test_x").unwrap_err();
         assert!(e.message.contains("\"link.py\""), "the message names the file: {}", e.message);
-        for ok in ["tests/test_a.py::test_b", "tests/test_a.py::C::test[x::y]", "tests/new.py::t", "plain.py"] {
+        for ok in [
+            "tests/test_a.py::test_b",
+            "tests/test_a.py::C::test[x::y]",
+            "tests/new.py::t",
+            "plain.py",
+        ] {
             assert!(confine_path(&root, &root, ok).is_ok(), "{ok}");
         }
     }
@@ -176,7 +206,10 @@ mod tests {
             assert_eq!(e.code, ErrorCode::PlanRefused, "{bad}");
         }
         assert!(confine_path(&root, &sub, "new-file").is_ok());
-        assert!(confine_path(&root, &root, "link").is_ok(), "root/link does not exist: nothing to follow");
+        assert!(
+            confine_path(&root, &root, "link").is_ok(),
+            "root/link does not exist: nothing to follow"
+        );
     }
 
     #[test]

@@ -14,15 +14,35 @@
 use crate::error::{ErrorCode, OpError};
 
 /// Names any plan may set, whatever program it runs.
-pub const ANY_PROGRAM: &[&str] = &["LANG", "LANGUAGE", "LC_ALL", "TZ", "NO_COLOR", "COLUMNS", "TERM"];
+pub const ANY_PROGRAM: &[&str] =
+    &["LANG", "LANGUAGE", "LC_ALL", "TZ", "NO_COLOR", "COLUMNS", "TERM"];
 
 /// Prefixes any plan may use (the locale categories).
 const ANY_PROGRAM_PREFIXES: &[&str] = &["LC_"];
 
 /// Names a plan may set only when it runs the named program.
 pub const PER_PROGRAM: &[(&str, &[&str])] = &[
-    ("git", &["GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT", "GIT_LITERAL_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ADVICE", "GIT_FLUSH"]),
-    ("cargo", &["CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_TERM_PROGRESS_WHEN", "RUST_BACKTRACE"]),
+    (
+        "git",
+        &[
+            "GIT_OPTIONAL_LOCKS",
+            "GIT_TERMINAL_PROMPT",
+            "GIT_LITERAL_PATHSPECS",
+            "GIT_NOGLOB_PATHSPECS",
+            "GIT_ADVICE",
+            "GIT_FLUSH",
+        ],
+    ),
+    (
+        "cargo",
+        &[
+            "CARGO_TERM_COLOR",
+            "CARGO_TERM_VERBOSE",
+            "CARGO_TERM_QUIET",
+            "CARGO_TERM_PROGRESS_WHEN",
+            "RUST_BACKTRACE",
+        ],
+    ),
     ("just", &["JUST_COLOR", "JUST_UNSTABLE"]),
 ];
 
@@ -40,14 +60,25 @@ pub const PER_PROGRAM_VALUES: &[(&str, &str, &[&str])] = &[
 
 /// Check one variable a plan sets for `program` (its declared name).
 pub fn check_plan_env(program: &str, name: &str, value: &str) -> Result<(), OpError> {
-    let refuse = |why: String| OpError::new(ErrorCode::PlanRefused, why).with("env", name).with("program", program);
-    let well_formed = !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    let refuse = |why: String| {
+        OpError::new(ErrorCode::PlanRefused, why).with("env", name).with("program", program)
+    };
+    let well_formed = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
     if !well_formed {
-        return Err(refuse(format!("the plan sets environment variable {name:?}, which is not a plain upper-case name")));
+        return Err(refuse(format!(
+            "the plan sets environment variable {name:?}, which is not a plain upper-case name"
+        )));
     }
-    if let Some((_, _, values)) = PER_PROGRAM_VALUES.iter().find(|(prog, n, _)| *prog == program && *n == name) {
+    if let Some((_, _, values)) =
+        PER_PROGRAM_VALUES.iter().find(|(prog, n, _)| *prog == program && *n == name)
+    {
         if !values.contains(&value) {
-            return Err(refuse(format!("the plan sets {name}={value:?} for `{program}`; plugins may set it only to {}", values.join(" or "))));
+            return Err(refuse(format!(
+                "the plan sets {name}={value:?} for `{program}`; plugins may set it only to {}",
+                values.join(" or ")
+            )));
         }
         return Ok(());
     }
@@ -64,7 +95,8 @@ pub fn check_plan_env(program: &str, name: &str, value: &str) -> Result<(), OpEr
         return Err(refuse(format!("the plan's value for {name} contains NUL")));
     }
     let is_locale = name == "LANG" || name == "LANGUAGE" || name.starts_with("LC_");
-    let zone_path = name == "TZ" && (value.trim_start_matches(':').starts_with('/') || value.contains(".."));
+    let zone_path =
+        name == "TZ" && (value.trim_start_matches(':').starts_with('/') || value.contains(".."));
     if (is_locale && (value.contains('/') || value.contains(".."))) || zone_path {
         return Err(refuse(format!("the plan's value for {name} names a path ({value:?}); a locale or time zone is a plain name")));
     }
@@ -80,9 +112,12 @@ mod tests {
         assert!(check_plan_env("go", "GOTOOLCHAIN", "local").is_ok());
         assert!(check_plan_env("go", "GOPROXY", "off").is_ok());
         assert!(check_plan_env("vitest", "CI", "true").is_ok());
-        for (program, name, value) in
-            [("go", "GOTOOLCHAIN", "go1.99.0"), ("go", "GOPROXY", "https://proxy.example"), ("vitest", "CI", ""), ("cargo", "GOPROXY", "off")]
-        {
+        for (program, name, value) in [
+            ("go", "GOTOOLCHAIN", "go1.99.0"),
+            ("go", "GOPROXY", "https://proxy.example"),
+            ("vitest", "CI", ""),
+            ("cargo", "GOPROXY", "off"),
+        ] {
             let e = check_plan_env(program, name, value).unwrap_err();
             assert_eq!(e.code, ErrorCode::PlanRefused, "{program} {name}={value}");
         }
@@ -130,7 +165,12 @@ mod tests {
     fn inert_names_pass_and_locale_values_may_not_be_paths() {
         assert!(check_plan_env("git", "TZ", "Europe/Paris").is_ok());
         assert!(check_plan_env("git", "TZ", ":/etc/evil").is_err());
-        for (program, name) in [("git", "GIT_OPTIONAL_LOCKS"), ("git", "LC_ALL"), ("cargo", "CARGO_TERM_COLOR"), ("anything", "TZ")] {
+        for (program, name) in [
+            ("git", "GIT_OPTIONAL_LOCKS"),
+            ("git", "LC_ALL"),
+            ("cargo", "CARGO_TERM_COLOR"),
+            ("anything", "TZ"),
+        ] {
             assert!(check_plan_env(program, name, "C").is_ok(), "{program} {name}");
         }
         assert!(check_plan_env("git", "LC_ALL", "../../tmp/evil").is_err());

@@ -17,7 +17,9 @@ pub struct Programs {
 impl Programs {
     /// Resolve with config overrides and the search path `path_var`.
     pub fn new(overrides: BTreeMap<String, PathBuf>, path_var: Option<&std::ffi::OsStr>) -> Self {
-        let search = path_var.map(|p| std::env::split_paths(p).filter(|d| d.is_absolute()).collect()).unwrap_or_default();
+        let search = path_var
+            .map(|p| std::env::split_paths(p).filter(|d| d.is_absolute()).collect())
+            .unwrap_or_default();
         Programs { overrides, search }
     }
 
@@ -27,19 +29,23 @@ impl Programs {
             return Err(format!("`{name}` is not a program name (declare a bare name; paths are configured by the operator)"));
         }
         if let Some(p) = self.overrides.get(name) {
-            return if is_executable(p) { Ok(p.clone()) } else { Err(format!("programs.{name} = {} is not an executable file", p.display())) };
+            return if is_executable(p) {
+                Ok(p.clone())
+            } else {
+                Err(format!("programs.{name} = {} is not an executable file", p.display()))
+            };
         }
-        self.search
-            .iter()
-            .map(|d| d.join(name))
-            .find(|p| is_executable(p))
-            .ok_or_else(|| format!("program `{name}` was not found on PATH (set programs.{name} in verbgate.toml)"))
+        self.search.iter().map(|d| d.join(name)).find(|p| is_executable(p)).ok_or_else(|| {
+            format!("program `{name}` was not found on PATH (set programs.{name} in verbgate.toml)")
+        })
     }
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

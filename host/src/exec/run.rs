@@ -81,7 +81,11 @@ impl Prepared {
         let cwd = confine_dir(root, cmd.cwd.as_deref())?;
         let argv = render_argv(&cmd.args, root, &cwd)?;
         // One word per typed argument (see `render_argv`).
-        let caller_words = cmd.args.iter().map(|a| matches!(a, Arg::Value(_) | Arg::Path(_) | Arg::Option { .. })).collect();
+        let caller_words = cmd
+            .args
+            .iter()
+            .map(|a| matches!(a, Arg::Value(_) | Arg::Path(_) | Arg::Option { .. }))
+            .collect();
         let mut env = BTreeMap::new();
         for name in env_allow {
             if let Ok(v) = std::env::var(name) {
@@ -92,7 +96,10 @@ impl Prepared {
             super::env::check_plan_env(&cmd.program, name, value)?;
             env.insert(name.clone(), value.clone());
         }
-        let timeout = cmd.timeout_ms.map(|ms| Duration::from_millis(ms.into()).min(limits.max_timeout)).unwrap_or(limits.default_timeout);
+        let timeout = cmd
+            .timeout_ms
+            .map(|ms| Duration::from_millis(ms.into()).min(limits.max_timeout))
+            .unwrap_or(limits.default_timeout);
         Ok(Prepared {
             name: cmd.program.clone(),
             program,
@@ -145,7 +152,10 @@ impl Drop for GroupGuard {
 /// with a private `TMPDIR` removed after it).
 pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, OpError> {
     let mut std_cmd = std::process::Command::new(&p.program);
-    std::os::unix::process::CommandExt::process_group(std_cmd.args(&p.argv).env_clear().envs(&p.env).current_dir(&p.cwd), 0);
+    std::os::unix::process::CommandExt::process_group(
+        std_cmd.args(&p.argv).env_clear().envs(&p.env).current_dir(&p.cwd),
+        0,
+    );
     // The temporary directory is removed when the run is over, whatever
     // happened; the confinement (its ruleset descriptor) must outlive the
     // spawn.
@@ -159,7 +169,10 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
         None => None,
     };
     let mut cmd = tokio::process::Command::from(std_cmd);
-    cmd.stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    cmd.stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
     let spawned = match &confined {
         Some((_, confinement)) => confinement.spawn(&mut cmd),
         None => cmd.spawn(),
@@ -167,7 +180,11 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
     let _tmp = confined.map(|(tmp, _)| tmp);
     let mut child = spawned.map_err(|e| {
         let confined = if p.sandbox.is_some() { " (in its sandbox)" } else { "" };
-        OpError::new(ErrorCode::LaunchFailed, format!("cannot start {}{confined}: {e}", p.program.display())).with("program", p.program.display().to_string())
+        OpError::new(
+            ErrorCode::LaunchFailed,
+            format!("cannot start {}{confined}: {e}", p.program.display()),
+        )
+        .with("program", p.program.display().to_string())
     })?;
     let mut guard = GroupGuard(child.id().map(|id| id as i32).filter(|id| *id > 1));
 
@@ -210,7 +227,11 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
             guard.kill();
             return Err(OpError::new(
                 ErrorCode::Timeout,
-                format!("`{}` ran longer than {} ms and was killed (with its process group)", p.name, p.timeout.as_millis()),
+                format!(
+                    "`{}` ran longer than {} ms and was killed (with its process group)",
+                    p.name,
+                    p.timeout.as_millis()
+                ),
             )
             .with("timeout_ms", p.timeout.as_millis() as u64));
         }
@@ -234,7 +255,9 @@ pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, 
             .with("limit_bytes", capture_bytes));
         }
     }
-    let status = status.map_err(|e| OpError::new(ErrorCode::Internal, format!("cannot wait for `{}`: {e}", p.name)))?;
+    let status = status.map_err(|e| {
+        OpError::new(ErrorCode::Internal, format!("cannot wait for `{}`: {e}", p.name))
+    })?;
     // The program ended normally; whatever it left running in its group is
     // its own business (it may be a legitimate daemon), so disarm.
     guard.0 = None;
@@ -302,7 +325,10 @@ mod tests {
 
     #[tokio::test]
     async fn captures_exit_code_and_output() {
-        let o = run_command(&prepared("/bin/sh", &["-c", "echo hi; echo err >&2; exit 3"], 5000), 1024).await.unwrap();
+        let o =
+            run_command(&prepared("/bin/sh", &["-c", "echo hi; echo err >&2; exit 3"], 5000), 1024)
+                .await
+                .unwrap();
         assert_eq!(o.exit_code, Some(3));
         assert_eq!(o.stdout, b"hi\n");
         assert_eq!(o.stderr, b"err\n");
@@ -310,7 +336,9 @@ mod tests {
 
     #[tokio::test]
     async fn overflow_is_an_error_not_truncation() {
-        let e = run_command(&prepared("/bin/sh", &["-c", "head -c 5000 /dev/zero"], 5000), 1000).await.unwrap_err();
+        let e = run_command(&prepared("/bin/sh", &["-c", "head -c 5000 /dev/zero"], 5000), 1000)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, ErrorCode::OutputOverflow);
         assert_eq!(e.details["stream"], "stdout");
     }

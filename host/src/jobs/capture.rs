@@ -42,7 +42,10 @@ pub fn pump(mut src: impl Read, mut dst: impl Write, stream: Stream, cap: u64, t
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                let _ = tx.send(Event::CaptureFailed(format!("reading the program's {} failed after {kept} bytes: {e}", stream.name())));
+                let _ = tx.send(Event::CaptureFailed(format!(
+                    "reading the program's {} failed after {kept} bytes: {e}",
+                    stream.name()
+                )));
                 // Dropping the pipe makes a program that keeps writing get
                 // EPIPE instead of blocking; the supervisor stops it.
                 return;
@@ -54,7 +57,10 @@ pub fn pump(mut src: impl Read, mut dst: impl Write, stream: Stream, cap: u64, t
         let room = cap - kept;
         let take = (n as u64).min(room) as usize;
         if let Err(e) = dst.write_all(&buf[..take]) {
-            let _ = tx.send(Event::CaptureFailed(format!("storing the program's {} failed after {kept} bytes: {e}", stream.name())));
+            let _ = tx.send(Event::CaptureFailed(format!(
+                "storing the program's {} failed after {kept} bytes: {e}",
+                stream.name()
+            )));
             dropping = true;
             continue;
         }
@@ -65,7 +71,10 @@ pub fn pump(mut src: impl Read, mut dst: impl Write, stream: Stream, cap: u64, t
         }
     }
     if let Err(e) = dst.flush() {
-        let _ = tx.send(Event::CaptureFailed(format!("storing the program's {} failed: {e}", stream.name())));
+        let _ = tx.send(Event::CaptureFailed(format!(
+            "storing the program's {} failed: {e}",
+            stream.name()
+        )));
     }
     let _ = tx.send(Event::Drained);
 }
@@ -95,7 +104,9 @@ mod tests {
         let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
         pump(&[1u8; 10][..], full, Stream::Stdout, 100, tx);
         match rx.recv().unwrap() {
-            Event::CaptureFailed(msg) => assert!(msg.contains("storing the program's stdout failed after 0 bytes"), "{msg}"),
+            Event::CaptureFailed(msg) => {
+                assert!(msg.contains("storing the program's stdout failed after 0 bytes"), "{msg}")
+            }
             other => panic!("{other:?}"),
         }
     }

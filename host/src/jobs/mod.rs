@@ -74,8 +74,17 @@ pub struct Jobs {
 impl Jobs {
     /// Open the store in `state_dir`; supervisors are started by running
     /// `supervisor_exe __supervise` (normally this very binary).
-    pub fn open(state_dir: &Path, supervisor_exe: PathBuf, limits: JobLimits) -> anyhow::Result<Jobs> {
-        Ok(Jobs { store: Store::open(state_dir)?, state_dir: state_dir.to_path_buf(), supervisor_exe, limits })
+    pub fn open(
+        state_dir: &Path,
+        supervisor_exe: PathBuf,
+        limits: JobLimits,
+    ) -> anyhow::Result<Jobs> {
+        Ok(Jobs {
+            store: Store::open(state_dir)?,
+            state_dir: state_dir.to_path_buf(),
+            supervisor_exe,
+            limits,
+        })
     }
 
     /// The limits jobs run within.
@@ -104,7 +113,10 @@ impl Jobs {
     /// [`JobLimits::time_limit`]) and recorded on the job.
     pub fn spawn(&self, req: SpawnRequest<'_>) -> Result<Job, OpError> {
         let p = req.prepared;
-        let label = std::iter::once(p.name.as_str()).chain(p.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
+        let label = std::iter::once(p.name.as_str())
+            .chain(p.argv.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
         let label: String = label.chars().take(200).collect();
         let job = Job {
             id: process::new_job_id(),
@@ -117,7 +129,9 @@ impl Jobs {
             argv: serde_json::to_string(&p.argv).unwrap_or_default(),
             cwd: p.cwd.display().to_string(),
             env: serde_json::to_string(&p.env).unwrap_or_default(),
-            time_limit_ms: Some(self.limits.time_limit(req.time_limit)).filter(|d| !d.is_zero()).map(|d| d.as_millis() as u64),
+            time_limit_ms: Some(self.limits.time_limit(req.time_limit))
+                .filter(|d| !d.is_zero())
+                .map(|d| d.as_millis() as u64),
             output_limit_bytes: Some(self.limits.output_bytes).filter(|b| *b > 0),
             boot_id: process::boot_id(),
             created_ms: process::now_ms(),
@@ -154,7 +168,13 @@ impl Jobs {
                 failed.finish(End::Failed, Reason::LaunchFailed, (None, None));
                 failed.error = Some(format!("cannot start the job supervisor: {e}"));
                 let _ = self.store.cas(&failed, job.version);
-                Err(OpError::new(ErrorCode::LaunchFailed, format!("cannot start the job supervisor {}: {e}", self.supervisor_exe.display())))
+                Err(OpError::new(
+                    ErrorCode::LaunchFailed,
+                    format!(
+                        "cannot start the job supervisor {}: {e}",
+                        self.supervisor_exe.display()
+                    ),
+                ))
             }
         }
     }
@@ -192,7 +212,10 @@ impl Jobs {
             JobOp::Output(a) => ops::output::run(&self.store, a),
             JobOp::Wait(a) => ops::wait::run(&self.store, &ops::wait::Window::new(a)).await,
             JobOp::Kill(a) => ops::kill::run(&self.store, a).await,
-            JobOp::Result(_) => Err(OpError::new(ErrorCode::Internal, "job.result is mapped by the dispatcher, not the job store")),
+            JobOp::Result(_) => Err(OpError::new(
+                ErrorCode::Internal,
+                "job.result is mapped by the dispatcher, not the job store",
+            )),
         }
     }
 }

@@ -48,7 +48,15 @@ pub enum Status {
 
 impl Status {
     /// Every status.
-    pub const ALL: &'static [Status] = &[Status::Preparing, Status::Running, Status::Succeeded, Status::Failed, Status::Killed, Status::TimedOut, Status::Lost];
+    pub const ALL: &'static [Status] = &[
+        Status::Preparing,
+        Status::Running,
+        Status::Succeeded,
+        Status::Failed,
+        Status::Killed,
+        Status::TimedOut,
+        Status::Lost,
+    ];
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -368,7 +376,11 @@ impl Job {
 
     /// The streams cut at the output cap.
     pub fn truncated_streams(&self) -> Vec<&'static str> {
-        [Stream::Stdout, Stream::Stderr].into_iter().filter(|s| self.truncated(*s)).map(Stream::name).collect()
+        [Stream::Stdout, Stream::Stderr]
+            .into_iter()
+            .filter(|s| self.truncated(*s))
+            .map(Stream::name)
+            .collect()
     }
 
     /// Whether `stream` was cut at the output cap.
@@ -384,13 +396,21 @@ impl Job {
     /// time. Only then may its group be signalled on its own say-so.
     pub fn leader_verified(&self) -> bool {
         let started = self.state.started();
-        super::process::verified(started.map(|s| s.pid), started.and_then(|s| s.pid_start), self.boot_id.as_deref())
+        super::process::verified(
+            started.map(|s| s.pid),
+            started.and_then(|s| s.pid_start),
+            self.boot_id.as_deref(),
+        )
     }
 
     /// Whether the recorded supervisor is provably alive (same boot, pid
     /// and start time).
     pub fn supervisor_verified(&self) -> bool {
-        super::process::verified(self.supervisor_pid, self.supervisor_start, self.boot_id.as_deref())
+        super::process::verified(
+            self.supervisor_pid,
+            self.supervisor_start,
+            self.boot_id.as_deref(),
+        )
     }
 
     /// The wire status.
@@ -436,7 +456,14 @@ impl Job {
             return;
         }
         let (exit_code, signal) = exit;
-        self.state = State::Ended(Ended { end, reason, ended_ms: super::process::now_ms(), started: self.state.started(), exit_code, signal });
+        self.state = State::Ended(Ended {
+            end,
+            reason,
+            ended_ms: super::process::now_ms(),
+            started: self.state.started(),
+            exit_code,
+            signal,
+        });
     }
 }
 
@@ -453,7 +480,11 @@ mod tests {
         assert_eq!(Status::Killed.outcome(), Some("cancelled"));
         assert_eq!(Status::Lost.outcome(), Some("failure"));
         for s in Status::ALL {
-            assert_eq!(End::of(*s).map(End::status), s.terminal().then_some(*s), "an end is exactly a terminal status");
+            assert_eq!(
+                End::of(*s).map(End::status),
+                s.terminal().then_some(*s),
+                "an end is exactly a terminal status"
+            );
         }
     }
 
@@ -463,7 +494,10 @@ mod tests {
         let started = Started { pid: 42, pid_start: Some(7), started_ms: 1 };
         j.state = State::Running(started);
         j.finish(End::Failed, Reason::Signaled, (None, Some(9)));
-        assert_eq!((j.status(), j.pid(), j.signal(), j.reason_code()), (Status::Failed, Some(42), Some(9), Some(Reason::Signaled)));
+        assert_eq!(
+            (j.status(), j.pid(), j.signal(), j.reason_code()),
+            (Status::Failed, Some(42), Some(9), Some(Reason::Signaled))
+        );
         let first = j.clone();
         j.finish(End::Killed, Reason::KillRequested, (None, None));
         assert_eq!(j, first, "an ended job is never ended again");
@@ -473,7 +507,10 @@ mod tests {
     fn reason_wire_names_round_trip_and_match_serde() {
         for r in Reason::ALL {
             assert_eq!(Reason::parse(r.as_str()), Some(*r));
-            assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.as_str().into()));
+            assert_eq!(
+                serde_json::to_value(r).unwrap(),
+                serde_json::Value::String(r.as_str().into())
+            );
         }
     }
 }

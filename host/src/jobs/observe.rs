@@ -88,10 +88,24 @@ impl Observation {
 pub fn observe(store: &Store, requested: &str) -> Observation {
     let job = match store.resolve(requested) {
         Ok(j) => j,
-        Err(e) => return Observation { requested: requested.into(), job: None, class: None, possibly_orphaned: false, error: Some(e) },
+        Err(e) => {
+            return Observation {
+                requested: requested.into(),
+                job: None,
+                class: None,
+                possibly_orphaned: false,
+                error: Some(e),
+            }
+        }
     };
     let (job, class, orphaned) = classify(store, job);
-    Observation { requested: requested.into(), job: Some(job), class: Some(class), possibly_orphaned: orphaned, error: None }
+    Observation {
+        requested: requested.into(),
+        job: Some(job),
+        class: Some(class),
+        possibly_orphaned: orphaned,
+        error: None,
+    }
 }
 
 fn classify(store: &Store, job: Job) -> (Job, Class, bool) {
@@ -99,7 +113,8 @@ fn classify(store: &Store, job: Job) -> (Job, Class, bool) {
         s if s.terminal() => (job, Class::Terminal, false),
         Status::Preparing => {
             let age = Duration::from_millis((now_ms() - job.created_ms).max(0) as u64);
-            let class = if age >= UNRESOLVED_SPAWN_AFTER { Class::UnresolvedSpawn } else { Class::Pending };
+            let class =
+                if age >= UNRESOLVED_SPAWN_AFTER { Class::UnresolvedSpawn } else { Class::Pending };
             (job, class, false)
         }
         _ => {
@@ -107,7 +122,8 @@ fn classify(store: &Store, job: Job) -> (Job, Class, bool) {
             // times and boot: after a reboot or a pid reuse, whatever holds
             // those numbers now is not this job's.
             let supervisor = job.supervisor_verified();
-            let program = job.leader_verified() || (same_boot(job.boot_id.as_deref()) && job.pid().is_some_and(group_alive));
+            let program = job.leader_verified()
+                || (same_boot(job.boot_id.as_deref()) && job.pid().is_some_and(group_alive));
             if supervisor {
                 return (job, Class::Pending, false);
             }
@@ -152,7 +168,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let mut gone = sample("00000bgone");
-        gone.state = State::Running(Started { pid: i32::MAX as i64 - 7, pid_start: Some(1), started_ms: 1 });
+        gone.state =
+            State::Running(Started { pid: i32::MAX as i64 - 7, pid_start: Some(1), started_ms: 1 });
         gone.supervisor_pid = Some(i32::MAX as i64 - 8);
         store.insert(&gone).unwrap();
         let observers: Vec<_> = (0..8)

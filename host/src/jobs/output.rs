@@ -29,7 +29,12 @@ pub fn read_prefix(store: &Store, id: &str, stream: Stream, bound: usize) -> Vec
 }
 
 /// The whole of a finished job's stream, bounded; `None` if over the bound.
-pub fn read_all(store: &Store, id: &str, stream: Stream, bound: usize) -> Result<Option<Vec<u8>>, OpError> {
+pub fn read_all(
+    store: &Store,
+    id: &str,
+    stream: Stream,
+    bound: usize,
+) -> Result<Option<Vec<u8>>, OpError> {
     let path = store.job_dir(id).join(stream.name());
     match open_stream(&path) {
         Ok(f) => {

@@ -15,8 +15,8 @@
 use serde::Serialize;
 use std::path::Path;
 
-use super::store::Store;
 use super::limits::JobLimits;
+use super::store::Store;
 
 /// One pruned job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,7 +49,11 @@ pub struct Report {
 /// Prune ended jobs of `store` past `limits`, as of `now_ms`.
 pub fn prune(store: &Store, limits: &JobLimits, now_ms: i64) -> anyhow::Result<Report> {
     let cutoff = now_ms.saturating_sub(limits.retain_age.as_millis().min(i64::MAX as u128) as i64);
-    let mut report = Report { retain_days: limits.retain_age.as_secs() / 86_400, retain_count: limits.retain_count, ..Report::default() };
+    let mut report = Report {
+        retain_days: limits.retain_age.as_secs() / 86_400,
+        retain_count: limits.retain_count,
+        ..Report::default()
+    };
     let mut kept = 0usize;
     for (id, version, ended_ms) in store.ended()? {
         let why = if ended_ms < cutoff {
@@ -78,11 +82,18 @@ pub fn prune(store: &Store, limits: &JobLimits, now_ms: i64) -> anyhow::Result<R
 /// Remove `jobs_dir/<id>` without following links; whether anything was there.
 fn remove_job_dir(jobs_dir: &Path, id: &str) -> std::io::Result<bool> {
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(std::io::Error::other(format!("job id {id:?} is not a plain name; its files were left alone")));
+        return Err(std::io::Error::other(format!(
+            "job id {id:?} is not a plain name; its files were left alone"
+        )));
     }
     match std::fs::symlink_metadata(jobs_dir) {
         Ok(m) if m.file_type().is_dir() => {}
-        Ok(_) => return Err(std::io::Error::other(format!("{} is not a directory (a link?); nothing was removed through it", jobs_dir.display()))),
+        Ok(_) => {
+            return Err(std::io::Error::other(format!(
+                "{} is not a directory (a link?); nothing was removed through it",
+                jobs_dir.display()
+            )))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     }
@@ -123,8 +134,19 @@ mod tests {
         ] {
             let mut j = sample(id);
             j.state = match End::of(status) {
-                Some(end) => State::Ended(Ended { end, reason: Reason::ExitedZero, ended_ms: ended, started: None, exit_code: None, signal: None }),
-                None => State::Running(Started { pid: i32::MAX as i64 - 3, pid_start: Some(1), started_ms: 1 }),
+                Some(end) => State::Ended(Ended {
+                    end,
+                    reason: Reason::ExitedZero,
+                    ended_ms: ended,
+                    started: None,
+                    exit_code: None,
+                    signal: None,
+                }),
+                None => State::Running(Started {
+                    pid: i32::MAX as i64 - 3,
+                    pid_start: Some(1),
+                    started_ms: 1,
+                }),
             };
             store.insert(&j).unwrap();
             std::fs::create_dir_all(store.job_dir(id)).unwrap();
@@ -135,15 +157,26 @@ mod tests {
         std::fs::remove_dir_all(store.job_dir("0002")).unwrap();
         std::os::unix::fs::symlink(&outside, store.job_dir("0002")).unwrap();
         std::os::unix::fs::symlink(&outside, store.job_dir("0001").join("stderr")).unwrap();
-        let limits = JobLimits { retain_age: Duration::from_secs(14 * 86_400), retain_count: 2, ..JobLimits::default() };
+        let limits = JobLimits {
+            retain_age: Duration::from_secs(14 * 86_400),
+            retain_count: 2,
+            ..JobLimits::default()
+        };
         let r = prune(&store, &limits, now).unwrap();
         let got: Vec<(&str, &str)> = r.pruned.iter().map(|p| (p.id.as_str(), p.why)).collect();
         assert_eq!(got, vec![("0002", "count"), ("0001", "age")]);
         assert_eq!(r.kept, 2);
         assert!(store.get("0001").unwrap().is_none() && store.get("0002").unwrap().is_none());
         assert!(store.get("0005").unwrap().is_some(), "a running job is never pruned");
-        assert!(!store.job_dir("0001").exists() && std::fs::symlink_metadata(store.job_dir("0002")).is_err());
-        assert_eq!(std::fs::read_to_string(outside.join("precious")).unwrap(), "keep me", "nothing outside was touched");
+        assert!(
+            !store.job_dir("0001").exists()
+                && std::fs::symlink_metadata(store.job_dir("0002")).is_err()
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.join("precious")).unwrap(),
+            "keep me",
+            "nothing outside was touched"
+        );
         assert!(store.job_dir("0003").exists() && store.job_dir("0005").exists());
         // Nothing left to prune.
         assert!(prune(&store, &limits, now).unwrap().pruned.is_empty());

@@ -104,9 +104,19 @@ impl Store {
             use std::os::unix::fs::OpenOptionsExt;
             // Create it 0600 first: SQLite gives its -wal/-shm files the
             // database file's permissions.
-            std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path)?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)?;
         }
-        let store = Store { path, dir: state_dir.to_path_buf(), pool: Arc::new(Mutex::new(Vec::new())), viewer: None };
+        let store = Store {
+            path,
+            dir: state_dir.to_path_buf(),
+            pool: Arc::new(Mutex::new(Vec::new())),
+            viewer: None,
+        };
         let conn = store.conn()?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -159,7 +169,10 @@ impl Store {
         let conn = self.conn()?;
         conn.execute_batch("BEGIN IMMEDIATE")?;
         let result = (|| {
-            let running: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM jobs WHERE {LIVE}"), [], |r| r.get(0))?;
+            let running: i64 =
+                conn.query_row(&format!("SELECT COUNT(*) FROM jobs WHERE {LIVE}"), [], |r| {
+                    r.get(0)
+                })?;
             if running as usize >= cap {
                 return Ok(Err(running as usize));
             }
@@ -189,7 +202,10 @@ impl Store {
     /// Delete an ended job's row if it is still at `version`; whether it was
     /// deleted. A job that is (somehow) live again is never deleted.
     pub fn delete_ended(&self, id: &str, version: i64) -> rusqlite::Result<bool> {
-        let n = self.conn()?.execute(&format!("DELETE FROM jobs WHERE id = ?1 AND version = ?2 AND NOT {LIVE}"), params![id, version])?;
+        let n = self.conn()?.execute(
+            &format!("DELETE FROM jobs WHERE id = ?1 AND version = ?2 AND NOT {LIVE}"),
+            params![id, version],
+        )?;
         Ok(n == 1)
     }
 
@@ -202,34 +218,57 @@ impl Store {
 
     /// Resolve an id or unique prefix: `not_found` / `ambiguous_id` name it.
     pub fn resolve(&self, id_or_prefix: &str) -> Result<Job, OpError> {
-        let clean = !id_or_prefix.is_empty() && id_or_prefix.chars().all(|c| c.is_ascii_alphanumeric());
+        let clean =
+            !id_or_prefix.is_empty() && id_or_prefix.chars().all(|c| c.is_ascii_alphanumeric());
         if !clean {
-            return Err(OpError::new(ErrorCode::NotFound, format!("no job {id_or_prefix:?}: job ids are letters and digits")).with("id", id_or_prefix));
+            return Err(OpError::new(
+                ErrorCode::NotFound,
+                format!("no job {id_or_prefix:?}: job ids are letters and digits"),
+            )
+            .with("id", id_or_prefix));
         }
         let conn = self.conn().map_err(db_error)?;
         let mut stmt = conn
             .prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id >= ?1 AND id < ?1 || '~' AND (?2 IS NULL OR owner = ?2) ORDER BY id LIMIT 6"))
             .map_err(db_error)?;
-        let jobs: Vec<Job> =
-            stmt.query_map(params![id_or_prefix, self.viewer.as_deref()], row_to_job).map_err(db_error)?.collect::<Result<_, _>>().map_err(db_error)?;
+        let jobs: Vec<Job> = stmt
+            .query_map(params![id_or_prefix, self.viewer.as_deref()], row_to_job)
+            .map_err(db_error)?
+            .collect::<Result<_, _>>()
+            .map_err(db_error)?;
         if let Some(exact) = jobs.iter().find(|j| j.id == id_or_prefix) {
             return Ok(exact.clone());
         }
         match jobs.len() {
-            0 => Err(OpError::new(ErrorCode::NotFound, format!("no job with id or prefix `{id_or_prefix}` (see job.list)")).with("id", id_or_prefix)),
+            0 => Err(OpError::new(
+                ErrorCode::NotFound,
+                format!("no job with id or prefix `{id_or_prefix}` (see job.list)"),
+            )
+            .with("id", id_or_prefix)),
             1 => Ok(jobs.into_iter().next().expect("one job")),
-            _ => Err(OpError::new(ErrorCode::AmbiguousId, format!("`{id_or_prefix}` matches several jobs; give more of the id"))
-                .with("id", id_or_prefix)
-                .with("matches", jobs.iter().map(|j| j.id.clone()).collect::<Vec<_>>())),
+            _ => Err(OpError::new(
+                ErrorCode::AmbiguousId,
+                format!("`{id_or_prefix}` matches several jobs; give more of the id"),
+            )
+            .with("id", id_or_prefix)
+            .with("matches", jobs.iter().map(|j| j.id.clone()).collect::<Vec<_>>())),
         }
     }
 
     /// Newest jobs first, optionally filtered.
-    pub fn list(&self, limit: usize, status: Option<Status>, verb: Option<&str>) -> rusqlite::Result<Vec<Job>> {
+    pub fn list(
+        &self,
+        limit: usize,
+        status: Option<Status>,
+        verb: Option<&str>,
+    ) -> rusqlite::Result<Vec<Job>> {
         let conn = self.conn()?;
         let mut stmt =
             conn.prepare(&format!("SELECT {COLUMNS} FROM jobs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR verb = ?2) AND (?4 IS NULL OR owner = ?4) ORDER BY id DESC LIMIT ?3"))?;
-        let rows = stmt.query_map(params![status.map(Status::as_str), verb, limit as i64, self.viewer.as_deref()], row_to_job)?;
+        let rows = stmt.query_map(
+            params![status.map(Status::as_str), verb, limit as i64, self.viewer.as_deref()],
+            row_to_job,
+        )?;
         rows.collect()
     }
 
@@ -318,7 +357,8 @@ fn row_to_job(r: &Row<'_>) -> rusqlite::Result<Job> {
     let reason: Option<String> = r.get(12)?;
     let (started_ms, ended_ms): (Option<i64>, Option<i64>) = (r.get(15)?, r.get(16)?);
     let (pid, pid_start): (Option<i64>, Option<i64>) = (r.get(21)?, r.get(22)?);
-    let started = pid.map(|pid| Started { pid, pid_start, started_ms: started_ms.unwrap_or_default() });
+    let started =
+        pid.map(|pid| Started { pid, pid_start, started_ms: started_ms.unwrap_or_default() });
     // A status this verbgate does not know (a newer one wrote it) reads as
     // lost; a terminal row without a reason (never written) as unknown.
     let status = Status::parse(&status).unwrap_or(Status::Lost);
@@ -442,9 +482,12 @@ pub(crate) mod tests {
         assert!(!store.cas(&j, 0).unwrap(), "a stale CAS must be refused");
         let now = store.get("0001aa").unwrap().unwrap();
         assert_eq!((now.status(), now.version, now.pid()), (Status::Running, 1, Some(5)));
-        let mode = std::fs::metadata(dir.path().join("state/jobs.db")).unwrap().permissions().mode() & 0o777;
+        let mode =
+            std::fs::metadata(dir.path().join("state/jobs.db")).unwrap().permissions().mode()
+                & 0o777;
         assert_eq!(mode, 0o600);
-        let dmode = std::fs::metadata(dir.path().join("state")).unwrap().permissions().mode() & 0o777;
+        let dmode =
+            std::fs::metadata(dir.path().join("state")).unwrap().permissions().mode() & 0o777;
         assert_eq!(dmode, 0o700);
     }
 
@@ -464,8 +507,14 @@ pub(crate) mod tests {
         }
         let store = Store::open(dir.path()).unwrap();
         let old = store.get("00old1").unwrap().unwrap();
-        assert_eq!((old.status(), old.reason_code(), old.version), (Status::Succeeded, Some(Reason::ExitedZero), 3));
-        assert_eq!((old.boot_id, old.kill_sent_ms, old.output_limit_bytes, old.stdout_truncated), (None, None, None, false));
+        assert_eq!(
+            (old.status(), old.reason_code(), old.version),
+            (Status::Succeeded, Some(Reason::ExitedZero), 3)
+        );
+        assert_eq!(
+            (old.boot_id, old.kill_sent_ms, old.output_limit_bytes, old.stdout_truncated),
+            (None, None, None, false)
+        );
         // Opening again (already migrated) is a no-op; new rows round-trip the new fields.
         let store = Store::open(dir.path()).unwrap();
         let mut j = sample("00new1");

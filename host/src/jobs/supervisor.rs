@@ -54,11 +54,16 @@ pub fn supervise(state_dir: &Path, id: &str, sandbox: Option<&str>) -> i32 {
 /// private TMPDIR set in `cmd`'s environment, returned to be removed when
 /// the job is over. `cmd` is started through the confinement
 /// ([`crate::sandbox::Confinement::spawn`]).
-fn confine(cmd: &mut Command, sandbox: Option<&str>) -> Result<Option<(crate::sandbox::RunTmp, crate::sandbox::Confinement)>, String> {
+fn confine(
+    cmd: &mut Command,
+    sandbox: Option<&str>,
+) -> Result<Option<(crate::sandbox::RunTmp, crate::sandbox::Confinement)>, String> {
     let Some(text) = sandbox else { return Ok(None) };
-    let profile: crate::sandbox::Profile = serde_json::from_str(text).map_err(|e| format!("the job's sandbox profile is unreadable: {e}"))?;
+    let profile: crate::sandbox::Profile = serde_json::from_str(text)
+        .map_err(|e| format!("the job's sandbox profile is unreadable: {e}"))?;
     let tmp = crate::sandbox::RunTmp::new().map_err(|e| e.message)?;
-    let confinement = crate::sandbox::Confinement::new(&profile, tmp.path()).map_err(|e| e.message)?;
+    let confinement =
+        crate::sandbox::Confinement::new(&profile, tmp.path()).map_err(|e| e.message)?;
     cmd.env("TMPDIR", tmp.path());
     Ok(Some((tmp, confinement)))
 }
@@ -124,8 +129,15 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         make_job_dir(&store.jobs_dir(), &dir)?;
         // O_NOFOLLOW: a link planted where the output goes is refused, not
         // written through.
-        let open =
-            |name: &str| std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(dir.join(name));
+        let open = |name: &str| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(dir.join(name))
+        };
         let files = (open(Stream::Stdout.name())?, open(Stream::Stderr.name())?);
         let argv: Vec<String> = serde_json::from_str(&job.argv)?;
         let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&job.env)?;
@@ -149,7 +161,14 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         }
     };
     let mut cmd = Command::new(&job.program);
-    cmd.args(&argv).env_clear().envs(&env).current_dir(&job.cwd).process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.args(&argv)
+        .env_clear()
+        .envs(&env)
+        .current_dir(&job.cwd)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // The program and everything it starts run confined; the output files
     // were opened above, before confinement, by this (unconfined)
     // supervisor. The private TMPDIR lives as long as the supervisor.
@@ -177,8 +196,16 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
     // while the store is being written.
     let (tx, rx) = mpsc::channel();
     for (pipe, file, stream) in [
-        (child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>), stdout_file, Stream::Stdout),
-        (child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>), stderr_file, Stream::Stderr),
+        (
+            child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            stdout_file,
+            Stream::Stdout,
+        ),
+        (
+            child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            stderr_file,
+            Stream::Stderr,
+        ),
     ] {
         let (tx, cap) = (tx.clone(), job.output_limit_bytes.unwrap_or(u64::MAX));
         if let Some(pipe) = pipe {
@@ -241,7 +268,8 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         }
         j.stdout_truncated = run.truncated[Stream::Stdout as usize];
         j.stderr_truncated = run.truncated[Stream::Stderr as usize];
-        let errors: Vec<String> = run.capture_errors.iter().cloned().chain(wait_error.clone()).collect();
+        let errors: Vec<String> =
+            run.capture_errors.iter().cloned().chain(wait_error.clone()).collect();
         if !errors.is_empty() {
             j.error = Some(errors.join("; "));
         }
@@ -263,7 +291,11 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
 /// `limit` or an output event says so: TERM, then KILL after
 /// [`TERM_GRACE`]. Returns what happened, the wait status and when it
 /// exited.
-fn watch(rx: &Receiver<Event>, pid: i64, limit: Option<Duration>) -> anyhow::Result<(Run, std::io::Result<std::process::ExitStatus>, i64)> {
+fn watch(
+    rx: &Receiver<Event>,
+    pid: i64,
+    limit: Option<Duration>,
+) -> anyhow::Result<(Run, std::io::Result<std::process::ExitStatus>, i64)> {
     let mut run = Run::default();
     let deadline = limit.map(|l| Instant::now() + l);
     let mut kill_at: Option<Instant> = None;
@@ -306,7 +338,15 @@ fn watch(rx: &Receiver<Event>, pid: i64, limit: Option<Duration>) -> anyhow::Res
 
 /// The program started but its start could not be recorded: nobody could
 /// find or stop it through the store, so stop it now, then record why.
-fn unrecorded_start(store: &Store, id: &str, mut child: Child, started: Started, me: i64, my_start: Option<i64>, cause: anyhow::Error) -> anyhow::Result<()> {
+fn unrecorded_start(
+    store: &Store,
+    id: &str,
+    mut child: Child,
+    started: Started,
+    me: i64,
+    my_start: Option<i64>,
+    cause: anyhow::Error,
+) -> anyhow::Result<()> {
     let pid = started.pid;
     signal_group(pid, libc::SIGKILL);
     let status = child.wait();
@@ -335,7 +375,10 @@ fn unrecorded_start(store: &Store, id: &str, mut child: Child, started: Started,
 fn make_job_dir(jobs_dir: &Path, dir: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     let refuse_link = |d: &Path| match std::fs::symlink_metadata(d) {
-        Ok(m) if m.file_type().is_symlink() => anyhow::bail!("{} is a symbolic link; job output is never written through one", d.display()),
+        Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
+            "{} is a symbolic link; job output is never written through one",
+            d.display()
+        ),
         _ => Ok(()),
     };
     // Checked before anything touches it (making it private would chmod
@@ -345,7 +388,12 @@ fn make_job_dir(jobs_dir: &Path, dir: &Path) -> anyhow::Result<()> {
     refuse_link(dir)?;
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir()) => Ok(()),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::AlreadyExists
+                && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir()) =>
+        {
+            Ok(())
+        }
         Err(e) => Err(anyhow::anyhow!("cannot create the job directory {}: {e}", dir.display())),
     }
 }

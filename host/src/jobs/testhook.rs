@@ -11,10 +11,12 @@
 
 /// Whether the store write that records a started program should fail.
 pub fn fail_after_spawn() -> bool {
-    cfg!(debug_assertions) && std::env::var_os("VERBGATE_TEST_FAIL_AFTER_SPAWN").is_some_and(|v| v == "1")
+    cfg!(debug_assertions)
+        && std::env::var_os("VERBGATE_TEST_FAIL_AFTER_SPAWN").is_some_and(|v| v == "1")
 }
 
 /// Whether reading `stream` from the program should fail.
 pub fn capture_read_error(stream: &str) -> bool {
-    cfg!(debug_assertions) && std::env::var("VERBGATE_TEST_CAPTURE_READ_ERROR").is_ok_and(|v| v == stream)
+    cfg!(debug_assertions)
+        && std::env::var("VERBGATE_TEST_CAPTURE_READ_ERROR").is_ok_and(|v| v == stream)
 }

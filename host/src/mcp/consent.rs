@@ -117,14 +117,32 @@ mod tests {
             read_back_cwd: None,
             timeout: std::time::Duration::from_secs(1),
         };
-        let params: ElicitRequestParams = serde_json::from_value(form(&q)).expect("rmcp accepts the form");
-        assert!(serde_json::to_value(&params).unwrap()["requestedSchema"]["properties"][FIELD]["oneOf"].is_array());
-        assert_eq!(answer(ElicitationAction::Accept, Some(&json!({FIELD: "allow_once"}))), Answer::AllowOnce);
-        assert_eq!(answer(ElicitationAction::Accept, Some(&json!({FIELD: "allow_session"}))), Answer::AllowSession);
-        assert_eq!(answer(ElicitationAction::Accept, Some(&json!({FIELD: "deny"}))), Answer::Decline);
-        assert_eq!(answer(ElicitationAction::Accept, Some(&json!({FIELD: "yes please"}))), Answer::Decline);
+        let params: ElicitRequestParams =
+            serde_json::from_value(form(&q)).expect("rmcp accepts the form");
+        assert!(serde_json::to_value(&params).unwrap()["requestedSchema"]["properties"][FIELD]
+            ["oneOf"]
+            .is_array());
+        assert_eq!(
+            answer(ElicitationAction::Accept, Some(&json!({FIELD: "allow_once"}))),
+            Answer::AllowOnce
+        );
+        assert_eq!(
+            answer(ElicitationAction::Accept, Some(&json!({FIELD: "allow_session"}))),
+            Answer::AllowSession
+        );
+        assert_eq!(
+            answer(ElicitationAction::Accept, Some(&json!({FIELD: "deny"}))),
+            Answer::Decline
+        );
+        assert_eq!(
+            answer(ElicitationAction::Accept, Some(&json!({FIELD: "yes please"}))),
+            Answer::Decline
+        );
         assert_eq!(answer(ElicitationAction::Accept, None), Answer::Decline);
-        assert_eq!(answer(ElicitationAction::Decline, Some(&json!({FIELD: "allow_once"}))), Answer::Decline);
+        assert_eq!(
+            answer(ElicitationAction::Decline, Some(&json!({FIELD: "allow_once"}))),
+            Answer::Decline
+        );
         assert_eq!(answer(ElicitationAction::Cancel, None), Answer::Decline);
     }
 }

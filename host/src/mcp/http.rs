@@ -94,8 +94,14 @@ pub const GENERATED_TOKEN_NAME: &str = "generated";
 const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// Browser origins a loopback server accepts by default (any port).
-const LOOPBACK_ORIGINS: &[&str] =
-    &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*", "https://localhost:*", "https://127.0.0.1:*", "https://[::1]:*"];
+const LOOPBACK_ORIGINS: &[&str] = &[
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
 
 /// How the HTTP transport runs.
 #[derive(Debug, Clone)]
@@ -140,7 +146,12 @@ pub enum Auth {
 /// Refuse to serve without authentication where that is not safe: beyond
 /// loopback at all, and `--no-auth` beside configured tokens (which would
 /// silently stop asking for them).
-pub fn check_exposure(addr: &SocketAddr, tokens_configured: bool, no_auth: bool, token_file: &std::path::Path) -> Result<()> {
+pub fn check_exposure(
+    addr: &SocketAddr,
+    tokens_configured: bool,
+    no_auth: bool,
+    token_file: &std::path::Path,
+) -> Result<()> {
     if no_auth && !addr.ip().is_loopback() {
         bail!(
             "refusing --no-auth on {addr}: only a loopback address (such as 127.0.0.1:8765) may be served without authentication. \
@@ -171,7 +182,9 @@ Create a token first (`verbgate token add NAME`, stored in {}), or bind a loopba
 pub fn connection_cap(requested: usize) -> usize {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes into the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+    {
         return requested;
     }
     let half = usize::try_from(lim.rlim_cur / 2).unwrap_or(usize::MAX);
@@ -262,7 +275,12 @@ impl Shared {
                     true
                 }
             });
-            let dead: Vec<String> = o.sessions.iter().filter(|(_, who)| revoked(who)).map(|(id, _)| id.clone()).collect();
+            let dead: Vec<String> = o
+                .sessions
+                .iter()
+                .filter(|(_, who)| revoked(who))
+                .map(|(id, _)| id.clone())
+                .collect();
             for id in &dead {
                 o.sessions.remove(id);
             }
@@ -324,17 +342,27 @@ struct Gate {
 impl Gate {
     /// Answer one request; the token's cancellation, when it has one, ends
     /// the response's body should the token be revoked.
-    async fn handle(&self, req: Request<Incoming>, conn: &ConnState) -> (Response<Body>, Option<CancellationToken>) {
+    async fn handle(
+        &self,
+        req: Request<Incoming>,
+        conn: &ConnState,
+    ) -> (Response<Body>, Option<CancellationToken>) {
         if req.uri().path() != MCP_PATH {
-            return (plain(StatusCode::NOT_FOUND, format!("not found; the MCP endpoint is {MCP_PATH}")), None);
+            return (
+                plain(StatusCode::NOT_FOUND, format!("not found; the MCP endpoint is {MCP_PATH}")),
+                None,
+            );
         }
         let (caller, who) = match self.authenticate(&req) {
             Ok(found) => found,
             Err(refusal) => return (closing(refusal.response()), None),
         };
         conn.authenticated.store(true, Ordering::Relaxed);
-        let session = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let ending = who.as_ref().map(|who| self.shared.owners().revoked.entry(who.clone()).or_default().clone());
+        let session =
+            req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let ending = who
+            .as_ref()
+            .map(|who| self.shared.owners().revoked.entry(who.clone()).or_default().clone());
         if let (Some(id), Some(who)) = (&session, &who) {
             if self.shared.owners().sessions.get(id) != Some(who) {
                 // The same answer as for a session that does not exist.
@@ -350,7 +378,10 @@ impl Gate {
         let mut opening = None;
         if session.is_none() && is_post {
             if let Some(id) = initialize_id(&body) {
-                match self.admit(who.clone().unwrap_or_else(|| Arc::from("")), &caller.name, id).await {
+                match self
+                    .admit(who.clone().unwrap_or_else(|| Arc::from("")), &caller.name, id)
+                    .await
+                {
                     Ok(o) => opening = Some(o),
                     Err(refusal) => return (refusal, None),
                 }
@@ -362,7 +393,12 @@ impl Gate {
         req.extensions_mut().insert(TokenIdentity(who.clone().unwrap_or_else(|| Arc::from(""))));
         let mut resp = self.mcp.handle(req).await;
         if let Some(o) = opening {
-            o.opened(resp.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string));
+            o.opened(
+                resp.headers()
+                    .get(SESSION_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string),
+            );
         }
         if is_delete && resp.status() == StatusCode::ACCEPTED {
             // rmcp answers a closed session with 202, which clients read as
@@ -400,13 +436,19 @@ impl Gate {
 
     /// Count a new session against the caps, or refuse it: 429 when this
     /// token holds its share, 503 when the server holds its most.
-    async fn admit(&self, who: Identity, name: &str, request_id: Value) -> Result<Opening, Response<Body>> {
+    async fn admit(
+        &self,
+        who: Identity,
+        name: &str,
+        request_id: Value,
+    ) -> Result<Opening, Response<Body>> {
         let s = &self.shared;
         // Forget the owners of sessions that have ended. Only of sessions
         // recorded before rmcp's list is read: one opened meanwhile is
         // live though the list does not show it yet.
         let recorded: Vec<String> = s.owners().sessions.keys().cloned().collect();
-        let live: HashSet<String> = s.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect();
+        let live: HashSet<String> =
+            s.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect();
         let mut o = s.owners();
         for id in recorded.iter().filter(|id| !live.contains(*id)) {
             o.sessions.remove(id);
@@ -428,7 +470,8 @@ wait until one has been idle for --session-idle-secs ({idle} s), or ask the oper
             ));
         }
         if matches!(s.auth, Auth::Tokens { .. }) {
-            let mine = o.sessions.values().filter(|w| **w == who).count() + o.opening.get(&who).copied().unwrap_or(0);
+            let mine = o.sessions.values().filter(|w| **w == who).count()
+                + o.opening.get(&who).copied().unwrap_or(0);
             if mine >= s.max_sessions_per_token {
                 return Err(too_many(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -468,8 +511,16 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
                 Ok((token_caller(&t), Some(who)))
             }
             Ok(None) => match generated {
-                Some(digest) if constant_time_eq(sha256_hex(presented.as_bytes()).as_bytes(), digest.as_bytes()) => {
-                    Ok((Caller::new(GENERATED_TOKEN_NAME, None, Transport::Http), Some(Identity::from(digest.as_str()))))
+                Some(digest)
+                    if constant_time_eq(
+                        sha256_hex(presented.as_bytes()).as_bytes(),
+                        digest.as_bytes(),
+                    ) =>
+                {
+                    Ok((
+                        Caller::new(GENERATED_TOKEN_NAME, None, Transport::Http),
+                        Some(Identity::from(digest.as_str())),
+                    ))
                 }
                 _ => Err(Refusal::Invalid),
             },
@@ -499,7 +550,8 @@ fn too_many(status: StatusCode, id: Value, message: String, data: Value) -> Resp
     let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message, "data": data}});
     let mut resp = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *resp.status_mut() = status;
-    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
     resp
 }
 
@@ -542,13 +594,19 @@ impl Refusal {
 fn plain(status: StatusCode, text: String) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from(text)).boxed());
     *resp.status_mut() = status;
-    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     resp
 }
 
 fn unauthorized(text: &str) -> Response<Body> {
     let mut resp = plain(StatusCode::UNAUTHORIZED, text.to_string());
-    resp.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"verbgate\""));
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer realm=\"verbgate\""),
+    );
     resp
 }
 
@@ -585,7 +643,8 @@ impl ConnState {
 
     /// Mark it for closing, if no request is on it.
     fn try_evict(&self) -> bool {
-        let idle = self.busy.compare_exchange(0, EVICTED, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        let idle =
+            self.busy.compare_exchange(0, EVICTED, Ordering::SeqCst, Ordering::SeqCst).is_ok();
         if idle {
             self.evict.cancel();
         }
@@ -654,7 +713,10 @@ impl hyper::body::Body for Guarded {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
         if let Some(revoked) = this.revoked.as_mut() {
             if revoked.as_mut().poll(cx).is_ready() {
@@ -684,9 +746,21 @@ fn full_answer(cap: usize) -> Vec<u8> {
 
 /// Serve MCP over Streamable HTTP on `listener` until the process ends.
 /// Each client session gets its own handler over the shared dispatcher.
-pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpListener, opts: HttpOptions) -> Result<()> {
-    let hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(opts.allowed_hosts.iter().cloned()).collect();
-    let origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).chain(opts.allowed_origins.iter().cloned()).collect();
+pub async fn serve_http(
+    dispatcher: Arc<Dispatcher>,
+    listener: tokio::net::TcpListener,
+    opts: HttpOptions,
+) -> Result<()> {
+    let hosts: Vec<String> = LOOPBACK_HOSTS
+        .iter()
+        .map(|h| h.to_string())
+        .chain(opts.allowed_hosts.iter().cloned())
+        .collect();
+    let origins: Vec<String> = LOOPBACK_ORIGINS
+        .iter()
+        .map(|o| o.to_string())
+        .chain(opts.allowed_origins.iter().cloned())
+        .collect();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
@@ -698,9 +772,16 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
     // One table of held consent rounds and one grant book for the whole
     // server: a 2026-07-28 request has no session, so its retry (and its
     // grants) may come on any request of the same token and client.
-    let eras = Arc::new(Eras::new(&dispatcher, Some(GrantBook::new(opts.session_idle, opts.max_sessions_per_token)))?);
+    let eras = Arc::new(Eras::new(
+        &dispatcher,
+        Some(GrantBook::new(opts.session_idle, opts.max_sessions_per_token)),
+    )?);
     let factory_eras = eras.clone();
-    let mcp = StreamableHttpService::new(move || Ok(VerbgateServer::new(dispatcher.clone(), Transport::Http, factory_eras.clone())), sessions.clone(), config);
+    let mcp = StreamableHttpService::new(
+        move || Ok(VerbgateServer::new(dispatcher.clone(), Transport::Http, factory_eras.clone())),
+        sessions.clone(),
+        config,
+    );
     let shared = Arc::new(Shared {
         eras,
         sessions,
@@ -724,7 +805,11 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
         });
     }
     let gate = Gate { mcp, shared };
-    let conns = Arc::new(Conns { cap: opts.max_connections, next: AtomicU64::new(0), open: Default::default() });
+    let conns = Arc::new(Conns {
+        cap: opts.max_connections,
+        next: AtomicU64::new(0),
+        open: Default::default(),
+    });
     loop {
         let (stream, _peer) = match listener.accept().await {
             Ok(s) => s,
@@ -740,7 +825,8 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
             tokio::spawn(async move {
                 use tokio::io::AsyncWriteExt;
                 let mut stream = stream;
-                let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&answer)).await;
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(1), stream.write_all(&answer)).await;
             });
             continue;
         };
@@ -752,12 +838,23 @@ pub async fn serve_http(dispatcher: Arc<Dispatcher>, listener: tokio::net::TcpLi
                 let state = state.clone();
                 async move {
                     let Some(busy) = state.enter() else {
-                        let resp = closing(plain(StatusCode::SERVICE_UNAVAILABLE, "the connection was closed to make room for another; reconnect".into()));
-                        return Ok::<_, Infallible>(resp.map(|inner| Guarded { inner, revoked: None, _busy: None }));
+                        let resp = closing(plain(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "the connection was closed to make room for another; reconnect".into(),
+                        ));
+                        return Ok::<_, Infallible>(resp.map(|inner| Guarded {
+                            inner,
+                            revoked: None,
+                            _busy: None,
+                        }));
                     };
                     let (resp, ending) = gate.handle(req, &state).await;
                     let revoked = ending.map(|t| Box::pin(t.cancelled_owned()));
-                    Ok::<_, Infallible>(resp.map(|inner| Guarded { inner, revoked, _busy: Some(busy) }))
+                    Ok::<_, Infallible>(resp.map(|inner| Guarded {
+                        inner,
+                        revoked,
+                        _busy: Some(busy),
+                    }))
                 }
             });
             let conn = hyper::server::conn::http1::Builder::new()
@@ -784,7 +881,13 @@ pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener> {
 /// The caller requests with the token `t` run as: its jobs are its own
 /// (by the token's hash) unless it was granted every job.
 fn token_caller(t: &crate::tokens::TokenRecord) -> Caller {
-    Caller::for_token(&t.name, &t.sha256, t.allow.clone(), t.all_jobs, crate::dispatch::Transport::Http)
+    Caller::for_token(
+        &t.name,
+        &t.sha256,
+        t.allow.clone(),
+        t.all_jobs,
+        crate::dispatch::Transport::Http,
+    )
 }
 
 #[cfg(test)]
@@ -802,14 +905,20 @@ mod tests {
         assert!(err.contains("verbgate token add"), "{err}");
         assert!(check_exposure(&all, true, false, file).is_ok());
         let err = check_exposure(&all, true, true, file).unwrap_err().to_string();
-        assert!(err.contains("--no-auth") && err.contains("loopback") && err.contains("0.0.0.0:8765"), "{err}");
+        assert!(
+            err.contains("--no-auth") && err.contains("loopback") && err.contains("0.0.0.0:8765"),
+            "{err}"
+        );
         let err = check_exposure(&loopback, true, true, file).unwrap_err().to_string();
         assert!(err.contains("--no-auth") && err.contains("token revoke"), "{err}");
     }
 
     #[test]
     fn only_an_initialize_opens_a_session() {
-        assert_eq!(initialize_id(br#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{}}"#), Some(json!(4)));
+        assert_eq!(
+            initialize_id(br#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{}}"#),
+            Some(json!(4))
+        );
         assert_eq!(initialize_id(br#"{"jsonrpc":"2.0","method":"initialize"}"#), Some(Value::Null));
         assert_eq!(initialize_id(br#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#), None);
         assert_eq!(initialize_id(br#"[{"method":"initialize"}]"#), None);
@@ -826,7 +935,11 @@ mod tests {
         let busy = a.state.enter().unwrap();
         b.state.authenticated.store(true, Ordering::Relaxed);
         let d = conns.admit().unwrap();
-        assert!(c.state.evict.is_cancelled() && !b.state.evict.is_cancelled() && !a.state.evict.is_cancelled());
+        assert!(
+            c.state.evict.is_cancelled()
+                && !b.state.evict.is_cancelled()
+                && !a.state.evict.is_cancelled()
+        );
         // c's request after it was chosen is not served.
         assert!(c.state.enter().is_none());
         // With no idle anonymous one left, the oldest idle one goes.
@@ -835,7 +948,10 @@ mod tests {
         assert!(b.state.evict.is_cancelled(), "then the oldest idle one, token or not");
         let _f = conns.admit().unwrap();
         assert!(e.state.evict.is_cancelled());
-        assert!(!a.state.evict.is_cancelled() && !d.state.evict.is_cancelled(), "a connection serving a request is never closed");
+        assert!(
+            !a.state.evict.is_cancelled() && !d.state.evict.is_cancelled(),
+            "a connection serving a request is never closed"
+        );
         assert_eq!(conns.open.lock().unwrap().len(), 3);
         drop(busy);
     }
@@ -862,4 +978,3 @@ mod tests {
         }
     }
 }
-

@@ -28,7 +28,10 @@
 //! that asked them are waiting on with exactly the commands shown.
 
 use anyhow::Context;
-use rmcp::model::{ElicitationAction, InputRequest, InputRequests, InputRequiredResult, RequestStateCodec, RequestStateError, SealOptions};
+use rmcp::model::{
+    ElicitationAction, InputRequest, InputRequests, InputRequiredResult, RequestStateCodec,
+    RequestStateError, SealOptions,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -150,7 +153,9 @@ impl Rounds {
     /// the process, like the batches they name.
     pub fn new() -> anyhow::Result<Rounds> {
         let key = random_bytes(32)?;
-        let salt: [u8; 32] = random_bytes(32)?.try_into().map_err(|_| anyhow::anyhow!("the random source gave a short salt"))?;
+        let salt: [u8; 32] = random_bytes(32)?
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("the random source gave a short salt"))?;
         let codec = RequestStateCodec::try_new(key).context("cannot make the request-state key")?;
         Ok(Rounds { codec, salt, next: Default::default(), held: Mutex::new(HashMap::new()) })
     }
@@ -198,7 +203,10 @@ impl Rounds {
     /// with `request_state` saying what was wrong.
     pub fn resume(&self, state: &str, binding: &str, args: &Value) -> Result<Arc<Held>, OpError> {
         self.sweep();
-        let sealed: Sealed = self.codec.open_json_with(state, binding.as_bytes()).map_err(|e| refused_state(state, &e))?;
+        let sealed: Sealed = self
+            .codec
+            .open_json_with(state, binding.as_bytes())
+            .map_err(|e| refused_state(state, &e))?;
         if sealed.args != Self::args_digest(args) {
             return Err(state_error(
                 state,
@@ -246,7 +254,11 @@ impl Rounds {
     /// Observe `held` until it finishes or asks: the next [`Step`].
     /// `cancel` ends the observation (the client cancelled the call):
     /// the batch is cancelled as a legacy call's would be.
-    pub async fn observe(&self, held: &Arc<Held>, cancel: &tokio_util::sync::CancellationToken) -> Option<Step> {
+    pub async fn observe(
+        &self,
+        held: &Arc<Held>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<Step> {
         let mut changes = held.changed.subscribe();
         loop {
             let (done, asked) = {
@@ -290,7 +302,10 @@ impl Rounds {
         if inner.done.is_some() {
             return None;
         }
-        let waiting: Vec<Waiting> = std::mem::take(&mut inner.waiting).into_iter().filter(|w| !w.reply.is_closed()).collect();
+        let waiting: Vec<Waiting> = std::mem::take(&mut inner.waiting)
+            .into_iter()
+            .filter(|w| !w.reply.is_closed())
+            .collect();
         if waiting.is_empty() {
             return None;
         }
@@ -300,7 +315,9 @@ impl Rounds {
         for w in waiting {
             inner.keys += 1;
             let key = format!("consent_{}", inner.keys);
-            match serde_json::from_value::<InputRequest>(json!({ "method": "elicitation/create", "params": w.form })) {
+            match serde_json::from_value::<InputRequest>(
+                json!({ "method": "elicitation/create", "params": w.form }),
+            ) {
                 Ok(request) => {
                     requests.insert(key.clone(), request);
                     inner.out.insert(key, w);
@@ -319,7 +336,10 @@ impl Rounds {
         let newly = inner.listed_at.is_none();
         inner.listed_at.get_or_insert_with(Instant::now);
         drop(inner);
-        let state = match self.codec.seal_json_with(&sealed, &SealOptions::new().associated_data(held.binding.as_bytes()).ttl(ttl)) {
+        let state = match self.codec.seal_json_with(
+            &sealed,
+            &SealOptions::new().associated_data(held.binding.as_bytes()).ttl(ttl),
+        ) {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "cannot seal a requestState");
@@ -466,7 +486,9 @@ fn elicit_answer(value: &Value) -> Option<Answer> {
 /// A refused state: `invalid_request`, with `request_state` naming the
 /// reason and the start of the value quoted.
 fn state_error(state: &str, reason: &str, message: &str) -> OpError {
-    OpError::new(ErrorCode::InvalidRequest, message.to_string()).with("request_state", reason).with("given", crate::text::escape(state, QUOTED_STATE_BYTES))
+    OpError::new(ErrorCode::InvalidRequest, message.to_string())
+        .with("request_state", reason)
+        .with("given", crate::text::escape(state, QUOTED_STATE_BYTES))
 }
 
 /// The refusal for a state that does not open.
@@ -518,7 +540,10 @@ mod tests {
         held.run(async move {
             let first = asker.ask(&question("git.add", Duration::from_secs(30))).await;
             let second = asker.ask(&question("git.commit", Duration::from_secs(30))).await;
-            Response { body: json!({ "heard": [first.as_str(), second.as_str()] }), is_error: false }
+            Response {
+                body: json!({ "heard": [first.as_str(), second.as_str()] }),
+                is_error: false,
+            }
         });
         held
     }
@@ -546,18 +571,36 @@ mod tests {
         // Another caller, other arguments, an altered value: refused, and
         // the state is not spent by them.
         let other = Rounds::binding("http", "token-b", "py/1");
-        let refused = |r: Result<Arc<Held>, OpError>| r.err().map(|e| e.to_json()["request_state"].as_str().unwrap_or("").to_string());
+        let refused = |r: Result<Arc<Held>, OpError>| {
+            r.err().map(|e| e.to_json()["request_state"].as_str().unwrap_or("").to_string())
+        };
         assert_eq!(refused(rounds.resume(&state, &other, &args)).as_deref(), Some("not_issued"));
-        assert_eq!(refused(rounds.resume(&state, &me, &json!({"ops": []}))).as_deref(), Some("other_arguments"));
+        assert_eq!(
+            refused(rounds.resume(&state, &me, &json!({"ops": []}))).as_deref(),
+            Some("other_arguments")
+        );
         let mut altered = state.clone();
         altered.replace_range(altered.len() - 2.., if state.ends_with("AA") { "BB" } else { "AA" });
         assert_eq!(refused(rounds.resume(&altered, &me, &args)).as_deref(), Some("not_issued"));
 
-        let again = rounds.resume(&state, &me, &args).expect("the state opens for its caller and arguments");
-        assert_eq!(refused(rounds.resume(&state, &me, &args)).as_deref(), Some("used"), "one retry per state");
-        Rounds::deliver(&again, Some(&BTreeMap::from([("consent_1".to_string(), accept("allow_once"))])));
+        let again = rounds
+            .resume(&state, &me, &args)
+            .expect("the state opens for its caller and arguments");
+        assert_eq!(
+            refused(rounds.resume(&state, &me, &args)).as_deref(),
+            Some("used"),
+            "one retry per state"
+        );
+        Rounds::deliver(
+            &again,
+            Some(&BTreeMap::from([("consent_1".to_string(), accept("allow_once"))])),
+        );
         let second = asked(rounds.observe(&again, &never).await);
-        assert_eq!(second.input_requests.as_ref().unwrap().keys().cloned().collect::<Vec<_>>(), ["consent_2"], "the next op asks in the next round");
+        assert_eq!(
+            second.input_requests.as_ref().unwrap().keys().cloned().collect::<Vec<_>>(),
+            ["consent_2"],
+            "the next op asks in the next round"
+        );
         let state2 = second.request_state.unwrap();
         let last = rounds.resume(&state2, &me, &args).unwrap();
         // No answer for its key: nobody was asked.
@@ -566,7 +609,11 @@ mod tests {
             Some(Step::Done(r)) => assert_eq!(r.body["heard"], json!(["allow_once", "failed"])),
             _ => panic!("the batch should have ended"),
         }
-        assert_eq!(refused(rounds.resume(&state2, &me, &args)).as_deref(), Some("used"), "a collected batch is gone");
+        assert_eq!(
+            refused(rounds.resume(&state2, &me, &args)).as_deref(),
+            Some("used"),
+            "a collected batch is gone"
+        );
     }
 
     #[tokio::test]
@@ -592,7 +639,10 @@ mod tests {
         let again = rounds.resume(&state, "b", &args).unwrap();
         cancel.cancel();
         assert!(rounds.observe(&again, &cancel).await.is_none());
-        assert_eq!(tokio::time::timeout(Duration::from_secs(5), rx).await.unwrap().unwrap(), Answer::Cancelled);
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(5), rx).await.unwrap().unwrap(),
+            Answer::Cancelled
+        );
     }
 
     #[tokio::test]
@@ -608,10 +658,17 @@ mod tests {
         let never = CancellationToken::new();
         let state = asked(rounds.observe(&held, &never).await).request_state.unwrap();
         tokio::time::sleep(Duration::from_millis(600)).await;
-        let late = rounds.resume(&state, "b", &args).expect("a late retry still opens (the result is kept)");
-        Rounds::deliver(&late, Some(&BTreeMap::from([("consent_1".to_string(), accept("allow_once"))])));
+        let late = rounds
+            .resume(&state, "b", &args)
+            .expect("a late retry still opens (the result is kept)");
+        Rounds::deliver(
+            &late,
+            Some(&BTreeMap::from([("consent_1".to_string(), accept("allow_once"))])),
+        );
         match rounds.observe(&late, &never).await {
-            Some(Step::Done(r)) => assert_eq!(r.body["heard"], "timeout", "the late answer allowed nothing"),
+            Some(Step::Done(r)) => {
+                assert_eq!(r.body["heard"], "timeout", "the late answer allowed nothing")
+            }
             _ => panic!("the batch had ended"),
         }
     }
@@ -621,7 +678,10 @@ mod tests {
         assert_eq!(elicit_answer(&accept("allow_once")), Some(Answer::AllowOnce));
         assert_eq!(elicit_answer(&accept("allow_session")), Some(Answer::AllowSession));
         assert_eq!(elicit_answer(&json!({"action": "decline"})), Some(Answer::Decline));
-        assert_eq!(elicit_answer(&json!({"action": "accept", "content": {"decision": "yes"}})), Some(Answer::Decline));
+        assert_eq!(
+            elicit_answer(&json!({"action": "accept", "content": {"decision": "yes"}})),
+            Some(Answer::Decline)
+        );
         assert_eq!(elicit_answer(&json!({"code": -1, "message": "no"})), None);
     }
 }

@@ -55,7 +55,11 @@ impl GrantBook {
             e.used = Instant::now();
             return e.grants.clone();
         }
-        let mine: Vec<((String, String), Instant)> = entries.iter().filter(|((who, _), _)| who == identity).map(|(k, e)| (k.clone(), e.used)).collect();
+        let mine: Vec<((String, String), Instant)> = entries
+            .iter()
+            .filter(|((who, _), _)| who == identity)
+            .map(|(k, e)| (k.clone(), e.used))
+            .collect();
         if mine.len() >= self.per_token {
             if let Some((oldest, _)) = mine.into_iter().min_by_key(|(_, used)| *used) {
                 entries.remove(&oldest);
@@ -80,9 +84,18 @@ mod tests {
     fn grants_are_per_token_and_client_and_end_when_idle_or_revoked() {
         let book = GrantBook::new(Duration::from_secs(60), 2);
         book.grants("t1", "py/1").grant("git.add");
-        assert!(book.grants("t1", "py/1").has("git.add"), "the same token and client keep their grants");
-        assert!(!book.grants("t1", "other/1").has("git.add"), "another client of the same token does not");
-        assert!(!book.grants("t2", "py/1").has("git.add"), "another token with the same client name does not");
+        assert!(
+            book.grants("t1", "py/1").has("git.add"),
+            "the same token and client keep their grants"
+        );
+        assert!(
+            !book.grants("t1", "other/1").has("git.add"),
+            "another client of the same token does not"
+        );
+        assert!(
+            !book.grants("t2", "py/1").has("git.add"),
+            "another token with the same client name does not"
+        );
         // A third client of t1 pushes out its least recently used one.
         book.grants("t1", "third/1");
         assert!(!book.grants("t1", "py/1").has("git.add"), "past the cap the oldest entry went");

@@ -10,8 +10,9 @@
 //! its retry ([`super::mrtr`]).
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
+    GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -103,7 +104,9 @@ impl VerbgateServer {
         // From `_meta` on 2026-07-28, from `initialize` before.
         caller.client = context.client_info().map(|info| crate::mcp::client::label(&info));
         caller.grants = match (&self.eras.book, modern) {
-            (Some(book), true) => book.grants(&identity(context), caller.client.as_deref().unwrap_or("")),
+            (Some(book), true) => {
+                book.grants(&identity(context), caller.client.as_deref().unwrap_or(""))
+            }
             _ => self.grants.clone(),
         };
         caller
@@ -114,7 +117,10 @@ impl VerbgateServer {
 /// authentication).
 fn identity(context: &RequestContext<RoleServer>) -> String {
     let parts = context.extensions.get::<http::request::Parts>();
-    parts.and_then(|p| p.extensions.get::<TokenIdentity>()).map(|t| t.0.to_string()).unwrap_or_default()
+    parts
+        .and_then(|p| p.extensions.get::<TokenIdentity>())
+        .map(|t| t.0.to_string())
+        .unwrap_or_default()
 }
 
 /// Whether the request speaks protocol 2026-07-28 or later (no session,
@@ -146,7 +152,11 @@ impl ServerHandler for VerbgateServer {
             .with_instructions("One tool, `request`. Start with {\"help\": true}.")
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
     }
 
@@ -154,16 +164,26 @@ impl ServerHandler for VerbgateServer {
         (name == TOOL_NAME).then(|| self.tool.clone())
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         if request.name != TOOL_NAME {
-            return Err(McpError::invalid_params(format!("unknown tool `{}`; the only tool is `{TOOL_NAME}`", request.name), None));
+            return Err(McpError::invalid_params(
+                format!("unknown tool `{}`; the only tool is `{TOOL_NAME}`", request.name),
+                None,
+            ));
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         if is_modern(&context) {
-            return self.call_modern(args, request.request_state, request.input_responses, context).await;
+            return self
+                .call_modern(args, request.request_state, request.input_responses, context)
+                .await;
         }
         let mut caller = self.caller(&context, false);
-        caller.asker = Some(Arc::new(super::consent::Elicit::new(context.peer.clone(), context.ct.clone())));
+        caller.asker =
+            Some(Arc::new(super::consent::Elicit::new(context.peer.clone(), context.ct.clone())));
         let owner = caller.owner.clone();
         let observer = Arc::new(Observer::default());
         let work = self.dispatcher.handle_as(&args, observer.clone(), Arc::new(caller));
@@ -182,12 +202,20 @@ impl ServerHandler for VerbgateServer {
         Ok(self.finish(response, &context, &owner))
     }
 
-    async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, McpError> {
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
         let caller = self.caller(&context, is_modern(&context));
         self.tasks()?.get(&self.dispatcher, &request.task_id, caller).await
     }
 
-    async fn cancel_task(&self, request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
         let caller = self.caller(&context, is_modern(&context));
         self.tasks()?.cancel(&self.dispatcher, &request.task_id, caller).await
     }
@@ -207,7 +235,11 @@ impl VerbgateServer {
         let rounds = &self.eras.rounds;
         let mut caller = self.caller(&context, true);
         let owner = caller.owner.clone();
-        let binding = Rounds::binding(self.transport.as_str(), &identity(&context), caller.client.as_deref().unwrap_or(""));
+        let binding = Rounds::binding(
+            self.transport.as_str(),
+            &identity(&context),
+            caller.client.as_deref().unwrap_or(""),
+        );
         let held = match state {
             Some(state) => match rounds.resume(&state, &binding, &args) {
                 Ok(held) => {
@@ -216,13 +248,17 @@ impl VerbgateServer {
                 }
                 Err(e) => {
                     self.dispatcher.record_refused_request(&caller, &args, &e);
-                    return Ok(CallToolResult::structured_error(json!({ "status": "error", "error": e.to_json() })).into());
+                    return Ok(CallToolResult::structured_error(
+                        json!({ "status": "error", "error": e.to_json() }),
+                    )
+                    .into());
                 }
             },
             None => {
                 let held = rounds.begin(binding, &args);
                 caller.asker = Some(held.asker(modern_unavailable(&context)));
-                let (dispatcher, observer, caller) = (self.dispatcher.clone(), held.observer(), Arc::new(caller));
+                let (dispatcher, observer, caller) =
+                    (self.dispatcher.clone(), held.observer(), Arc::new(caller));
                 held.run(async move { dispatcher.handle_as(&args, observer, caller).await });
                 held
             }
@@ -246,13 +282,20 @@ impl VerbgateServer {
     /// tasks extension and ops started jobs (its record durable first),
     /// else the envelope. A task record that cannot be written leaves the
     /// envelope, whose job ids `job.wait` follows.
-    fn finish(&self, response: Response, context: &RequestContext<RoleServer>, owner: &str) -> CallToolResponse {
+    fn finish(
+        &self,
+        response: Response,
+        context: &RequestContext<RoleServer>,
+        owner: &str,
+    ) -> CallToolResponse {
         let wants_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
         if let (false, true, Some(tasks)) = (response.is_error, wants_tasks, &self.eras.tasks) {
             match tasks.create(owner, &response.body) {
                 Ok(Some(task)) => return CallToolResponse::Task(task),
                 Ok(None) => {}
-                Err(e) => tracing::warn!(error = %format!("{e:#}"), "cannot record a task; answering the job ids"),
+                Err(e) => {
+                    tracing::warn!(error = %format!("{e:#}"), "cannot record a task; answering the job ids")
+                }
             }
         }
         complete(response).into()
@@ -269,7 +312,10 @@ impl VerbgateServer {
 
 /// The error a cancelled call ends with.
 fn cancelled() -> McpError {
-    McpError::internal_error("the request was cancelled by the client; work it started continues", None)
+    McpError::internal_error(
+        "the request was cancelled by the client; work it started continues",
+        None,
+    )
 }
 
 /// The tool result for a finished request.
@@ -288,10 +334,18 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 /// [`PROGRESS_INTERVAL`] until it finishes: progress is the number of ops
 /// done, total the number of ops. A request that finishes within the first
 /// interval sends nothing.
-async fn with_progress<T, F: std::future::Future<Output = T>>(work: F, observer: &Observer, context: &RequestContext<RoleServer>, token: ProgressToken) -> T {
+async fn with_progress<T, F: std::future::Future<Output = T>>(
+    work: F,
+    observer: &Observer,
+    context: &RequestContext<RoleServer>,
+    token: ProgressToken,
+) -> T {
     tokio::pin!(work);
     let started = Instant::now();
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_INTERVAL, PROGRESS_INTERVAL);
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::now() + PROGRESS_INTERVAL,
+        PROGRESS_INTERVAL,
+    );
     loop {
         tokio::select! {
             response = &mut work => return response,
@@ -333,8 +387,20 @@ mod tests {
     fn a_client_name_is_bounded_and_escaped_where_it_enters() {
         let info = Implementation::new(format!("\u{1b}[2J{}", "n".repeat(3 << 20)), "1\u{202e}0");
         let label = crate::mcp::client::label(&info);
-        assert!(label.len() < 2 * crate::mcp::client::CLIENT_TEXT_BYTES + 64, "{} bytes", label.len());
-        assert!(label.starts_with("\\u{1b}[2Jnnn") && label.contains("bytes not shown)/") && label.ends_with("/1\\u{202e}0"), "{label}");
-        assert_eq!(crate::mcp::client::label(&Implementation::new("claude-code", "2.0.1")), "claude-code/2.0.1");
+        assert!(
+            label.len() < 2 * crate::mcp::client::CLIENT_TEXT_BYTES + 64,
+            "{} bytes",
+            label.len()
+        );
+        assert!(
+            label.starts_with("\\u{1b}[2Jnnn")
+                && label.contains("bytes not shown)/")
+                && label.ends_with("/1\\u{202e}0"),
+            "{label}"
+        );
+        assert_eq!(
+            crate::mcp::client::label(&Implementation::new("claude-code", "2.0.1")),
+            "claude-code/2.0.1"
+        );
     }
 }

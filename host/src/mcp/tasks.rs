@@ -34,7 +34,10 @@
 
 use anyhow::{Context, Result};
 use chrono::{TimeZone, Utc};
-use rmcp::model::{CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::model::{
+    CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task, TaskPayload,
+    TaskStatus,
+};
 use rmcp::ErrorData as McpError;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -43,7 +46,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::dispatch::{Caller, Dispatcher, Observer};
-use crate::private_files::{ensure_private_dir, random_bytes, read_regular_capped, write_private_file, ReadRefusal};
+use crate::private_files::{
+    ensure_private_dir, random_bytes, read_regular_capped, write_private_file, ReadRefusal,
+};
 
 /// The polling interval a task suggests.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -101,9 +106,22 @@ impl Tasks {
         self.prune();
         let now = Utc::now().timestamp_millis();
         let id = format!("task-{}", hex::encode(random_bytes(16)?));
-        let record = Record { id, owner: owner.to_string(), created_ms: now, updated_ms: now, envelope: envelope.clone(), jobs, done: None, cancelled: false };
+        let record = Record {
+            id,
+            owner: owner.to_string(),
+            created_ms: now,
+            updated_ms: now,
+            envelope: envelope.clone(),
+            jobs,
+            done: None,
+            cancelled: false,
+        };
         self.save(&record)?;
-        Ok(Some(CreateTaskResult::new(self.task(&record, TaskStatus::Working, Some(self.progress_message(&record, 0))))))
+        Ok(Some(CreateTaskResult::new(self.task(
+            &record,
+            TaskStatus::Working,
+            Some(self.progress_message(&record, 0)),
+        ))))
     }
 
     fn save(&self, record: &Record) -> Result<()> {
@@ -124,7 +142,9 @@ impl Tasks {
             )
         };
         // Ids are ours: `task-` and 32 hex digits, so no path can be formed.
-        let well_formed = id.strip_prefix("task-").is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        let well_formed = id
+            .strip_prefix("task-")
+            .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()));
         if !well_formed {
             return Err(unknown());
         }
@@ -152,7 +172,12 @@ impl Tasks {
     fn prune(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
         for entry in entries.flatten() {
-            let old = entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok()).is_some_and(|age| age > self.ttl);
+            let old = entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > self.ttl);
             if old {
                 let _ = std::fs::remove_file(entry.path());
             }
@@ -160,23 +185,36 @@ impl Tasks {
     }
 
     fn task(&self, record: &Record, status: TaskStatus, message: Option<String>) -> Task {
-        let mut task = Task::new(record.id.clone(), status, iso(record.created_ms), iso(record.updated_ms))
-            .with_ttl_ms(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX))
-            .with_poll_interval_ms(POLL_INTERVAL.as_millis() as u64);
+        let mut task =
+            Task::new(record.id.clone(), status, iso(record.created_ms), iso(record.updated_ms))
+                .with_ttl_ms(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX))
+                .with_poll_interval_ms(POLL_INTERVAL.as_millis() as u64);
         task.status_message = message;
         task
     }
 
     fn progress_message(&self, record: &Record, finished: usize) -> String {
-        format!("{finished} of {} jobs finished; poll tasks/get, or follow the jobs with job.wait: {}", record.jobs.len(), job_list(record))
+        format!(
+            "{finished} of {} jobs finished; poll tasks/get, or follow the jobs with job.wait: {}",
+            record.jobs.len(),
+            job_list(record)
+        )
     }
 
     /// `tasks/get` of task `id` for `caller`.
-    pub async fn get(&self, dispatcher: &Arc<Dispatcher>, id: &str, caller: Caller) -> Result<GetTaskResult, McpError> {
+    pub async fn get(
+        &self,
+        dispatcher: &Arc<Dispatcher>,
+        id: &str,
+        caller: Caller,
+    ) -> Result<GetTaskResult, McpError> {
         let mut record = self.load(id, &caller.owner)?;
         if record.cancelled {
             let message = format!("cancelled by tasks/cancel: every job was killed ({}); job.result reads what each left", job_list(&record));
-            return Ok(GetTaskResult::new(DetailedTask::new(self.task(&record, TaskStatus::Cancelled, Some(message)), TaskPayload::Cancelled)));
+            return Ok(GetTaskResult::new(DetailedTask::new(
+                self.task(&record, TaskStatus::Cancelled, Some(message)),
+                TaskPayload::Cancelled,
+            )));
         }
         if let Some(done) = &record.done {
             return Ok(GetTaskResult::new(DetailedTask::new(
@@ -186,12 +224,21 @@ impl Tasks {
         }
         let caller = Arc::new(caller);
         let ids: Vec<&str> = record.jobs.iter().map(|(_, id)| id.as_str()).collect();
-        let wait = run(dispatcher, &caller, json!({ "ops": [{ "op": "job.wait", "args": { "ids": ids, "max_wait_seconds": 0 } }] })).await;
+        let wait = run(
+            dispatcher,
+            &caller,
+            json!({ "ops": [{ "op": "job.wait", "args": { "ids": ids, "max_wait_seconds": 0 } }] }),
+        )
+        .await;
         let observed = &wait["results"][0];
         if observed["ok"] != true {
             let error = json!({ "code": -32603, "message": "the task's jobs cannot be observed", "data": observed["error"] });
             let detailed = DetailedTask::new(
-                self.task(&record, TaskStatus::Failed, Some("the task's jobs cannot be observed".into())),
+                self.task(
+                    &record,
+                    TaskStatus::Failed,
+                    Some("the task's jobs cannot be observed".into()),
+                ),
                 TaskPayload::Failed { error: object(error) },
             );
             return Ok(GetTaskResult::new(detailed));
@@ -201,12 +248,20 @@ impl Tasks {
         if running("pending") || running("unresolved_spawn") {
             let finished = waited["terminal"].as_array().map_or(0, Vec::len);
             return Ok(GetTaskResult::new(DetailedTask::new(
-                self.task(&record, TaskStatus::Working, Some(self.progress_message(&record, finished))),
+                self.task(
+                    &record,
+                    TaskStatus::Working,
+                    Some(self.progress_message(&record, finished)),
+                ),
                 TaskPayload::Working,
             )));
         }
         // Every job has ended (or is gone for good): the mapped results.
-        let ops: Vec<Value> = record.jobs.iter().map(|(_, id)| json!({ "op": "job.result", "args": { "id": id } })).collect();
+        let ops: Vec<Value> = record
+            .jobs
+            .iter()
+            .map(|(_, id)| json!({ "op": "job.result", "args": { "id": id } }))
+            .collect();
         let results = run(dispatcher, &caller, json!({ "ops": ops })).await;
         let done = finished_envelope(&record.envelope, &record.jobs, &results);
         record.done = Some(done.clone());
@@ -215,20 +270,35 @@ impl Tasks {
             // The answer stands; the next get maps the results again.
             tracing::warn!(task = %record.id, error = %format!("{e:#}"), "cannot record a finished task");
         }
-        Ok(GetTaskResult::new(DetailedTask::new(self.task(&record, TaskStatus::Completed, None), TaskPayload::Completed { result: tool_result(&done) })))
+        Ok(GetTaskResult::new(DetailedTask::new(
+            self.task(&record, TaskStatus::Completed, None),
+            TaskPayload::Completed { result: tool_result(&done) },
+        )))
     }
 
     /// `tasks/cancel` of task `id` for `caller`: `job.kill` of each job
     /// (a finished task is left as it is).
-    pub async fn cancel(&self, dispatcher: &Arc<Dispatcher>, id: &str, caller: Caller) -> Result<(), McpError> {
+    pub async fn cancel(
+        &self,
+        dispatcher: &Arc<Dispatcher>,
+        id: &str,
+        caller: Caller,
+    ) -> Result<(), McpError> {
         let mut record = self.load(id, &caller.owner)?;
         if record.done.is_some() || record.cancelled {
             return Ok(());
         }
         let caller = Arc::new(caller);
-        let ops: Vec<Value> = record.jobs.iter().map(|(_, id)| json!({ "op": "job.kill", "args": { "id": id } })).collect();
+        let ops: Vec<Value> = record
+            .jobs
+            .iter()
+            .map(|(_, id)| json!({ "op": "job.kill", "args": { "id": id } }))
+            .collect();
         let kills = run(dispatcher, &caller, json!({ "ops": ops })).await;
-        let failed: Vec<&Value> = kills["results"].as_array().map(|r| r.iter().filter(|e| e["ok"] != true).collect()).unwrap_or_default();
+        let failed: Vec<&Value> = kills["results"]
+            .as_array()
+            .map(|r| r.iter().filter(|e| e["ok"] != true).collect())
+            .unwrap_or_default();
         if !failed.is_empty() {
             return Err(McpError::internal_error(
                 format!(
@@ -244,8 +314,15 @@ impl Tasks {
         }
         record.cancelled = true;
         record.updated_ms = Utc::now().timestamp_millis();
-        self.save(&record)
-            .map_err(|e| McpError::internal_error(format!("the jobs were killed, but task `{}` cannot be recorded as cancelled: {e:#}", record.id), None))
+        self.save(&record).map_err(|e| {
+            McpError::internal_error(
+                format!(
+                    "the jobs were killed, but task `{}` cannot be recorded as cancelled: {e:#}",
+                    record.id
+                ),
+                None,
+            )
+        })
     }
 }
 
@@ -278,7 +355,8 @@ fn finished_envelope(envelope: &Value, jobs: &[(usize, String)], results: &Value
         }
     }
     let all_ok = entries.iter().all(|e| e["ok"] == true);
-    let mut body = json!({ "status": if all_ok { "success" } else { "partial" }, "results": entries });
+    let mut body =
+        json!({ "status": if all_ok { "success" } else { "partial" }, "results": entries });
     for extra in ["schemas"] {
         if let Some(v) = envelope.get(extra).or_else(|| results.get(extra)) {
             body[extra] = v.clone();
@@ -289,7 +367,9 @@ fn finished_envelope(envelope: &Value, jobs: &[(usize, String)], results: &Value
 
 /// A finished envelope as the `CallToolResult` a task completes with.
 fn tool_result(envelope: &Value) -> JsonObject {
-    object(serde_json::to_value(CallToolResult::structured(envelope.clone())).unwrap_or(Value::Null))
+    object(
+        serde_json::to_value(CallToolResult::structured(envelope.clone())).unwrap_or(Value::Null),
+    )
 }
 
 fn object(v: Value) -> JsonObject {
@@ -304,7 +384,10 @@ fn job_list(record: &Record) -> String {
 }
 
 fn iso(ms: i64) -> String {
-    Utc.timestamp_millis_opt(ms).single().unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]
@@ -332,7 +415,10 @@ mod tests {
         let done = finished_envelope(&envelope(), &jobs_of(&envelope()), &mapped);
         assert_eq!(done["results"][0]["op"], "echo.job");
         assert_eq!(done["results"][0]["result"]["exit_code"], 0);
-        assert_eq!(done["results"][1]["result"]["clean"], true, "ops that started no job keep their entry");
+        assert_eq!(
+            done["results"][1]["result"]["clean"], true,
+            "ops that started no job keep their entry"
+        );
         assert_eq!(done["results"][4]["op"], "cargo.test");
         assert_eq!(done["results"][4]["error"]["code"], "job_not_finished");
         assert_eq!(done["status"], "partial");
@@ -349,10 +435,17 @@ mod tests {
         assert_eq!(created.task.ttl_ms, Some(3_600_000));
         assert!(tasks.load(&id, "token:aaaa").is_ok());
         let other = tasks.load(&id, "token:bbbb").unwrap_err();
-        let missing = tasks.load("task-00000000000000000000000000000000", "token:aaaa").unwrap_err();
-        assert_eq!(other.message.replace(&id, "ID"), missing.message.replace("task-00000000000000000000000000000000", "ID"), "no oracle");
+        let missing =
+            tasks.load("task-00000000000000000000000000000000", "token:aaaa").unwrap_err();
+        assert_eq!(
+            other.message.replace(&id, "ID"),
+            missing.message.replace("task-00000000000000000000000000000000", "ID"),
+            "no oracle"
+        );
         assert!(tasks.load("../../etc/passwd", "token:aaaa").is_err());
-        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(tasks.path(&id)).unwrap().permissions());
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(tasks.path(&id)).unwrap().permissions(),
+        );
         assert_eq!(mode & 0o777, 0o600);
         let none = tasks.create("local", &json!({"status": "success", "results": [{"ok": true, "op": "git.status", "result": {}}]})).unwrap();
         assert!(none.is_none(), "a call that started no job is no task");

@@ -22,7 +22,11 @@ pub fn check_describe(info: &PluginInfo, b: &PluginBounds) -> Option<Finding> {
         fix,
     };
     if let Err(e) = Exceeded::check("verbs", b.verbs, info.verbs.len()) {
-        return Some(limit(e, "the number of verbs describe() declares (limits.plugin_verbs)", "declare fewer verbs, or split the plugin"));
+        return Some(limit(
+            e,
+            "the number of verbs describe() declares (limits.plugin_verbs)",
+            "declare fewer verbs, or split the plugin",
+        ));
     }
     let total: usize = info.name.len()
         + info.version.len()
@@ -38,7 +42,11 @@ pub fn check_describe(info: &PluginInfo, b: &PluginBounds) -> Option<Finding> {
             })
             .sum::<usize>();
     if let Err(e) = Exceeded::check("describe_bytes", b.describe_bytes, total) {
-        return Some(limit(e, "the text describe() returns (limits.plugin_output_bytes)", "return shorter summaries and schemas"));
+        return Some(limit(
+            e,
+            "the text describe() returns (limits.plugin_output_bytes)",
+            "return shorter summaries and schemas",
+        ));
     }
     if let Err(e) = Exceeded::check("plugin_name_bytes", PLUGIN_TEXT_BYTES, info.name.len()) {
         return Some(limit(e, "the plugin name", "use a short plugin name"));
@@ -88,7 +96,11 @@ mod tests {
         assert_eq!(check_describe(&info(3), &b), None);
         let f = check_describe(&info(b.verbs + 1), &b).unwrap();
         assert_eq!(f.code, LoadCode::PluginLimit);
-        assert!(f.message.contains("`verbs`") && f.message.contains(&(b.verbs + 1).to_string()), "{}", f.message);
+        assert!(
+            f.message.contains("`verbs`") && f.message.contains(&(b.verbs + 1).to_string()),
+            "{}",
+            f.message
+        );
         let mut big = info(1);
         big.verbs[0].summary = "x".repeat(b.describe_bytes);
         assert!(check_describe(&big, &b).unwrap().message.contains("describe_bytes"));

@@ -21,7 +21,8 @@ pub fn name_problem(name: &str) -> Option<String> {
     let valid = name.split('.').count() >= 2
         && parts.all(|p| {
             let mut c = p.chars();
-            matches!(c.next(), Some(f) if f.is_ascii_lowercase()) && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+            matches!(c.next(), Some(f) if f.is_ascii_lowercase())
+                && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
         });
     (!valid).then(|| format!("`{name}` is not a valid verb name (use `namespace.verb`: lower-case letters, digits, `_`, `-`)"))
 }
@@ -38,7 +39,9 @@ pub fn namespace_problem(name: &str, is_bundled_core: bool) -> Option<String> {
         return Some(format!("`{name}` is in the reserved namespace `{ns}.`: trust, plugin, state and hooks operations are terminal-only, never verbs"));
     }
     if ns == CORE_NAMESPACE && !is_bundled_core {
-        return Some(format!("`{name}` is in the `job.` namespace, which belongs to the bundled core component"));
+        return Some(format!(
+            "`{name}` is in the `job.` namespace, which belongs to the bundled core component"
+        ));
     }
     None
 }
@@ -46,9 +49,13 @@ pub fn namespace_problem(name: &str, is_bundled_core: bool) -> Option<String> {
 /// Whether `verb` matches an allow-list pattern: `*`, `ns.*`, or an exact name.
 pub fn allowed(verb: &str, allow: Option<&[String]>) -> bool {
     let Some(patterns) = allow else { return true };
-    patterns
-        .iter()
-        .any(|p| p == "*" || p == verb || p.strip_suffix(".*").is_some_and(|prefix| namespace(verb) == prefix || verb.starts_with(&format!("{prefix}."))))
+    patterns.iter().any(|p| {
+        p == "*"
+            || p == verb
+            || p.strip_suffix(".*").is_some_and(|prefix| {
+                namespace(verb) == prefix || verb.starts_with(&format!("{prefix}."))
+            })
+    })
 }
 
 #[cfg(test)]

@@ -12,7 +12,10 @@ use super::fence;
 use super::schema::{compile, open_objects};
 use crate::error::LoadCode;
 use crate::json::clip;
-use crate::runtime::bounds::{control_character, Exceeded, PluginBounds, ALIASES, NAME_BYTES, PROGRAMS, SENSITIVE, SUMMARY_BYTES};
+use crate::runtime::bounds::{
+    control_character, Exceeded, PluginBounds, ALIASES, NAME_BYTES, PROGRAMS, SENSITIVE,
+    SUMMARY_BYTES,
+};
 use crate::runtime::model::{Effect, Effects, PluginInfo, VerbKind, VerbSpec};
 
 /// How bad a finding is.
@@ -44,7 +47,14 @@ pub struct Finding {
     pub fix: &'static str,
 }
 
-fn finding(code: LoadCode, severity: Severity, verb: Option<&str>, pointer: Option<String>, message: String, fix: &'static str) -> Finding {
+fn finding(
+    code: LoadCode,
+    severity: Severity,
+    verb: Option<&str>,
+    pointer: Option<String>,
+    message: String,
+    fix: &'static str,
+) -> Finding {
     Finding { code, severity, verb: verb.map(str::to_string), pointer, message, fix }
 }
 
@@ -52,7 +62,8 @@ fn finding(code: LoadCode, severity: Severity, verb: Option<&str>, pointer: Opti
 pub fn plugin_name_problem(name: &str) -> Option<Finding> {
     let name = clip(name, NAME_BYTES);
     let mut c = name.chars();
-    let ok = matches!(c.next(), Some(f) if f.is_ascii_lowercase()) && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    let ok = matches!(c.next(), Some(f) if f.is_ascii_lowercase())
+        && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     (!ok).then(|| {
         finding(
             LoadCode::InvalidPluginName,
@@ -68,7 +79,11 @@ pub fn plugin_name_problem(name: &str) -> Option<Finding> {
 /// Every finding for a plugin's verbs. `is_bundled_core` opens the `job.`
 /// namespace. The caller has already bounded the whole `describe`
 /// ([`super::bounds::check_describe`]); every check here is linear in it.
-pub fn lint_plugin(info: &PluginInfo, is_bundled_core: bool, bounds: &PluginBounds) -> Vec<Finding> {
+pub fn lint_plugin(
+    info: &PluginInfo,
+    is_bundled_core: bool,
+    bounds: &PluginBounds,
+) -> Vec<Finding> {
     let mut out: Vec<Finding> = plugin_name_problem(&info.name).into_iter().collect();
     let mut seen: HashSet<&str> = HashSet::new();
     for spec in &info.verbs {
@@ -110,19 +125,49 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
     let v = Some(spec.name.as_str());
     let mut out = Vec::new();
     if let Some(p) = fence::name_problem(&spec.name) {
-        out.push(finding(LoadCode::InvalidName, Severity::Error, v, None, p, "name verbs `namespace.verb` in lower case"));
+        out.push(finding(
+            LoadCode::InvalidName,
+            Severity::Error,
+            v,
+            None,
+            p,
+            "name verbs `namespace.verb` in lower case",
+        ));
     }
     if let Some(p) = fence::namespace_problem(&spec.name, is_bundled_core) {
-        out.push(finding(LoadCode::ReservedNamespace, Severity::Error, v, None, p, "choose your own namespace (e.g. your plugin's name)"));
+        out.push(finding(
+            LoadCode::ReservedNamespace,
+            Severity::Error,
+            v,
+            None,
+            p,
+            "choose your own namespace (e.g. your plugin's name)",
+        ));
     }
     for alias in &spec.aliases {
-        if let Some(p) = fence::name_problem(alias).or_else(|| fence::namespace_problem(alias, is_bundled_core)) {
-            out.push(finding(LoadCode::InvalidAlias, Severity::Error, v, None, p, "aliases follow the same naming rules as verbs"));
+        if let Some(p) =
+            fence::name_problem(alias).or_else(|| fence::namespace_problem(alias, is_bundled_core))
+        {
+            out.push(finding(
+                LoadCode::InvalidAlias,
+                Severity::Error,
+                v,
+                None,
+                p,
+                "aliases follow the same naming rules as verbs",
+            ));
         }
     }
     let summary = spec.summary.trim();
     if summary.is_empty() {
-        out.push(finding(LoadCode::MissingSummary, Severity::Error, v, None, "the verb has no summary".into(), "say in one line what the verb does"));
+        out.push(finding(
+            LoadCode::MissingSummary,
+            Severity::Error,
+            v,
+            None,
+            "the verb has no summary".into(),
+            "say in one line what the verb does",
+        ));
     } else if summary.contains('\n') {
         // A newline is a control character: refused, never cleaned.
         out.push(finding(
@@ -159,7 +204,10 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
     }
     out.extend(lint_effects(spec));
     if let Some(text) = &spec.result_schema {
-        match serde_json::from_str::<Value>(text).map_err(|e| e.to_string()).and_then(|s| compile(&s).map(|_| ())) {
+        match serde_json::from_str::<Value>(text)
+            .map_err(|e| e.to_string())
+            .and_then(|s| compile(&s).map(|_| ()))
+        {
             Ok(()) => {}
             Err(e) => out.push(finding(
                 LoadCode::InvalidResultSchema,
@@ -176,7 +224,8 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
             Severity::Warning,
             v,
             None,
-            "a spawn verb without a result schema gives job.result callers nothing to rely on".into(),
+            "a spawn verb without a result schema gives job.result callers nothing to rely on"
+                .into(),
             "declare a result schema",
         ));
     }
@@ -208,7 +257,10 @@ pub fn lint_verb(spec: &VerbSpec, is_bundled_core: bool, bounds: &PluginBounds) 
 /// Programs whose whole job is to run code the repository controls (build
 /// scripts, tests, recipes): a verb running one without declaring
 /// `runs_repo_code` is misdescribing itself to the policy.
-const RUNS_REPO_CODE: &[&str] = &["cargo", "just", "make", "npm", "pnpm", "yarn", "python", "python3", "pytest", "tox", "nox", "go", "gradle", "mvn"];
+const RUNS_REPO_CODE: &[&str] = &[
+    "cargo", "just", "make", "npm", "pnpm", "yarn", "python", "python3", "pytest", "tox", "nox",
+    "go", "gradle", "mvn",
+];
 
 /// Declared effects that contradict what the verb's kind or programs show
 /// (nothing to check for a 0.1.0 verb, whose effects are undeclared).
@@ -222,7 +274,8 @@ fn lint_effects(spec: &VerbSpec) -> Vec<Finding> {
             Severity::Error,
             v,
             None,
-            "a spawn verb starts a background job but does not declare the `long_running` effect".into(),
+            "a spawn verb starts a background job but does not declare the `long_running` effect"
+                .into(),
             "declare Effect::LongRunning (or make the verb exec)",
         ));
     }
@@ -254,7 +307,10 @@ fn lint_sensitive(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
                 Severity::Error,
                 Some(&spec.name),
                 None,
-                format!("`{}` is marked sensitive but is not a top-level param of the schema", clip(name, NAME_BYTES)),
+                format!(
+                    "`{}` is marked sensitive but is not a top-level param of the schema",
+                    clip(name, NAME_BYTES)
+                ),
                 "mark only params the schema declares",
             )
         })
@@ -285,8 +341,18 @@ fn text_bound(spec: &VerbSpec, b: &PluginBounds) -> Option<Finding> {
         ("sensitive", SENSITIVE, spec.sensitive.len(), "the number of sensitive params"),
         ("verb_name_bytes", NAME_BYTES, longest(&spec.sensitive), "a sensitive param name"),
         ("summary_bytes", SUMMARY_BYTES, spec.summary.len(), "the summary"),
-        ("schema_bytes", b.schema_bytes, spec.params_schema.len(), "the params schema (limits.plugin_schema_bytes)"),
-        ("schema_bytes", b.schema_bytes, spec.result_schema.as_ref().map_or(0, String::len), "the result schema (limits.plugin_schema_bytes)"),
+        (
+            "schema_bytes",
+            b.schema_bytes,
+            spec.params_schema.len(),
+            "the params schema (limits.plugin_schema_bytes)",
+        ),
+        (
+            "schema_bytes",
+            b.schema_bytes,
+            spec.result_schema.as_ref().map_or(0, String::len),
+            "the result schema (limits.plugin_schema_bytes)",
+        ),
     ];
     for (bound, limit, actual, what) in checks {
         if let Err(e) = Exceeded::check(bound, limit, actual) {
@@ -320,9 +386,20 @@ fn lint_params(spec: &VerbSpec, schema: &Value) -> Vec<Finding> {
         ));
     }
     if let Err(e) = compile(schema) {
-        out.push(finding(LoadCode::InvalidSchema, Severity::Error, v, None, format!("params schema is invalid: {e}"), "fix the schema (JSON Schema 2020-12)"));
+        out.push(finding(
+            LoadCode::InvalidSchema,
+            Severity::Error,
+            v,
+            None,
+            format!("params schema is invalid: {e}"),
+            "fix the schema (JSON Schema 2020-12)",
+        ));
     }
-    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, p) in props {
             let pointer = Some(format!("/properties/{name}"));
@@ -360,7 +437,8 @@ mod tests {
             name: name.into(),
             summary: summary.into(),
             kind: VerbKind::Read,
-            params_schema: r#"{"type":"object","properties":{},"additionalProperties":false}"#.into(),
+            params_schema: r#"{"type":"object","properties":{},"additionalProperties":false}"#
+                .into(),
             result_schema: None,
             aliases: vec![],
             programs: vec![],
@@ -371,7 +449,11 @@ mod tests {
     }
 
     fn codes(spec: &VerbSpec) -> Vec<&'static str> {
-        lint_verb(spec, false, &PluginBounds::default()).into_iter().filter(|f| f.severity == Severity::Error).map(|f| f.code.as_str()).collect()
+        lint_verb(spec, false, &PluginBounds::default())
+            .into_iter()
+            .filter(|f| f.severity == Severity::Error)
+            .map(|f| f.code.as_str())
+            .collect()
     }
 
     #[test]
@@ -381,7 +463,12 @@ mod tests {
         let found = lint_verb(&spec(&long, "fine"), false, &PluginBounds::default());
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].code, LoadCode::PluginLimit);
-        assert!(found[0].message.contains("verb_name_bytes") && found[0].verb.as_ref().unwrap().len() < 200, "{:?}", found[0]);
+        assert!(
+            found[0].message.contains("verb_name_bytes")
+                && found[0].verb.as_ref().unwrap().len() < 200,
+            "{:?}",
+            found[0]
+        );
         assert_eq!(codes(&spec("a.b", &"s".repeat(SUMMARY_BYTES + 1))), ["plugin_limit"]);
         let mut many = spec("a.b", "fine");
         many.aliases = (0..=ALIASES).map(|i| format!("a.b{i}")).collect();
@@ -394,7 +481,10 @@ mod tests {
     #[test]
     fn misdeclared_effects_and_sensitive_params_are_named_at_their_verb_with_their_severity() {
         let found = |spec: &VerbSpec| -> Vec<(LoadCode, Severity, Option<String>)> {
-            lint_verb(spec, false, &PluginBounds::default()).into_iter().map(|f| (f.code, f.severity, f.verb)).collect()
+            lint_verb(spec, false, &PluginBounds::default())
+                .into_iter()
+                .map(|f| (f.code, f.severity, f.verb))
+                .collect()
         };
         let verb = Some("a.b".to_string());
         // A spawn verb that does not say it is long-running: an error, so it does not load.

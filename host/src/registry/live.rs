@@ -57,6 +57,8 @@ impl LiveRegistry {
     /// Wait until nothing is compiling, at most `limit`; true if done.
     pub async fn wait_loaded(&self, limit: Duration) -> bool {
         let mut rx = self.current.subscribe();
-        tokio::time::timeout(limit, rx.wait_for(|r| r.deferred().is_empty())).await.is_ok_and(|r| r.is_ok())
+        tokio::time::timeout(limit, rx.wait_for(|r| r.deferred().is_empty()))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 }

@@ -118,7 +118,11 @@ impl Verb {
     pub fn result_problems(&self, result: &Value) -> Vec<String> {
         match &self.result_validator {
             None => Vec::new(),
-            Some(v) => v.iter_errors(result).take(5).map(|e| format!("{}: {e}", e.instance_path().as_str())).collect(),
+            Some(v) => v
+                .iter_errors(result)
+                .take(5)
+                .map(|e| format!("{}: {e}", e.instance_path().as_str()))
+                .collect(),
         }
     }
 }
@@ -204,7 +208,9 @@ impl Deferred {
     pub fn file_name(&self) -> String {
         match &self.candidate.source {
             Source::Bundled => "bundled".into(),
-            Source::File { path } => path.file_name().map_or_else(|| "component".into(), |n| n.to_string_lossy().into_owned()),
+            Source::File { path } => path
+                .file_name()
+                .map_or_else(|| "component".into(), |n| n.to_string_lossy().into_owned()),
         }
     }
 }
@@ -239,7 +245,11 @@ impl Registry {
     }
 
     /// Load, deferring uncached disk components in [`LoadMode::Background`].
-    pub async fn load_with(config: &Config, runtime: Arc<Runtime>, mode: LoadMode) -> anyhow::Result<Registry> {
+    pub async fn load_with(
+        config: &Config,
+        runtime: Arc<Runtime>,
+        mode: LoadMode,
+    ) -> anyhow::Result<Registry> {
         let trust = TrustStore::load(&config.trust_dir())?;
         let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
         let mut reg = Registry {
@@ -259,7 +269,13 @@ impl Registry {
             // rebuilds them from plugins/, and `--version` prints the digests.
             let digest = sha256_hex(b.bytes);
             if digest != b.sha256 {
-                reg.refuse(None, None, &Source::Bundled, LoadCode::DigestMismatch, format!("bundled component `{}` does not match its pinned digest", b.name));
+                reg.refuse(
+                    None,
+                    None,
+                    &Source::Bundled,
+                    LoadCode::DigestMismatch,
+                    format!("bundled component `{}` does not match its pinned digest", b.name),
+                );
                 continue;
             }
             let c = Candidate { bytes: b.bytes.to_vec(), source: Source::Bundled, bundled: true };
@@ -270,7 +286,13 @@ impl Registry {
                 let bytes = match std::fs::read(&path) {
                     Ok(b) => b,
                     Err(e) => {
-                        reg.refuse(None, None, &Source::File { path: path.clone() }, LoadCode::Unreadable, format!("cannot read {}: {e}", path.display()));
+                        reg.refuse(
+                            None,
+                            None,
+                            &Source::File { path: path.clone() },
+                            LoadCode::Unreadable,
+                            format!("cannot read {}: {e}", path.display()),
+                        );
                         continue;
                     }
                 };
@@ -279,7 +301,13 @@ impl Registry {
                 let signer = match verify_component(&bytes, &trust) {
                     Ok(s) => s,
                     Err(e) => {
-                        reg.refuse(None, None, &source, e.kind(), format!("{} refused: {e}", path.display()));
+                        reg.refuse(
+                            None,
+                            None,
+                            &source,
+                            e.kind(),
+                            format!("{} refused: {e}", path.display()),
+                        );
                         continue;
                     }
                 };
@@ -287,7 +315,11 @@ impl Registry {
                 let candidate = Candidate { bytes, source, bundled: false };
                 if mode == LoadMode::Background && !reg.runtime.is_cached(&digest) {
                     tracing::info!(source = %candidate.source.describe(), "not in the compile cache: compiling in the background");
-                    reg.deferred.push(Arc::new(Deferred { candidate, digest, signer: Some(signer.key_id) }));
+                    reg.deferred.push(Arc::new(Deferred {
+                        candidate,
+                        digest,
+                        signer: Some(signer.key_id),
+                    }));
                     continue;
                 }
                 reg.admit(candidate, digest, Some(signer.key_id), config, &programs).await;
@@ -296,15 +328,35 @@ impl Registry {
         Ok(reg)
     }
 
-    fn refuse(&mut self, verb: Option<&str>, plugin: Option<&str>, source: &Source, code: LoadCode, reason: String) {
+    fn refuse(
+        &mut self,
+        verb: Option<&str>,
+        plugin: Option<&str>,
+        source: &Source,
+        code: LoadCode,
+        reason: String,
+    ) {
         // Names come from the plugin: an over-long one is recorded clipped.
         let verb = verb.map(|v| clip(v, NAME_BYTES));
         let plugin = plugin.map(|p| clip(p, NAME_BYTES));
         tracing::warn!(verb, plugin, source = %source.describe(), code = code.as_str(), "{reason}");
-        self.unavailable.push(Unavailable { verb, plugin, source: source.describe(), code, reason });
+        self.unavailable.push(Unavailable {
+            verb,
+            plugin,
+            source: source.describe(),
+            code,
+            reason,
+        });
     }
 
-    async fn admit(&mut self, c: Candidate, digest: String, signer: Option<String>, config: &Config, programs: &Programs) {
+    async fn admit(
+        &mut self,
+        c: Candidate,
+        digest: String,
+        signer: Option<String>,
+        config: &Config,
+        programs: &Programs,
+    ) {
         let loaded = self.runtime.load(&c.bytes, &digest);
         self.admit_loaded(&c, loaded, digest, signer, config, programs).await
     }
@@ -321,13 +373,31 @@ impl Registry {
     pub async fn with_deferred_loaded(&self, d: &Arc<Deferred>, config: &Config) -> Registry {
         let runtime = self.runtime.clone();
         let job = d.clone();
-        let loaded = tokio::task::spawn_blocking(move || runtime.load(&job.candidate.bytes, &job.digest)).await;
+        let loaded =
+            tokio::task::spawn_blocking(move || runtime.load(&job.candidate.bytes, &job.digest))
+                .await;
         let mut next = self.clone();
         next.deferred.retain(|x| !Arc::ptr_eq(x, d));
         let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
         match loaded {
-            Ok(loaded) => next.admit_loaded(&d.candidate, loaded, d.digest.clone(), d.signer.clone(), config, &programs).await,
-            Err(e) => next.refuse(None, None, &d.candidate.source, LoadCode::LoadFailed, format!("background compile stopped: {e}")),
+            Ok(loaded) => {
+                next.admit_loaded(
+                    &d.candidate,
+                    loaded,
+                    d.digest.clone(),
+                    d.signer.clone(),
+                    config,
+                    &programs,
+                )
+                .await
+            }
+            Err(e) => next.refuse(
+                None,
+                None,
+                &d.candidate.source,
+                LoadCode::LoadFailed,
+                format!("background compile stopped: {e}"),
+            ),
         }
         next
     }
@@ -343,7 +413,15 @@ impl Registry {
     ) {
         let mut component = match loaded {
             Ok(l) => l,
-            Err(e) => return self.refuse(None, None, &c.source, e.code(), format!("{}: {e}", c.source.describe())),
+            Err(e) => {
+                return self.refuse(
+                    None,
+                    None,
+                    &c.source,
+                    e.code(),
+                    format!("{}: {e}", c.source.describe()),
+                )
+            }
         };
         // Per-component limits are keyed by plugin name; `describe` itself
         // runs under the limits of the file's stem (`py-echo.wasm` →
@@ -355,23 +433,49 @@ impl Registry {
         }
         let info = match self.runtime.describe(&component).await {
             Ok(i) => i,
-            Err(e) => return self.refuse(None, None, &c.source, LoadCode::DescribeFailed, format!("{}: describe() failed: {e}", c.source.describe())),
+            Err(e) => {
+                return self.refuse(
+                    None,
+                    None,
+                    &c.source,
+                    LoadCode::DescribeFailed,
+                    format!("{}: describe() failed: {e}", c.source.describe()),
+                )
+            }
         };
         // The whole describe is measured before any per-verb work.
         if let Some(f) = bounds::check_describe(&info, &self.runtime.limits().bounds) {
-            return self.refuse(None, None, &c.source, f.code, format!("{}: {}; fix: {}", c.source.describe(), f.message, f.fix));
+            return self.refuse(
+                None,
+                None,
+                &c.source,
+                f.code,
+                format!("{}: {}; fix: {}", c.source.describe(), f.message, f.fix),
+            );
         }
         if self.plugins.iter().any(|p| p.name == info.name) {
-            let msg = format!("a plugin named `{}` is already loaded; {} is ignored", info.name, c.source.describe());
+            let msg = format!(
+                "a plugin named `{}` is already loaded; {} is ignored",
+                info.name,
+                c.source.describe()
+            );
             return self.refuse(None, Some(&info.name), &c.source, LoadCode::DuplicatePlugin, msg);
         }
         component.set_limits(component_limits(config, self.runtime.limits(), &info.name));
         let is_core = c.bundled && info.name == "core";
         let findings = lint::lint_plugin(&info, is_core, &self.runtime.limits().bounds);
-        if let Some(f) = findings.iter().find(|f| f.severity == Severity::Error && f.verb.is_none()) {
+        if let Some(f) = findings.iter().find(|f| f.severity == Severity::Error && f.verb.is_none())
+        {
             return self.refuse(None, Some(&info.name), &c.source, f.code, f.message.clone());
         }
-        let plugin = Arc::new(Plugin { name: info.name.clone(), version: info.version.clone(), digest, signer, source: c.source.clone(), component });
+        let plugin = Arc::new(Plugin {
+            name: info.name.clone(),
+            version: info.version.clone(),
+            digest,
+            signer,
+            source: c.source.clone(),
+            component,
+        });
         self.plugins.push(PluginReport {
             name: plugin.name.clone(),
             version: plugin.version.clone(),
@@ -382,7 +486,10 @@ impl Registry {
             cache: plugin.component.cache,
         });
         for spec in &info.verbs {
-            let errors: Vec<_> = findings.iter().filter(|f| f.severity == Severity::Error && f.verb.as_deref() == Some(&spec.name)).collect();
+            let errors: Vec<_> = findings
+                .iter()
+                .filter(|f| f.severity == Severity::Error && f.verb.as_deref() == Some(&spec.name))
+                .collect();
             if let Some(f) = errors.first() {
                 let reason = match &f.pointer {
                     Some(p) => format!("{} (at {p}); fix: {}", f.message, f.fix),
@@ -397,7 +504,14 @@ impl Registry {
         }
     }
 
-    fn add_verb(&mut self, spec: &VerbSpec, plugin: &Arc<Plugin>, bundled: bool, config: &Config, programs: &Programs) -> Result<(), (LoadCode, String)> {
+    fn add_verb(
+        &mut self,
+        spec: &VerbSpec,
+        plugin: &Arc<Plugin>,
+        bundled: bool,
+        config: &Config,
+        programs: &Programs,
+    ) -> Result<(), (LoadCode, String)> {
         // Ownership is settled before the allow list: which plugin a
         // namespace belongs to never depends on what the operator lets
         // callers reach.
@@ -419,7 +533,10 @@ impl Registry {
             }
         }
         if !fence::allowed(&spec.name, config.allow.as_deref()) {
-            return Err((LoadCode::NotAllowed, format!("`{}` is not in the allow list of verbgate.toml", spec.name)));
+            return Err((
+                LoadCode::NotAllowed,
+                format!("`{}` is not in the allow list of verbgate.toml", spec.name),
+            ));
         }
         let mut resolved = BTreeMap::new();
         for p in &spec.programs {
@@ -427,12 +544,15 @@ impl Registry {
             resolved.insert(p.clone(), path);
         }
         // Lint already proved both schemas parse and compile.
-        let params_schema: Value = serde_json::from_str(&spec.params_schema).map_err(|e| (LoadCode::InvalidSchema, e.to_string()))?;
-        let validator = schema::compile(&params_schema).map_err(|e| (LoadCode::InvalidSchema, e))?;
+        let params_schema: Value = serde_json::from_str(&spec.params_schema)
+            .map_err(|e| (LoadCode::InvalidSchema, e.to_string()))?;
+        let validator =
+            schema::compile(&params_schema).map_err(|e| (LoadCode::InvalidSchema, e))?;
         let (result_schema, result_validator) = match &spec.result_schema {
             None => (None, None),
             Some(t) => {
-                let s: Value = serde_json::from_str(t).map_err(|e| (LoadCode::InvalidResultSchema, e.to_string()))?;
+                let s: Value = serde_json::from_str(t)
+                    .map_err(|e| (LoadCode::InvalidResultSchema, e.to_string()))?;
                 let v = schema::compile(&s).map_err(|e| (LoadCode::InvalidResultSchema, e))?;
                 (Some(s), Some(v))
             }
@@ -442,7 +562,12 @@ impl Registry {
             summary: spec.summary.trim().to_string(),
             kind: spec.kind,
             fingerprint: fingerprint(&params_schema),
-            signature: schema::signature(&spec.name, &params_schema, spec.kind == VerbKind::Spawn, spec.summary.trim()),
+            signature: schema::signature(
+                &spec.name,
+                &params_schema,
+                spec.kind == VerbKind::Spawn,
+                spec.summary.trim(),
+            ),
             params_schema,
             result_schema,
             aliases: spec.aliases.clone(),
@@ -498,7 +623,9 @@ impl Registry {
     /// (collisions, the allow list, bad schemas) stay unknown verbs to a
     /// caller.
     pub fn missing_program(&self, name: &str) -> Option<&Unavailable> {
-        self.unavailable.iter().find(|u| u.code == LoadCode::MissingProgram && u.verb.as_deref() == Some(name))
+        self.unavailable
+            .iter()
+            .find(|u| u.code == LoadCode::MissingProgram && u.verb.as_deref() == Some(name))
     }
 
     /// The `unavailable` error for a verb whose program is missing, if it is
@@ -506,10 +633,13 @@ impl Registry {
     pub fn unavailable_error(&self, name: &str) -> Option<crate::OpError> {
         let u = self.missing_program(name)?;
         Some(
-            crate::OpError::new(crate::ErrorCode::Unavailable, format!("`{name}` is unavailable on this machine: {}", u.reason))
-                .with("verb", name)
-                .with("reason_code", u.code.as_str())
-                .with("reason", u.reason.as_str()),
+            crate::OpError::new(
+                crate::ErrorCode::Unavailable,
+                format!("`{name}` is unavailable on this machine: {}", u.reason),
+            )
+            .with("verb", name)
+            .with("reason_code", u.code.as_str())
+            .with("reason", u.reason.as_str()),
         )
     }
 
@@ -540,8 +670,10 @@ fn component_files(dir: &Path, unavailable: &mut Vec<Unavailable>) -> Vec<PathBu
             return Vec::new();
         }
     };
-    let mut files: Vec<PathBuf> =
-        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file()).collect();
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
     files.sort();
     files
 }

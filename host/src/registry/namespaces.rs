@@ -66,7 +66,12 @@ pub struct Namespaces {
 
 impl Default for Namespaces {
     fn default() -> Self {
-        let owners = BUNDLED_NAMESPACES.iter().map(|(ns, plugin)| (ns.to_string(), Owner { plugin: plugin.to_string(), bundled: true })).collect();
+        let owners = BUNDLED_NAMESPACES
+            .iter()
+            .map(|(ns, plugin)| {
+                (ns.to_string(), Owner { plugin: plugin.to_string(), bundled: true })
+            })
+            .collect();
         Namespaces { owners }
     }
 }

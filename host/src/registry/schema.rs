@@ -28,7 +28,8 @@ pub fn open_objects(schema: &Value) -> Vec<String> {
 }
 
 /// Keywords that restrict what a typeless schema accepts.
-const RESTRICTING: &[&str] = &["type", "enum", "const", "$ref", "$dynamicRef", "anyOf", "oneOf", "allOf"];
+const RESTRICTING: &[&str] =
+    &["type", "enum", "const", "$ref", "$dynamicRef", "anyOf", "oneOf", "allOf"];
 
 fn admits_objects(map: &serde_json::Map<String, Value>) -> bool {
     let typed_object = match map.get("type") {
@@ -37,7 +38,10 @@ fn admits_objects(map: &serde_json::Map<String, Value>) -> bool {
         _ => false,
     };
     let extra_schema = map.get("additionalProperties").is_some_and(|a| *a != json!(false));
-    typed_object || map.contains_key("properties") || map.contains_key("patternProperties") || extra_schema
+    typed_object
+        || map.contains_key("properties")
+        || map.contains_key("patternProperties")
+        || extra_schema
 }
 
 fn walk(node: &Value, pointer: String, found: &mut Vec<String>) {
@@ -48,10 +52,15 @@ fn walk(node: &Value, pointer: String, found: &mut Vec<String>) {
         Value::Bool(true) if !pointer.is_empty() => return found.push(here()),
         _ => return,
     };
-    let closed = map.get("additionalProperties") == Some(&json!(false)) || map.get("unevaluatedProperties") == Some(&json!(false));
+    let closed = map.get("additionalProperties") == Some(&json!(false))
+        || map.get("unevaluatedProperties") == Some(&json!(false));
     if admits_objects(map) && !closed {
         found.push(here());
-    } else if !pointer.is_empty() && is_value_position(&pointer) && !RESTRICTING.iter().any(|k| map.contains_key(*k)) && !admits_objects(map) {
+    } else if !pointer.is_empty()
+        && is_value_position(&pointer)
+        && !RESTRICTING.iter().any(|k| map.contains_key(*k))
+        && !admits_objects(map)
+    {
         // A value schema with no type, enum, const or reference accepts
         // any JSON, including an object with a misspelt key.
         found.push(here());
@@ -63,7 +72,18 @@ fn walk(node: &Value, pointer: String, found: &mut Vec<String>) {
             }
         }
     }
-    for key in ["items", "additionalItems", "not", "if", "then", "else", "contains", "additionalProperties", "unevaluatedProperties", "unevaluatedItems"] {
+    for key in [
+        "items",
+        "additionalItems",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+    ] {
         match map.get(key) {
             Some(Value::Array(items)) => {
                 for (i, child) in items.iter().enumerate() {
@@ -71,7 +91,9 @@ fn walk(node: &Value, pointer: String, found: &mut Vec<String>) {
                 }
             }
             Some(child @ Value::Object(_)) => walk(child, format!("{pointer}/{key}"), found),
-            Some(Value::Bool(true)) if matches!(key, "items" | "additionalItems" | "unevaluatedItems") => {
+            Some(Value::Bool(true))
+                if matches!(key, "items" | "additionalItems" | "unevaluatedItems") =>
+            {
                 walk(&Value::Bool(true), format!("{pointer}/{key}"), found)
             }
             _ => {}
@@ -94,7 +116,8 @@ fn is_value_position(pointer: &str) -> bool {
     let mut parts = pointer.rsplit('/');
     let last = parts.next().unwrap_or("");
     let parent = parts.next().unwrap_or("");
-    matches!(parent, "properties" | "patternProperties" | "$defs" | "definitions" | "prefixItems") || matches!(last, "items" | "additionalItems")
+    matches!(parent, "properties" | "patternProperties" | "$defs" | "definitions" | "prefixItems")
+        || matches!(last, "items" | "additionalItems")
 }
 
 fn escape(segment: &str) -> String {
@@ -118,7 +141,11 @@ pub fn sample_args(schema: &Value) -> Value {
 }
 
 fn sample_value(p: &Value) -> Value {
-    if let Some(v) = p.get("default").or_else(|| p.get("examples").and_then(|e| e.get(0))).or_else(|| p.get("enum").and_then(|e| e.get(0))) {
+    if let Some(v) = p
+        .get("default")
+        .or_else(|| p.get("examples").and_then(|e| e.get(0)))
+        .or_else(|| p.get("enum").and_then(|e| e.get(0)))
+    {
         return v.clone();
     }
     if let Some(c) = p.get("const") {
@@ -153,7 +180,12 @@ const MESSAGE_BYTES: usize = 300;
 /// [`PROBLEMS_LISTED`] problems are listed in `problems` (with
 /// `problems_total` when there were more). Names and values are clipped in
 /// messages, so the error is never much bigger than a screenful.
-pub fn validate_args(validator: &Validator, schema: &Value, verb: &str, args: &Value) -> Result<(), OpError> {
+pub fn validate_args(
+    validator: &Validator,
+    schema: &Value,
+    verb: &str,
+    args: &Value,
+) -> Result<(), OpError> {
     let mut problems = Vec::new();
     let mut total = 0usize;
     let mut first: Option<OpError> = None;
@@ -167,25 +199,33 @@ pub fn validate_args(validator: &Validator, schema: &Value, verb: &str, args: &V
             continue;
         }
         let path = err.instance_path().as_str().to_string();
-        let top_param = clip(path.trim_start_matches('/').split('/').next().unwrap_or(""), NAME_BYTES);
+        let top_param =
+            clip(path.trim_start_matches('/').split('/').next().unwrap_or(""), NAME_BYTES);
         let (code, param, message) = match err.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
                 let name = clip(&unexpected.first().cloned().unwrap_or_default(), NAME_BYTES);
-                let param = if top_param.is_empty() { name.clone() } else { format!("{top_param}/{name}") };
+                let param =
+                    if top_param.is_empty() { name.clone() } else { format!("{top_param}/{name}") };
                 (ErrorCode::UnknownParam, param, format!("`{verb}` has no parameter `{name}`"))
             }
             ValidationErrorKind::Required { property } => {
                 let name = clip(property.as_str().unwrap_or_default(), NAME_BYTES);
                 (ErrorCode::InvalidArgs, name.clone(), format!("parameter `{name}` is required"))
             }
-            _ => (ErrorCode::InvalidArgs, top_param.clone(), format!("parameter `{top_param}`: {}", clip(&err.to_string(), MESSAGE_BYTES))),
+            _ => (
+                ErrorCode::InvalidArgs,
+                top_param.clone(),
+                format!("parameter `{top_param}`: {}", clip(&err.to_string(), MESSAGE_BYTES)),
+            ),
         };
         if problems.len() < PROBLEMS_LISTED {
             problems.push(json!({ "param": param, "message": message }));
         }
         // A misspelt name usually also leaves a required one missing; the
         // misspelling is the thing to fix, so it wins.
-        let replaces = first.as_ref().is_some_and(|f| f.code != ErrorCode::UnknownParam && code == ErrorCode::UnknownParam);
+        let replaces = first
+            .as_ref()
+            .is_some_and(|f| f.code != ErrorCode::UnknownParam && code == ErrorCode::UnknownParam);
         if first.is_none() || replaces {
             let mut e = OpError::new(code, message).with("param", param.as_str());
             if code == ErrorCode::UnknownParam {
@@ -203,21 +243,31 @@ pub fn validate_args(validator: &Validator, schema: &Value, verb: &str, args: &V
     }
     match first {
         None => Ok(()),
-        Some(e) if total > problems.len() => Err(e.with("problems", problems).with("problems_total", total)),
+        Some(e) if total > problems.len() => {
+            Err(e.with("problems", problems).with("problems_total", total))
+        }
         Some(e) => Err(e.with("problems", problems)),
     }
 }
 
 /// Top-level parameter names, in declaration order.
 pub fn declared_params(schema: &Value) -> Vec<String> {
-    schema.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// The one-line signature: `git.log(limit?=20, rev?, path?) — List commits`,
 /// with `-> job` for spawn verbs. Required parameters come first and carry
 /// no `?`; defaults are shown as JSON.
 pub fn signature(name: &str, schema: &Value, returns_job: bool, summary: &str) -> String {
-    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     let mut params: Vec<String> = Vec::new();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for want_required in [true, false] {
@@ -285,18 +335,41 @@ mod tests {
         let open = json!({"type": ["object", "null"]});
         let cases = [
             (closed(json!({"o": open})), "/properties/o"),
-            (closed(json!({"o": {"type": "array", "prefixItems": [{"type": "string"}, open]}})), "/properties/o/prefixItems/1"),
-            (json!({"type": "object", "additionalProperties": false, "$defs": {"d": open}}), "/$defs/d"),
+            (
+                closed(json!({"o": {"type": "array", "prefixItems": [{"type": "string"}, open]}})),
+                "/properties/o/prefixItems/1",
+            ),
+            (
+                json!({"type": "object", "additionalProperties": false, "$defs": {"d": open}}),
+                "/$defs/d",
+            ),
             (closed(json!({"o": {"anyOf": [{"type": "string"}, open]}})), "/properties/o/anyOf/1"),
-            (closed(json!({"o": {"type": "object", "additionalProperties": {"type": "string"}}})), "/properties/o"),
-            (closed(json!({"o": {"type": "object", "additionalProperties": false, "patternProperties": {"^x": open}}})), "/properties/o/patternProperties/^x"),
+            (
+                closed(
+                    json!({"o": {"type": "object", "additionalProperties": {"type": "string"}}}),
+                ),
+                "/properties/o",
+            ),
+            (
+                closed(
+                    json!({"o": {"type": "object", "additionalProperties": false, "patternProperties": {"^x": open}}}),
+                ),
+                "/properties/o/patternProperties/^x",
+            ),
             (closed(json!({"o": {"description": "anything at all"}})), "/properties/o"),
             (closed(json!({"o": true})), "/properties/o"),
             (closed(json!({"o": {"type": "array", "items": {}}})), "/properties/o/items"),
-            (json!({"type": "object", "additionalProperties": false, "if": {"properties": {}}, "then": {}, "else": open}), "/if"),
+            (
+                json!({"type": "object", "additionalProperties": false, "if": {"properties": {}}, "then": {}, "else": open}),
+                "/if",
+            ),
         ];
         for (schema, pointer) in cases {
-            assert!(open_objects(&schema).contains(&pointer.to_string()), "{pointer} in {schema}: {:?}", open_objects(&schema));
+            assert!(
+                open_objects(&schema).contains(&pointer.to_string()),
+                "{pointer} in {schema}: {:?}",
+                open_objects(&schema)
+            );
         }
         let fine = closed(json!({
             "o": {"type": ["object", "null"], "additionalProperties": false},
@@ -310,7 +383,8 @@ mod tests {
 
     #[test]
     fn problems_are_capped_and_counted_and_values_not_repeated() {
-        let schema = closed(json!({"ids": {"type": "array", "items": {"type": "string"}, "maxItems": 3}}));
+        let schema =
+            closed(json!({"ids": {"type": "array", "items": {"type": "string"}, "maxItems": 3}}));
         let v = compile(&schema).unwrap();
         let ids: Vec<Value> = (0..1000).map(|i| json!(i)).collect();
         let e = validate_args(&v, &schema, "x.y", &json!({ "ids": ids })).unwrap_err();
@@ -327,7 +401,8 @@ mod tests {
 
     #[test]
     fn unknown_params_are_named_with_a_suggestion() {
-        let schema = closed(json!({"limit": {"type": "integer", "maximum": 10}, "rev": {"type": "string"}}));
+        let schema =
+            closed(json!({"limit": {"type": "integer", "maximum": 10}, "rev": {"type": "string"}}));
         let v = compile(&schema).unwrap();
         let e = validate_args(&v, &schema, "git.log", &json!({"limt": 3})).unwrap_err();
         assert_eq!(e.code, ErrorCode::UnknownParam);
@@ -355,6 +430,9 @@ mod tests {
             "release": {"type": "boolean", "default": false},
             "package": {"type": "string"}},
             "required": ["package"], "additionalProperties": false});
-        assert_eq!(signature("cargo.test", &schema, true, "run tests"), "cargo.test(package, release?) -> job — run tests");
+        assert_eq!(
+            signature("cargo.test", &schema, true, "run tests"),
+            "cargo.test(package, release?) -> job — run tests"
+        );
     }
 }

@@ -100,16 +100,22 @@ impl Exceeded {
 
     /// One sentence for a load refusal or an op error.
     pub fn describe(&self, what: &str) -> String {
-        format!("{what} is past the `{}` bound: {} where at most {} is allowed", self.bound, self.actual, self.limit)
+        format!(
+            "{what} is past the `{}` bound: {} where at most {} is allowed",
+            self.bound, self.actual, self.limit
+        )
     }
 
     /// The per-op error: `plugin_limit` with `bound`, `limit`, `actual`.
     pub fn to_op_error(&self, plugin: &str, what: &str) -> OpError {
-        OpError::new(ErrorCode::PluginLimit, format!("plugin `{plugin}`: {}; the plugin must return less", self.describe(what)))
-            .with("plugin", plugin)
-            .with("bound", self.bound)
-            .with("limit", self.limit)
-            .with("actual", self.actual)
+        OpError::new(
+            ErrorCode::PluginLimit,
+            format!("plugin `{plugin}`: {}; the plugin must return less", self.describe(what)),
+        )
+        .with("plugin", plugin)
+        .with("bound", self.bound)
+        .with("limit", self.limit)
+        .with("actual", self.actual)
     }
 }
 
@@ -161,9 +167,18 @@ mod tests {
     fn plans_are_measured_bound_by_bound() {
         let b = PluginBounds::default();
         assert_eq!(check_command(&command(10, 2, 10), &b), Ok(()));
-        assert_eq!(check_command(&command(b.plan_args + 1, 0, 0), &b).unwrap_err().bound, "plan_args");
-        assert_eq!(check_command(&command(1, b.plan_env + 1, 0), &b).unwrap_err().bound, "plan_env");
-        assert_eq!(check_command(&command(0, 0, b.plan_stdin_bytes + 1), &b).unwrap_err().bound, "plan_stdin_bytes");
+        assert_eq!(
+            check_command(&command(b.plan_args + 1, 0, 0), &b).unwrap_err().bound,
+            "plan_args"
+        );
+        assert_eq!(
+            check_command(&command(1, b.plan_env + 1, 0), &b).unwrap_err().bound,
+            "plan_env"
+        );
+        assert_eq!(
+            check_command(&command(0, 0, b.plan_stdin_bytes + 1), &b).unwrap_err().bound,
+            "plan_stdin_bytes"
+        );
         let mut big = command(1, 0, 0);
         big.args = vec![Arg::Option { name: "o".into(), value: "v".repeat(b.plan_argv_bytes) }];
         let e = check_command(&big, &b).unwrap_err();
@@ -173,9 +188,17 @@ mod tests {
 
     #[test]
     fn limit_errors_name_the_bound_and_both_numbers() {
-        let e = Exceeded { bound: "plan_args", limit: 3, actual: 9 }.to_op_error("p", "the plan's argv");
+        let e = Exceeded { bound: "plan_args", limit: 3, actual: 9 }
+            .to_op_error("p", "the plan's argv");
         assert_eq!(e.code, ErrorCode::PluginLimit);
-        assert_eq!((e.details["bound"].as_str(), e.details["limit"].as_u64(), e.details["actual"].as_u64()), (Some("plan_args"), Some(3), Some(9)));
+        assert_eq!(
+            (
+                e.details["bound"].as_str(),
+                e.details["limit"].as_u64(),
+                e.details["actual"].as_u64()
+            ),
+            (Some("plan_args"), Some(3), Some(9))
+        );
     }
 
     #[test]

@@ -28,7 +28,10 @@ use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-use crate::private_files::{create_private_file_once, ensure_private_dir, random_bytes, read_regular_capped, write_private_file, ReadRefusal};
+use crate::private_files::{
+    create_private_file_once, ensure_private_dir, random_bytes, read_regular_capped,
+    write_private_file, ReadRefusal,
+};
 
 /// Largest cache entry read back (compiled code is a few times the size of
 /// the component; an 18 MB Python guest stays far below this).
@@ -72,11 +75,18 @@ impl CompileCache {
     /// Whether compiled code for `digest` is stored as a regular file (a
     /// load would be a hit unless the entry fails its checks).
     pub fn is_cached(&self, digest: &str) -> bool {
-        self.dir.as_ref().is_some_and(|d| std::fs::symlink_metadata(self.path_for(d, digest)).is_ok_and(|m| m.is_file()))
+        self.dir.as_ref().is_some_and(|d| {
+            std::fs::symlink_metadata(self.path_for(d, digest)).is_ok_and(|m| m.is_file())
+        })
     }
 
     /// The component for already-verified `bytes` whose SHA-256 is `digest`.
-    pub fn load(&self, engine: &Engine, bytes: &[u8], digest: &str) -> Result<(Component, CacheStatus)> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        digest: &str,
+    ) -> Result<(Component, CacheStatus)> {
         let Some(dir) = &self.dir else {
             return Ok((Component::new(engine, bytes)?, CacheStatus::Compiled));
         };
@@ -110,7 +120,13 @@ impl CompileCache {
 
     /// The cached component at `path`, if the entry passes every check; a
     /// failing entry is removed (and reported) so it is recompiled.
-    fn load_entry(&self, engine: &Engine, key: &[u8; TAG_LEN], path: &Path, digest: &str) -> Option<Component> {
+    fn load_entry(
+        &self,
+        engine: &Engine,
+        key: &[u8; TAG_LEN],
+        path: &Path,
+        digest: &str,
+    ) -> Option<Component> {
         let why = match read_regular_capped(path, ENTRY_CAP) {
             Err(ReadRefusal::Missing) => return None,
             Err(ReadRefusal::Refused(why)) => why,
@@ -126,7 +142,10 @@ impl CompileCache {
                     Err(e) => format!("cannot be loaded ({e})"),
                 }
             }
-            Ok(_) => "does not authenticate (planted, swapped, copied from another home, or corrupt)".to_string(),
+            Ok(_) => {
+                "does not authenticate (planted, swapped, copied from another home, or corrupt)"
+                    .to_string()
+            }
         };
         tracing::warn!(path = %path.display(), "refusing compile cache entry: it {why}; recompiling from the verified component");
         if let Err(e) = std::fs::remove_file(path) {
@@ -150,7 +169,10 @@ impl CompileCache {
     }
 
     fn mac(&self, key: &[u8; TAG_LEN], digest: &str, code: &[u8]) -> HmacSha256 {
-        hmac_sha256(key, &[DOMAIN, digest.as_bytes(), b"\0", self.engine_key.as_bytes(), b"\0", code])
+        hmac_sha256(
+            key,
+            &[DOMAIN, digest.as_bytes(), b"\0", self.engine_key.as_bytes(), b"\0", code],
+        )
     }
 }
 
@@ -161,7 +183,9 @@ fn mac_key(dir: &Path) -> Result<[u8; TAG_LEN]> {
     let path = dir.join(KEY_FILE);
     for _ in 0..3 {
         match read_regular_capped(&path, TAG_LEN as u64) {
-            Ok(bytes) if bytes.len() == TAG_LEN => return Ok(bytes.try_into().expect("length checked")),
+            Ok(bytes) if bytes.len() == TAG_LEN => {
+                return Ok(bytes.try_into().expect("length checked"))
+            }
             Ok(_) => {
                 tracing::warn!(path = %path.display(), "the cache key has the wrong length; replacing it");
                 let _ = std::fs::remove_file(&path);
@@ -185,7 +209,8 @@ type HmacSha256 = Hmac<Sha256>;
 /// An HMAC-SHA256 over the concatenation of `parts`, ready to finalize or
 /// verify.
 fn hmac_sha256(key: &[u8; TAG_LEN], parts: &[&[u8]]) -> HmacSha256 {
-    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
+    let mut mac =
+        <HmacSha256 as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
     for p in parts {
         mac.update(p);
     }
@@ -204,14 +229,17 @@ mod tests {
         let mut key = [0u8; TAG_LEN];
         key[..4].copy_from_slice(b"Jefe");
         let expected = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
-        let tag = hmac_sha256(&key, &[b"what do ya want ", b"for nothing?"]).finalize().into_bytes();
+        let tag =
+            hmac_sha256(&key, &[b"what do ya want ", b"for nothing?"]).finalize().into_bytes();
         assert_eq!(hex::encode(tag), expected);
         // Verification takes the right tag and nothing else.
         let mut tag = hex::decode(expected).unwrap();
         assert!(hmac_sha256(&key, &[b"what do ya want for nothing?"]).verify_slice(&tag).is_ok());
         tag[31] ^= 1;
         assert!(hmac_sha256(&key, &[b"what do ya want for nothing?"]).verify_slice(&tag).is_err());
-        assert!(hmac_sha256(&key, &[b"what do ya want for nothing?"]).verify_slice(&tag[..31]).is_err());
+        assert!(hmac_sha256(&key, &[b"what do ya want for nothing?"])
+            .verify_slice(&tag[..31])
+            .is_err());
     }
 
     #[test]

@@ -16,8 +16,15 @@ pub const PLUGIN_INTERFACE: &str = "verbgate:verbs/plugin";
 ///
 /// `verbgate:verbs/types` holds only type definitions (no functions): a
 /// component imports it because its exports use those types.
-pub const ALLOWED_IMPORT_PACKAGES: &[&str] =
-    &["verbgate:verbs/types@", "wasi:io/", "wasi:cli/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/"];
+pub const ALLOWED_IMPORT_PACKAGES: &[&str] = &[
+    "verbgate:verbs/types@",
+    "wasi:io/",
+    "wasi:cli/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+    "wasi:sockets/",
+];
 
 /// A component's contract-relevant shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +58,9 @@ pub fn inspect(bytes: &[u8]) -> Result<Shape, ShapeError> {
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| ShapeError::Invalid(e.to_string()))?;
         match payload {
-            Payload::Version { encoding, .. } if depth == 0 && encoding != wasmparser::Encoding::Component => {
+            Payload::Version { encoding, .. }
+                if depth == 0 && encoding != wasmparser::Encoding::Component =>
+            {
                 return Err(ShapeError::Invalid("a core module, not a component".into()));
             }
             Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
@@ -65,7 +74,12 @@ pub fn inspect(bytes: &[u8]) -> Result<Shape, ShapeError> {
             Payload::ComponentExportSection(reader) if depth == 0 => {
                 for export in reader {
                     let export = export.map_err(|e| ShapeError::Invalid(e.to_string()))?;
-                    if let Some(v) = export.name.name.strip_prefix(PLUGIN_INTERFACE).and_then(|r| r.strip_prefix('@')) {
+                    if let Some(v) = export
+                        .name
+                        .name
+                        .strip_prefix(PLUGIN_INTERFACE)
+                        .and_then(|r| r.strip_prefix('@'))
+                    {
                         wit_version = Some(v.to_string());
                     }
                 }
@@ -80,7 +94,12 @@ pub fn inspect(bytes: &[u8]) -> Result<Shape, ShapeError> {
 impl Shape {
     /// Check imports against the policy, naming every import outside it.
     pub fn check_imports(&self) -> Result<(), ShapeError> {
-        let bad: Vec<String> = self.imports.iter().filter(|i| !ALLOWED_IMPORT_PACKAGES.iter().any(|p| i.starts_with(p))).cloned().collect();
+        let bad: Vec<String> = self
+            .imports
+            .iter()
+            .filter(|i| !ALLOWED_IMPORT_PACKAGES.iter().any(|p| i.starts_with(p)))
+            .cloned()
+            .collect();
         if bad.is_empty() {
             Ok(())
         } else {

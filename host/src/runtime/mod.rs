@@ -94,7 +94,9 @@ impl SandboxError {
             SandboxError::Trap(_) => (ErrorCode::PluginTrap, None),
             SandboxError::Timeout(_) => (ErrorCode::PluginTimeout, None),
             SandboxError::Limit { limit, .. } => (ErrorCode::PluginLimit, Some(limit.as_str())),
-            SandboxError::Busy(_) => (ErrorCode::PluginLimit, Some(LimitKind::ConcurrentCalls.as_str())),
+            SandboxError::Busy(_) => {
+                (ErrorCode::PluginLimit, Some(LimitKind::ConcurrentCalls.as_str()))
+            }
         };
         let mut e = OpError::new(code, format!("plugin `{plugin}`: {self}")).with("plugin", plugin);
         if let Some(limit) = extra {
@@ -128,7 +130,9 @@ impl LoadError {
     /// entries and `verbgate check` findings).
     pub fn code(&self) -> LoadCode {
         match self {
-            LoadError::Shape(inspect::ShapeError::ForbiddenImports(_)) => LoadCode::ImportOutsidePolicy,
+            LoadError::Shape(inspect::ShapeError::ForbiddenImports(_)) => {
+                LoadCode::ImportOutsidePolicy
+            }
             LoadError::Shape(inspect::ShapeError::NoPluginExport) => LoadCode::NotAPlugin,
             LoadError::Shape(inspect::ShapeError::Invalid(_)) => LoadCode::NotAComponent,
             LoadError::UnsupportedVersion { .. } => LoadCode::UnknownWitVersion,
@@ -216,7 +220,10 @@ impl Runtime {
         if !wit::SUPPORTED_VERSIONS.contains(&shape.wit_version.as_str()) {
             return Err(LoadError::UnsupportedVersion { found: shape.wit_version });
         }
-        let (component, cache) = self.cache.load(&self.engine, bytes, digest).map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        let (component, cache) = self
+            .cache
+            .load(&self.engine, bytes, digest)
+            .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
         self.prelink(component, &shape.wit_version, cache)
     }
 
@@ -226,8 +233,16 @@ impl Runtime {
         self.cache.is_cached(digest)
     }
 
-    fn prelink(&self, component: Component, version: &str, cache: CacheStatus) -> Result<LoadedComponent, LoadError> {
-        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+    fn prelink(
+        &self,
+        component: Component,
+        version: &str,
+        cache: CacheStatus,
+    ) -> Result<LoadedComponent, LoadError> {
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
         let pre = PluginPre::new(version, instance_pre)
             .map_err(|e| LoadError::Compile(format!("{e:#}")))?
             .ok_or_else(|| LoadError::UnsupportedVersion { found: version.to_string() })?;
@@ -235,7 +250,8 @@ impl Runtime {
     }
 
     fn new_store(&self, limits: SandboxLimits) -> Store<SandboxState> {
-        let mut store = Store::new(&self.engine, SandboxState::new(limits.memory_bytes, limits.timeout));
+        let mut store =
+            Store::new(&self.engine, SandboxState::new(limits.memory_bytes, limits.timeout));
         store.limiter(|s| &mut s.limiter);
         arm_deadline(&mut store, limits);
         store.epoch_deadline_trap();
@@ -261,7 +277,10 @@ impl Runtime {
     /// than refused, because "retry when fewer calls run" would have the
     /// caller run a write a second time. Every holder of a slot gives it
     /// back within its own call deadline (at most `plugin_timeout_cap_ms`).
-    async fn instantiate_after_run(&self, c: &LoadedComponent) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
+    async fn instantiate_after_run(
+        &self,
+        c: &LoadedComponent,
+    ) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
         let waited = std::time::Instant::now();
         loop {
             match self.instantiate(c).await {
@@ -283,7 +302,10 @@ impl Runtime {
         }
     }
 
-    async fn instantiate(&self, c: &LoadedComponent) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
+    async fn instantiate(
+        &self,
+        c: &LoadedComponent,
+    ) -> Result<(Store<SandboxState>, PluginInstance), SandboxError> {
         let mut store = self.new_store(c.limits);
         match self.within(c, c.pre.instantiate(&mut store)).await? {
             Ok(i) => Ok((store, i)),
@@ -296,11 +318,17 @@ impl Runtime {
     /// poll, linked because guest runtimes import clocks) runs no wasm code
     /// in which an epoch check could fire, so the same deadline is enforced
     /// here too, and the call is abandoned (its store dropped) when it passes.
-    async fn within<T>(&self, c: &LoadedComponent, call: impl std::future::Future<Output = wasmtime::Result<T>>) -> Result<wasmtime::Result<T>, SandboxError> {
+    async fn within<T>(
+        &self,
+        c: &LoadedComponent,
+        call: impl std::future::Future<Output = wasmtime::Result<T>>,
+    ) -> Result<wasmtime::Result<T>, SandboxError> {
         // The epoch deadline fires first for a running guest (its message is
         // the same); the grace keeps the two from racing.
         let limit = c.limits.timeout + EPOCH_TICK * 4;
-        tokio::time::timeout(limit, call).await.map_err(|_| SandboxError::Timeout(c.limits.timeout.as_millis()))
+        tokio::time::timeout(limit, call)
+            .await
+            .map_err(|_| SandboxError::Timeout(c.limits.timeout.as_millis()))
     }
 
     /// Turn a wasmtime error into the op-level reason.
@@ -318,11 +346,17 @@ impl Runtime {
         match err.downcast_ref::<wasmtime::Trap>() {
             Some(wasmtime::Trap::Interrupt) => SandboxError::Timeout(data.timeout.as_millis()),
             Some(trap) => SandboxError::Trap(trap.to_string()),
-            None => SandboxError::Trap(format!("{err:#}").lines().next().unwrap_or("unknown failure").to_string()),
+            None => SandboxError::Trap(
+                format!("{err:#}").lines().next().unwrap_or("unknown failure").to_string(),
+            ),
         }
     }
 
-    fn finish<T>(&self, store: Store<SandboxState>, r: wasmtime::Result<T>) -> Result<T, SandboxError> {
+    fn finish<T>(
+        &self,
+        store: Store<SandboxState>,
+        r: wasmtime::Result<T>,
+    ) -> Result<T, SandboxError> {
         match r {
             Ok(v) => {
                 log_guest_stdio(store.data());
@@ -338,7 +372,11 @@ impl Runtime {
         if text.len() > self.limits.output_bytes {
             return Err(SandboxError::Limit {
                 limit: LimitKind::OutputBytes,
-                detail: format!("returned {} bytes of JSON, more than the {}-byte bound", text.len(), self.limits.output_bytes),
+                detail: format!(
+                    "returned {} bytes of JSON, more than the {}-byte bound",
+                    text.len(),
+                    self.limits.output_bytes
+                ),
             });
         }
         Ok(text)
@@ -353,7 +391,12 @@ impl Runtime {
     }
 
     /// Call `plan`.
-    pub async fn plan(&self, c: &LoadedComponent, verb: &str, args: &str) -> Result<Result<Plan, PluginOpError>, SandboxError> {
+    pub async fn plan(
+        &self,
+        c: &LoadedComponent,
+        verb: &str,
+        args: &str,
+    ) -> Result<Result<Plan, PluginOpError>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
         let r = self.within(c, inst.plan(&mut store, verb, args)).await?;
         self.finish(store, r)
@@ -386,14 +429,25 @@ impl Runtime {
     }
 
     /// Call `resolve-plan`.
-    pub async fn resolve_plan(&self, c: &LoadedComponent, verb: &str, target: &str) -> Result<Result<Command, PluginOpError>, SandboxError> {
+    pub async fn resolve_plan(
+        &self,
+        c: &LoadedComponent,
+        verb: &str,
+        target: &str,
+    ) -> Result<Result<Command, PluginOpError>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
         let r = self.within(c, inst.resolve_plan(&mut store, verb, target)).await?;
         self.finish(store, r)
     }
 
     /// Call `resolve`; the returned JSON texts are size-bounded.
-    pub async fn resolve(&self, c: &LoadedComponent, verb: &str, target: &str, outcome: &Outcome) -> Result<Result<Resolved, PluginOpError>, SandboxError> {
+    pub async fn resolve(
+        &self,
+        c: &LoadedComponent,
+        verb: &str,
+        target: &str,
+        outcome: &Outcome,
+    ) -> Result<Result<Resolved, PluginOpError>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
         let r = self.within(c, inst.resolve(&mut store, verb, target, outcome)).await?;
         match self.finish(store, r)? {
@@ -407,7 +461,12 @@ impl Runtime {
     }
 
     /// Call `kill-plan`.
-    pub async fn kill_plan(&self, c: &LoadedComponent, verb: &str, entity: &str) -> Result<Option<Command>, SandboxError> {
+    pub async fn kill_plan(
+        &self,
+        c: &LoadedComponent,
+        verb: &str,
+        entity: &str,
+    ) -> Result<Option<Command>, SandboxError> {
         let (mut store, inst) = self.instantiate(c).await?;
         let r = self.within(c, inst.kill_plan(&mut store, verb, entity)).await?;
         self.finish(store, r)

@@ -51,7 +51,14 @@ pub enum Effect {
 
 impl Effect {
     /// Every effect, in declaration order.
-    pub const ALL: [Effect; 6] = [Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning, Effect::Network, Effect::Destructive];
+    pub const ALL: [Effect; 6] = [
+        Effect::ReadsRepo,
+        Effect::WritesRepo,
+        Effect::RunsRepoCode,
+        Effect::LongRunning,
+        Effect::Network,
+        Effect::Destructive,
+    ];
 
     /// The wire name (also the name in `[[policy]] effects`).
     pub fn as_str(self) -> &'static str {

@@ -44,7 +44,9 @@ pub fn pooled_engine(calls: u32) -> anyhow::Result<(Engine, u32)> {
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(instance_pool(calls)));
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(instance_pool(
+            calls,
+        )));
         let failure = match Engine::new(&config) {
             Ok(engine) if has_headroom() => {
                 if let Some(why) = &first_failure {
@@ -58,7 +60,9 @@ pub fn pooled_engine(calls: u32) -> anyhow::Result<(Engine, u32)> {
                 }
                 return Ok((engine, calls));
             }
-            Ok(_) => format!("less than {} GiB of address space would be left beside it", HEADROOM >> 30),
+            Ok(_) => {
+                format!("less than {} GiB of address space would be left beside it", HEADROOM >> 30)
+            }
             Err(e) if is_reservation_failure(&e) => format!("{e:#}"),
             // Anything else is not about size: halving would not help and
             // would hide it behind advice about address space.
@@ -92,7 +96,14 @@ fn has_headroom() -> bool {
     // SAFETY: an anonymous PROT_NONE mapping at an address of the kernel's
     // choosing touches no existing memory; it is unmapped at once.
     unsafe {
-        let p = libc::mmap(std::ptr::null_mut(), HEADROOM, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANON, -1, 0);
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            HEADROOM,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANON,
+            -1,
+            0,
+        );
         if p == libc::MAP_FAILED {
             return false;
         }

@@ -35,7 +35,14 @@ impl SandboxState {
         // in-memory pipes so a chatty guest cannot flood our stdout (which is
         // the MCP channel in stdio mode).
         let wasi = WasiCtx::builder().stdout(stdout.clone()).stderr(stderr.clone()).build();
-        SandboxState { wasi, table: ResourceTable::new(), limiter: Limiter { memory_bytes, hit: None }, stdout, stderr, timeout }
+        SandboxState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: Limiter { memory_bytes, hit: None },
+            stdout,
+            stderr,
+            timeout,
+        }
     }
 }
 
@@ -94,7 +101,11 @@ impl Limiter {
     /// 67108864 bytes (64 MiB)`): the wasm backtrace says nothing useful.
     pub fn detail(&self) -> String {
         match self.hit {
-            Some(LimitKind::Memory) => format!("memory limit of {} bytes ({} MiB) per call", self.memory_bytes, self.memory_bytes >> 20),
+            Some(LimitKind::Memory) => format!(
+                "memory limit of {} bytes ({} MiB) per call",
+                self.memory_bytes,
+                self.memory_bytes >> 20
+            ),
             Some(LimitKind::Table) => format!("table limit of {MAX_TABLE_ELEMENTS} elements"),
             Some(LimitKind::OutputBytes | LimitKind::ConcurrentCalls) | None => String::new(),
         }
@@ -102,7 +113,12 @@ impl Limiter {
 }
 
 impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             self.hit = Some(LimitKind::Memory);
             // An error (rather than `Ok(false)`) traps the guest right here,
@@ -112,7 +128,12 @@ impl ResourceLimiter for Limiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > MAX_TABLE_ELEMENTS {
             self.hit = Some(LimitKind::Table);
             wasmtime::bail!("table limit of {MAX_TABLE_ELEMENTS} elements reached");

@@ -58,7 +58,10 @@ impl PluginPre {
     }
 
     /// A fresh instance in `store`.
-    pub async fn instantiate(&self, store: &mut Store<SandboxState>) -> wasmtime::Result<PluginInstance> {
+    pub async fn instantiate(
+        &self,
+        store: &mut Store<SandboxState>,
+    ) -> wasmtime::Result<PluginInstance> {
         match self {
             PluginPre::V0_1_0(p) => Ok(PluginInstance::V0_1_0(p.instantiate_async(store).await?)),
             PluginPre::V0_2_0(p) => Ok(PluginInstance::V0_2_0(p.instantiate_async(store).await?)),
@@ -73,7 +76,12 @@ impl PluginInstance {
     }
 
     /// `plan`.
-    pub async fn plan(&self, store: &mut Store<SandboxState>, verb: &str, args: &str) -> wasmtime::Result<Result<Plan, PluginOpError>> {
+    pub async fn plan(
+        &self,
+        store: &mut Store<SandboxState>,
+        verb: &str,
+        args: &str,
+    ) -> wasmtime::Result<Result<Plan, PluginOpError>> {
         versioned!(self, g => Ok(g.call_plan(store, verb, &args.to_owned()).await?.map(Into::into).map_err(Into::into)))
     }
 
@@ -89,7 +97,12 @@ impl PluginInstance {
     }
 
     /// `resolve-plan`.
-    pub async fn resolve_plan(&self, store: &mut Store<SandboxState>, verb: &str, target: &str) -> wasmtime::Result<Result<Command, PluginOpError>> {
+    pub async fn resolve_plan(
+        &self,
+        store: &mut Store<SandboxState>,
+        verb: &str,
+        target: &str,
+    ) -> wasmtime::Result<Result<Command, PluginOpError>> {
         versioned!(self, g => Ok(g.call_resolve_plan(store, verb, target).await?.map(Into::into).map_err(Into::into)))
     }
 
@@ -105,7 +118,12 @@ impl PluginInstance {
     }
 
     /// `kill-plan`.
-    pub async fn kill_plan(&self, store: &mut Store<SandboxState>, verb: &str, entity: &str) -> wasmtime::Result<Option<Command>> {
+    pub async fn kill_plan(
+        &self,
+        store: &mut Store<SandboxState>,
+        verb: &str,
+        entity: &str,
+    ) -> wasmtime::Result<Option<Command>> {
         versioned!(self, g => Ok(g.call_kill_plan(store, verb, &entity.to_owned()).await?.map(Into::into)))
     }
 }

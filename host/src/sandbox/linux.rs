@@ -12,8 +12,14 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use landlock::{Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI};
-use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+use landlock::{
+    Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, Scope, ABI,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
 
 use super::profile::Profile;
 use super::spawn::Spawn;
@@ -24,7 +30,14 @@ pub fn kernel_abi() -> Option<i32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a null attribute and size 0 this call only reports the
     // version; it creates nothing.
-    let v = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION) };
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
     (v > 0).then_some(v as i32)
 }
 
@@ -49,14 +62,22 @@ pub fn probe() -> Support {
             mechanism: None,
             landlock_abi: None,
             covers: vec![],
-            missing: Some("this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)".into()),
+            missing: Some(
+                "this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)".into(),
+            ),
         };
     };
     let mut covers = vec![format!("files: Landlock ABI {v}")];
-    covers.push(if v >= 4 { "TCP bind/connect: Landlock".to_string() } else { "TCP bind/connect: seccomp only (Landlock ABI < 4)".to_string() });
+    covers.push(if v >= 4 {
+        "TCP bind/connect: Landlock".to_string()
+    } else {
+        "TCP bind/connect: seccomp only (Landlock ABI < 4)".to_string()
+    });
     covers.push("other sockets, io_uring, ptrace: seccomp".to_string());
     if v >= 6 {
-        covers.push("signals and abstract UNIX sockets outside the sandbox: Landlock scopes".to_string());
+        covers.push(
+            "signals and abstract UNIX sockets outside the sandbox: Landlock scopes".to_string(),
+        );
     }
     Support { mechanism: Some("landlock+seccomp"), landlock_abi: Some(v), covers, missing: None }
 }
@@ -64,25 +85,49 @@ pub fn probe() -> Support {
 /// The seccomp programs, compiled once: with and without the network.
 fn filter(network: bool) -> Result<Arc<BpfProgram>, String> {
     static WITH: std::sync::OnceLock<Result<Arc<BpfProgram>, String>> = std::sync::OnceLock::new();
-    static WITHOUT: std::sync::OnceLock<Result<Arc<BpfProgram>, String>> = std::sync::OnceLock::new();
+    static WITHOUT: std::sync::OnceLock<Result<Arc<BpfProgram>, String>> =
+        std::sync::OnceLock::new();
     let cell = if network { &WITH } else { &WITHOUT };
     cell.get_or_init(|| compile(network)).clone()
 }
 
 fn compile(network: bool) -> Result<Arc<BpfProgram>, String> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp cannot filter on {}: {e}", std::env::consts::ARCH))?;
-    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = std::collections::BTreeMap::new();
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| format!("seccomp cannot filter on {}: {e}", std::env::consts::ARCH))?;
+    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
+        std::collections::BTreeMap::new();
     // Always refused: no debugging of other processes, and no io_uring,
     // whose requests the socket rule below cannot see.
-    for call in [libc::SYS_ptrace, libc::SYS_process_vm_readv, libc::SYS_process_vm_writev, libc::SYS_io_uring_setup] {
+    for call in [
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_io_uring_setup,
+    ] {
         rules.insert(call, vec![]);
     }
     if !network {
-        let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64).map_err(|e| e.to_string())?;
-        rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?]);
+        let not_unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )
+        .map_err(|e| e.to_string())?;
+        rules.insert(
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?],
+        );
     }
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch).map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    let program: BpfProgram =
+        filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
     Ok(Arc::new(program))
 }
 
@@ -95,7 +140,8 @@ pub struct Confinement {
 impl Confinement {
     /// Build the confinement of `profile` with `tmp` writable.
     pub fn new(profile: &Profile, tmp: &Path) -> Result<Confinement, String> {
-        let version = kernel_abi().ok_or("this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)")?;
+        let version = kernel_abi()
+            .ok_or("this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)")?;
         let abi = abi(version);
         let err = |e: landlock::RulesetError| format!("Landlock refused the ruleset: {e}");
         let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(abi)).map_err(err)?;
@@ -103,17 +149,28 @@ impl Confinement {
             ruleset = ruleset.handle_access(AccessNet::from_all(abi)).map_err(err)?;
         }
         if version >= 6 {
-            let scopes = if profile.signals { Scope::AbstractUnixSocket.into() } else { Scope::from_all(abi) };
+            let scopes = if profile.signals {
+                Scope::AbstractUnixSocket.into()
+            } else {
+                Scope::from_all(abi)
+            };
             ruleset = ruleset.scope(scopes).map_err(err)?;
         }
         let mut created: RulesetCreated = ruleset.create().map_err(err)?;
         let reads = profile.read.iter().map(|p| (p.as_path(), AccessFs::from_read(abi)));
-        let writes = profile.write.iter().map(PathBuf::as_path).chain([tmp]).map(|p| (p, AccessFs::from_all(abi)));
+        let writes = profile
+            .write
+            .iter()
+            .map(PathBuf::as_path)
+            .chain([tmp])
+            .map(|p| (p, AccessFs::from_all(abi)));
         for (path, access) in reads.chain(writes) {
             let Ok(fd) = PathFd::new(path) else { continue };
             // A file takes only the rights a file can have.
             let access = if path.is_dir() { access } else { access & AccessFs::from_file(abi) };
-            created = created.add_rule(PathBeneath::new(fd, access)).map_err(|e| format!("Landlock refused a rule for {}: {e}", path.display()))?;
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|e| format!("Landlock refused a rule for {}: {e}", path.display()))?;
         }
         let ruleset: Option<OwnedFd> = created.into();
         Ok(Confinement { ruleset, filter: filter(profile.network)? })
@@ -137,19 +194,26 @@ impl Confinement {
         // A tokio command registers its child with the runtime that awaits it.
         let runtime = tokio::runtime::Handle::try_current().ok();
         std::thread::scope(|scope| {
-            let confined = std::thread::Builder::new().name("verbgate-confined-start".into()).spawn_scoped(scope, move || {
-                let _runtime = runtime.as_ref().map(tokio::runtime::Handle::enter);
-                confine_this_thread(ruleset, filter)?;
-                cmd.start()
-            })?;
-            confined.join().unwrap_or_else(|_| Err(std::io::Error::other("the thread that starts a confined program panicked")))
+            let confined = std::thread::Builder::new()
+                .name("verbgate-confined-start".into())
+                .spawn_scoped(scope, move || {
+                    let _runtime = runtime.as_ref().map(tokio::runtime::Handle::enter);
+                    confine_this_thread(ruleset, filter)?;
+                    cmd.start()
+                })?;
+            confined.join().unwrap_or_else(|_| {
+                Err(std::io::Error::other("the thread that starts a confined program panicked"))
+            })
         })
     }
 }
 
 /// Confine the calling thread (only it: none of these calls is given a
 /// flag that would reach the process's other threads).
-fn confine_this_thread(ruleset: Option<std::os::fd::RawFd>, filter: &BpfProgram) -> std::io::Result<()> {
+fn confine_this_thread(
+    ruleset: Option<std::os::fd::RawFd>,
+    filter: &BpfProgram,
+) -> std::io::Result<()> {
     // SAFETY: prctl and landlock_restrict_self take plain integers; the
     // ruleset descriptor is open (owned by the confinement, which outlives
     // this call).
@@ -164,7 +228,12 @@ fn confine_this_thread(ruleset: Option<std::os::fd::RawFd>, filter: &BpfProgram)
         }
     }
     // `apply_filter` installs for the calling thread only (no TSYNC).
-    seccompiler::apply_filter(filter).map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("seccomp refused the filter: {e}")))
+    seccompiler::apply_filter(filter).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("seccomp refused the filter: {e}"),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -205,10 +274,18 @@ mod tests {
         // seccomp refuses.
         let ptrace = "import ctypes, os, sys, time\npid = os.fork()\nif pid == 0:\n    time.sleep(5); os._exit(0)\nr = ctypes.CDLL(None, use_errno=True).ptrace(16, pid, 0, 0)\nos.kill(pid, 9)\nsys.exit(0 if r == 0 else 1)";
         let uring = "import ctypes, sys; l = ctypes.CDLL(None, use_errno=True); p = ctypes.create_string_buffer(120); fd = l.syscall(425, 4, p); sys.exit(0 if fd >= 0 else 1)";
-        for (what, code) in
-            [("a UDP socket", udp), ("a netlink socket", netlink), ("a signal to a process outside", signal), ("ptrace", ptrace), ("io_uring", uring)]
-        {
-            assert_eq!(python(code, &pid, false), Some(0), "unconfined, {what} works (the attack is real)");
+        for (what, code) in [
+            ("a UDP socket", udp),
+            ("a netlink socket", netlink),
+            ("a signal to a process outside", signal),
+            ("ptrace", ptrace),
+            ("io_uring", uring),
+        ] {
+            assert_eq!(
+                python(code, &pid, false),
+                Some(0),
+                "unconfined, {what} works (the attack is real)"
+            );
             assert_ne!(python(code, &pid, true), Some(0), "confined, {what} must be refused");
         }
         let _ = target.kill();
@@ -226,7 +303,11 @@ mod tests {
         let read = "import sys; open(sys.argv[1]).read()";
         let secret = secret.to_str().unwrap();
         assert_eq!(python(read, secret, false), Some(0), "unconfined, the file is readable");
-        assert_ne!(python(read, secret, true), Some(0), "confined, a file outside the profile must not be readable");
+        assert_ne!(
+            python(read, secret, true),
+            Some(0),
+            "confined, a file outside the profile must not be readable"
+        );
         // The confinement stayed on the thread that started the program:
         // this thread (and the process) still reads, writes and opens any
         // socket, and a program it starts unconfined is unconfined.

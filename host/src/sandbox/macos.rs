@@ -12,12 +12,21 @@ use super::profile::Profile;
 use super::support::Support;
 
 extern "C" {
-    fn sandbox_init(profile: *const libc::c_char, flags: u64, errorbuf: *mut *mut libc::c_char) -> libc::c_int;
+    fn sandbox_init(
+        profile: *const libc::c_char,
+        flags: u64,
+        errorbuf: *mut *mut libc::c_char,
+    ) -> libc::c_int;
 }
 
 /// What this system enforces: Seatbelt is always there on macOS.
 pub fn probe() -> Support {
-    Support { mechanism: Some("seatbelt"), landlock_abi: None, covers: vec!["files and network: Seatbelt (sandbox_init)".into()], missing: None }
+    Support {
+        mechanism: Some("seatbelt"),
+        landlock_abi: None,
+        covers: vec!["files and network: Seatbelt (sandbox_init)".into()],
+        missing: None,
+    }
 }
 
 /// An SBPL string literal.
@@ -52,7 +61,8 @@ pub struct Confinement {
 impl Confinement {
     /// Build the confinement of `profile` with `tmp` writable.
     pub fn new(profile: &Profile, tmp: &Path) -> Result<Confinement, String> {
-        let text = CString::new(sbpl(profile, tmp)).map_err(|_| "a path of the profile contains a NUL byte".to_string())?;
+        let text = CString::new(sbpl(profile, tmp))
+            .map_err(|_| "a path of the profile contains a NUL byte".to_string())?;
         Ok(Confinement { profile: Arc::new(text) })
     }
 

@@ -60,7 +60,12 @@ fn probe() -> Support {
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn probe() -> Support {
-    Support { mechanism: None, landlock_abi: None, covers: vec![], missing: Some("verbgate has no sandbox for this operating system".into()) }
+    Support {
+        mechanism: None,
+        landlock_abi: None,
+        covers: vec![],
+        missing: Some("verbgate has no sandbox for this operating system".into()),
+    }
 }
 
 /// A confinement ready to install into a child: built in the parent, where
@@ -133,8 +138,15 @@ impl RunTmp {
     pub fn new() -> Result<RunTmp, OpError> {
         use std::os::unix::fs::DirBuilderExt;
         let base = std::env::temp_dir();
-        let fail =
-            |e: String| OpError::new(ErrorCode::LaunchFailed, format!("cannot make the run's private temporary directory under {}: {e}", base.display()));
+        let fail = |e: String| {
+            OpError::new(
+                ErrorCode::LaunchFailed,
+                format!(
+                    "cannot make the run's private temporary directory under {}: {e}",
+                    base.display()
+                ),
+            )
+        };
         let suffix = crate::private_files::random_bytes(8).map_err(|e| fail(e.to_string()))?;
         let path = base.join(format!("verbgate-run-{}", hex::encode(suffix)));
         std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| fail(e.to_string()))?;

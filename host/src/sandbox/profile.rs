@@ -14,7 +14,21 @@ use crate::runtime::model::{Effect, Effects};
 /// libraries, `/etc` (the loader's cache, users, certificates), `/proc` and
 /// `/sys` (a process's own facts, CPU counts), `/dev` (`/dev/null`,
 /// `/dev/urandom`).
-pub const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys", "/dev"];
+pub const SYSTEM_READ: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/proc",
+    "/sys",
+    "/dev",
+];
 
 /// Device files every profile may write (programs send output there).
 pub const SYSTEM_WRITE: &[&str] = &["/dev/null"];
@@ -76,7 +90,9 @@ impl Profile {
     pub fn derive(i: &Inputs<'_>) -> Profile {
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
         let mut write: Vec<PathBuf> = SYSTEM_WRITE.iter().map(PathBuf::from).collect();
-        let changes = [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive].into_iter().any(|e| i.effects.may(e));
+        let changes = [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive]
+            .into_iter()
+            .any(|e| i.effects.may(e));
         if changes {
             write.push(i.root.to_path_buf());
         } else if i.effects.may(Effect::ReadsRepo) {
@@ -89,7 +105,8 @@ impl Profile {
             read.extend(credentials(i.program, i.env));
         }
         read.extend(i.also_read.iter().cloned());
-        for w in i.widen.iter().filter(|w| crate::registry::fence::allowed(i.verb, Some(&w.verbs))) {
+        for w in i.widen.iter().filter(|w| crate::registry::fence::allowed(i.verb, Some(&w.verbs)))
+        {
             read.extend(w.read.iter().cloned());
             write.extend(w.write.iter().cloned());
             network |= w.network;
@@ -105,8 +122,17 @@ impl Profile {
     /// This profile with nothing written but the system's devices: for a
     /// two-stage verb's target resolution, which only reads.
     pub fn read_only(&self) -> Profile {
-        let (system, other): (Vec<PathBuf>, Vec<PathBuf>) = self.write.iter().cloned().partition(|p| SYSTEM_WRITE.iter().any(|s| Path::new(s) == p));
-        Profile { read: tidy(self.read.iter().cloned().chain(other).collect()), write: system, network: false, signals: false }
+        let (system, other): (Vec<PathBuf>, Vec<PathBuf>) = self
+            .write
+            .iter()
+            .cloned()
+            .partition(|p| SYSTEM_WRITE.iter().any(|s| Path::new(s) == p));
+        Profile {
+            read: tidy(self.read.iter().cloned().chain(other).collect()),
+            write: system,
+            network: false,
+            signals: false,
+        }
     }
 
     /// As JSON for `verbgate doctor` and `help`.
@@ -129,7 +155,8 @@ fn prefixes(program: &Path) -> Vec<PathBuf> {
         .into_iter()
         .filter_map(|p| {
             let dir = p.parent()?;
-            let in_bin = dir.file_name().is_some_and(|n| n == "bin" || n == "sbin" || n == "libexec");
+            let in_bin =
+                dir.file_name().is_some_and(|n| n == "bin" || n == "sbin" || n == "libexec");
             // A version manager's shim (pyenv, rbenv, asdf: `<root>/shims/x`)
             // runs the manager, which runs the tool from its own root.
             let shim = dir.file_name().is_some_and(|n| n == "shims");
@@ -177,8 +204,14 @@ fn toolchain(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
     let declared = program.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let is = |names: &[&str]| names.contains(&name) || names.contains(&declared);
     if is(&["cargo", "rustc", "rustup", "cargo-clippy", "clippy-driver"]) {
-        let cargo_home = env.get("CARGO_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".cargo")));
-        let rustup_home = env.get("RUSTUP_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".rustup")));
+        let cargo_home = env
+            .get("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".cargo")));
+        let rustup_home = env
+            .get("RUSTUP_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".rustup")));
         out.extend(cargo_home);
         out.extend(rustup_home);
     }
@@ -192,8 +225,11 @@ fn toolchain(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
         // The module cache (`GOMODCACHE`, else `$GOPATH/pkg/mod`, else
         // `~/go/pkg/mod`): the dependencies the user downloaded; and the
         // user's `go env -w` settings.
-        let gopath = env.get("GOPATH").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join("go")));
-        out.extend(env.get("GOMODCACHE").map(PathBuf::from).or_else(|| gopath.map(|g| g.join("pkg/mod"))));
+        let gopath =
+            env.get("GOPATH").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join("go")));
+        out.extend(
+            env.get("GOMODCACHE").map(PathBuf::from).or_else(|| gopath.map(|g| g.join("pkg/mod"))),
+        );
         out.extend(home.as_ref().map(|h| h.join(".config/go")));
     }
     out
@@ -223,7 +259,11 @@ fn toolchain_state(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBu
 fn credentials(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
     let Some(home) = env.get("HOME").map(PathBuf::from) else { return Vec::new() };
     if is_program(program, &["git"]) {
-        return vec![home.join(".ssh"), home.join(".git-credentials"), home.join(".config/git/credentials")];
+        return vec![
+            home.join(".ssh"),
+            home.join(".git-credentials"),
+            home.join(".config/git/credentials"),
+        ];
     }
     Vec::new()
 }
@@ -231,12 +271,17 @@ fn credentials(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
 /// Whether `program` (as named, or after links) is one of `names`.
 fn is_program(program: &Path, names: &[&str]) -> bool {
     let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
-    [program, real.as_path()].iter().any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| names.contains(&n)))
+    [program, real.as_path()]
+        .iter()
+        .any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| names.contains(&n)))
 }
 
 /// Absolute, existing paths, each once, none beneath another of the list.
 fn tidy(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    let mut kept: Vec<PathBuf> = paths.into_iter().filter(|p| p.is_absolute() && std::fs::symlink_metadata(p).is_ok()).collect();
+    let mut kept: Vec<PathBuf> = paths
+        .into_iter()
+        .filter(|p| p.is_absolute() && std::fs::symlink_metadata(p).is_ok())
+        .collect();
     kept.sort();
     kept.dedup();
     let all = kept.clone();
@@ -266,14 +311,21 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
         let read = derive(vec![Effect::ReadsRepo], root, &[]);
-        assert!(read.read.iter().any(|p| p == root) && !read.write.iter().any(|p| p == root) && !read.network);
+        assert!(
+            read.read.iter().any(|p| p == root)
+                && !read.write.iter().any(|p| p == root)
+                && !read.network
+        );
         for e in [Effect::WritesRepo, Effect::RunsRepoCode, Effect::Destructive] {
             let p = derive(vec![Effect::ReadsRepo, e], root, &[]);
             assert!(p.write.iter().any(|p| p == root) && !p.network, "{e:?}");
         }
         assert!(derive(vec![Effect::Network], root, &[]).network);
         let none = derive(vec![], root, &[]);
-        assert!(!none.read.iter().chain(&none.write).any(|p| p == root), "a verb that declares no repository effect gets no root");
+        assert!(
+            !none.read.iter().chain(&none.write).any(|p| p == root),
+            "a verb that declares no repository effect gets no root"
+        );
         let env = BTreeMap::new();
         let undeclared = Profile::derive(&Inputs {
             verb: "x.y",
@@ -293,7 +345,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let extra = tmp.path().join("data");
         std::fs::create_dir(&extra).unwrap();
-        let w = Widening { verbs: vec!["x.*".into()], read: vec![extra.clone()], write: vec![], network: true };
+        let w = Widening {
+            verbs: vec!["x.*".into()],
+            read: vec![extra.clone()],
+            write: vec![],
+            network: true,
+        };
         let p = derive(vec![Effect::ReadsRepo], tmp.path(), std::slice::from_ref(&w));
         assert!(p.network);
         let other = Widening { verbs: vec!["z.*".into()], ..w };
@@ -310,14 +367,27 @@ mod tests {
         let bin = tmp.path().join("goroot/bin");
         std::fs::create_dir_all(&bin).unwrap();
         std::fs::write(bin.join("go"), "").unwrap();
-        let env: BTreeMap<String, String> = [("HOME".to_string(), home.display().to_string())].into_iter().collect();
+        let env: BTreeMap<String, String> =
+            [("HOME".to_string(), home.display().to_string())].into_iter().collect();
         let root = tempfile::tempdir().unwrap();
         let at = |program: &Path, effects: Vec<Effect>| {
-            Profile::derive(&Inputs { verb: "x.y", effects: &Effects::declared(effects), root: root.path(), program, env: &env, widen: &[], also_read: vec![] })
+            Profile::derive(&Inputs {
+                verb: "x.y",
+                effects: &Effects::declared(effects),
+                root: root.path(),
+                program,
+                env: &env,
+                widen: &[],
+                also_read: vec![],
+            })
         };
         let go = at(&bin.join("go"), vec![Effect::ReadsRepo]);
         assert!(go.write.contains(&home.join(".cache/go-build")), "{go:?}");
-        assert!(go.read.contains(&home.join("go/pkg/mod")) && !go.write.contains(&home.join("go/pkg/mod")), "{go:?}");
+        assert!(
+            go.read.contains(&home.join("go/pkg/mod"))
+                && !go.write.contains(&home.join("go/pkg/mod")),
+            "{go:?}"
+        );
         let git = Path::new("/usr/bin/git");
         let env_home = |p: &Profile| p.read.contains(&home.join(".ssh"));
         assert!(env_home(&at(git, vec![Effect::ReadsRepo, Effect::Network])));
@@ -328,6 +398,10 @@ mod tests {
     fn a_resolution_only_reads() {
         let tmp = tempfile::tempdir().unwrap();
         let p = derive(vec![Effect::RunsRepoCode, Effect::Network], tmp.path(), &[]).read_only();
-        assert!(p.read.iter().any(|r| r == tmp.path()) && p.write == vec![PathBuf::from("/dev/null")] && !p.network);
+        assert!(
+            p.read.iter().any(|r| r == tmp.path())
+                && p.write == vec![PathBuf::from("/dev/null")]
+                && !p.network
+        );
     }
 }

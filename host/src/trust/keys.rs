@@ -55,14 +55,18 @@ pub fn generate(dir: &Path, name: &str, force: bool) -> Result<KeyPairFiles> {
 
 /// Read a secret key file (PEM, DER, raw or OpenSSH).
 pub fn read_secret_key(path: &Path) -> Result<SecretKey> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read secret key {}", path.display()))?;
-    SecretKey::from_any(&bytes).map_err(|e| anyhow::anyhow!("{} is not an ed25519 secret key: {e}", path.display()))
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read secret key {}", path.display()))?;
+    SecretKey::from_any(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not an ed25519 secret key: {e}", path.display()))
 }
 
 /// Read a public key file (PEM, DER, raw or OpenSSH).
 pub fn read_public_key(path: &Path) -> Result<PublicKey> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read public key {}", path.display()))?;
-    parse_public_key(&bytes).with_context(|| format!("{} is not an ed25519 public key", path.display()))
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read public key {}", path.display()))?;
+    parse_public_key(&bytes)
+        .with_context(|| format!("{} is not an ed25519 public key", path.display()))
 }
 
 /// Parse public key bytes in any supported format.
@@ -77,7 +81,8 @@ pub fn public_of(sk: &SecretKey) -> Result<PublicKey> {
     let pk_bytes = &raw[raw.len() - 32..];
     let mut with_id = vec![0x01];
     with_id.extend_from_slice(pk_bytes);
-    PublicKey::from_bytes(&with_id).map_err(|e| anyhow::anyhow!("cannot derive the public key: {e}"))
+    PublicKey::from_bytes(&with_id)
+        .map_err(|e| anyhow::anyhow!("cannot derive the public key: {e}"))
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use wasmsign2::{PublicKey, PublicKeySet};
 
 use super::keys::{key_id, parse_public_key};
-use crate::private_files::{ensure_private_dir, read_regular_capped, write_private_file, ReadRefusal};
+use crate::private_files::{
+    ensure_private_dir, read_regular_capped, write_private_file, ReadRefusal,
+};
 
 /// Largest key file read (a PEM public key is about 110 bytes; OpenSSH and
 /// raw forms are smaller).
@@ -61,7 +63,9 @@ impl TrustStore {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(store),
-            Err(e) => return Err(e).with_context(|| format!("cannot read trust store {}", dir.display())),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read trust store {}", dir.display()))
+            }
         };
         let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         paths.sort();
@@ -72,7 +76,10 @@ impl TrustStore {
             }
             let key = read_regular_capped(&path, KEY_FILE_CAP)
                 .map_err(|why| format!("skipped: the key file {why}"))
-                .and_then(|b| parse_public_key(&b).map_err(|e| format!("skipped: not an ed25519 public key ({e:#})")));
+                .and_then(|b| {
+                    parse_public_key(&b)
+                        .map_err(|e| format!("skipped: not an ed25519 public key ({e:#})"))
+                });
             let key = match key {
                 Ok(k) => k,
                 Err(reason) => {
@@ -82,12 +89,16 @@ impl TrustStore {
             };
             let label = path.with_extension("name");
             let name = match read_regular_capped(&label, NAME_CAP) {
-                Ok(b) => Some(String::from_utf8_lossy(&b).trim().to_string()).filter(|s| !s.is_empty() && !s.chars().any(char::is_control)),
+                Ok(b) => Some(String::from_utf8_lossy(&b).trim().to_string())
+                    .filter(|s| !s.is_empty() && !s.chars().any(char::is_control)),
                 Err(ReadRefusal::Missing) => None,
                 Err(why) => {
                     // The key is still trusted (the label is only a
                     // label); the bad label is reported.
-                    store.bad.push(BadKeyFile { path: label, reason: format!("skipped: the key's name label {why}") });
+                    store.bad.push(BadKeyFile {
+                        path: label,
+                        reason: format!("skipped: the key's name label {why}"),
+                    });
                     None
                 }
             };
@@ -127,7 +138,8 @@ impl TrustStore {
         if bytes.len() as u64 > KEY_FILE_CAP {
             bail!("{} is larger than a key file can be ({KEY_FILE_CAP} bytes)", key_file.display());
         }
-        let key = parse_public_key(&bytes).with_context(|| format!("{} is not an ed25519 public key", key_file.display()))?;
+        let key = parse_public_key(&bytes)
+            .with_context(|| format!("{} is not an ed25519 public key", key_file.display()))?;
         if let Some(n) = name {
             if n.trim().is_empty() || n.chars().any(char::is_control) || n.len() as u64 > NAME_CAP {
                 bail!("a key name must be one non-empty line of at most {NAME_CAP} bytes, without control characters");
@@ -149,17 +161,28 @@ impl TrustStore {
     pub fn remove(dir: &Path, which: &str) -> Result<TrustedKey> {
         let store = TrustStore::load(dir)?;
         let needle = which.trim_start_matches("ed25519:");
-        let hits: Vec<&TrustedKey> =
-            store.keys.iter().filter(|k| k.key_id.trim_start_matches("ed25519:").starts_with(needle) || k.name.as_deref() == Some(which)).collect();
+        let hits: Vec<&TrustedKey> = store
+            .keys
+            .iter()
+            .filter(|k| {
+                k.key_id.trim_start_matches("ed25519:").starts_with(needle)
+                    || k.name.as_deref() == Some(which)
+            })
+            .collect();
         match hits.as_slice() {
             [] => bail!("no trusted key matches `{which}` (see `verbgate trust list`)"),
             [one] => {
-                std::fs::remove_file(&one.path).with_context(|| format!("cannot remove {}", one.path.display()))?;
+                std::fs::remove_file(&one.path)
+                    .with_context(|| format!("cannot remove {}", one.path.display()))?;
                 let _ = std::fs::remove_file(one.path.with_extension("name"));
                 Ok((*one).clone())
             }
             many => {
-                bail!("`{which}` matches {} keys ({}); give more of the id", many.len(), many.iter().map(|k| k.key_id.as_str()).collect::<Vec<_>>().join(", "))
+                bail!(
+                    "`{which}` matches {} keys ({}); give more of the id",
+                    many.len(),
+                    many.iter().map(|k| k.key_id.as_str()).collect::<Vec<_>>().join(", ")
+                )
             }
         }
     }

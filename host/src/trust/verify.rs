@@ -16,7 +16,10 @@
 
 use std::io::Cursor;
 use thiserror::Error;
-use wasmsign2::{CustomSection, Module, PublicKey, PublicKeySet, SecretKey, Section, SignatureData, SignatureForHashes, SignedHashes, WSError};
+use wasmsign2::{
+    CustomSection, Module, PublicKey, PublicKeySet, SecretKey, Section, SignatureData,
+    SignatureForHashes, SignedHashes, WSError,
+};
 
 use super::keys::key_id;
 use super::store::TrustStore;
@@ -92,11 +95,15 @@ pub fn sign_component(bytes: &[u8], sk: &SecretKey, pk: &PublicKey) -> anyhow::R
     if bytes.len() < 8 || bytes[..8] != COMPONENT_PREAMBLE {
         anyhow::bail!("not a WebAssembly component (a core module or another file?)");
     }
-    let module = Module::deserialize(&mut Cursor::new(bytes)).map_err(|e| anyhow::anyhow!("cannot parse the component: {e}"))?;
+    let module = Module::deserialize(&mut Cursor::new(bytes))
+        .map_err(|e| anyhow::anyhow!("cannot parse the component: {e}"))?;
     let key_id_bytes = key_id(pk).into_bytes();
-    let signed = sk.sign(module, Some(&key_id_bytes)).map_err(|e| anyhow::anyhow!("signing failed: {e}"))?;
+    let signed =
+        sk.sign(module, Some(&key_id_bytes)).map_err(|e| anyhow::anyhow!("signing failed: {e}"))?;
     let mut out = Vec::with_capacity(bytes.len() + 256);
-    signed.serialize(&mut out).map_err(|e| anyhow::anyhow!("cannot write the signed component: {e}"))?;
+    signed
+        .serialize(&mut out)
+        .map_err(|e| anyhow::anyhow!("cannot write the signed component: {e}"))?;
     Ok(out)
 }
 
@@ -115,7 +122,11 @@ pub fn verify_with_key(bytes: &[u8], pk: &PublicKey) -> Result<Signer, TrustErro
     verify_with(bytes, &set, |pk| Signer { key_id: key_id(pk), name: None })
 }
 
-fn verify_with(bytes: &[u8], keys: &PublicKeySet, signer: impl Fn(&PublicKey) -> Signer) -> Result<Signer, TrustError> {
+fn verify_with(
+    bytes: &[u8],
+    keys: &PublicKeySet,
+    signer: impl Fn(&PublicKey) -> Signer,
+) -> Result<Signer, TrustError> {
     if bytes.len() < 8 || bytes[..8] != COMPONENT_PREAMBLE {
         return Err(TrustError::NotAComponent);
     }
@@ -148,7 +159,8 @@ struct Header {
 
 fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
     let mut cursor = Cursor::new(bytes);
-    let stream = Module::init_from_reader(&mut cursor).map_err(|e| TrustError::Malformed(e.to_string()))?;
+    let stream =
+        Module::init_from_reader(&mut cursor).map_err(|e| TrustError::Malformed(e.to_string()))?;
     let mut sections = Module::iterate(stream).map_err(|e| TrustError::Malformed(e.to_string()))?;
     let first = match sections.next() {
         None => return Err(TrustError::Unsigned),
@@ -184,7 +196,9 @@ fn read_signature_header(bytes: &[u8]) -> Result<Header, TrustError> {
 fn check_canonical(bytes: &[u8], header: &Header) -> Result<(), TrustError> {
     let payload = header.data.serialize().map_err(|e| TrustError::Malformed(e.to_string()))?;
     let mut expected = Vec::with_capacity(payload.len() + 16);
-    Section::Custom(CustomSection::new("signature".to_string(), payload)).serialize(&mut expected).map_err(|e| TrustError::Malformed(e.to_string()))?;
+    Section::Custom(CustomSection::new("signature".to_string(), payload))
+        .serialize(&mut expected)
+        .map_err(|e| TrustError::Malformed(e.to_string()))?;
     if bytes.get(COMPONENT_PREAMBLE.len()..header.content_start) != Some(&expected[..]) {
         return Err(TrustError::NonCanonical("it holds an entry with an unknown algorithm, bytes after its last entry, or a non-minimal encoding".into()));
     }
@@ -233,7 +247,11 @@ fn second_signature_section(bytes: &[u8], mut pos: usize) -> Option<usize> {
 /// added beside a valid one, would go unnoticed. We require every signature
 /// to verify on its own against a trusted key, and its key id (if any) to
 /// name that key: then no byte of the signature section can change either.
-fn check_every_signature(bytes: &[u8], header: &Header, keys: &PublicKeySet) -> Result<(), TrustError> {
+fn check_every_signature(
+    bytes: &[u8],
+    header: &Header,
+    keys: &PublicKeySet,
+) -> Result<(), TrustError> {
     let content = &bytes[header.content_start..];
     for set in &header.data.signed_hashes_set {
         for sig in &set.signatures {
@@ -243,22 +261,35 @@ fn check_every_signature(bytes: &[u8], header: &Header, keys: &PublicKeySet) -> 
                 hash_function: header.data.hash_function,
                 signed_hashes_set: vec![SignedHashes {
                     hashes: set.hashes.clone(),
-                    signatures: vec![SignatureForHashes { key_id: None, alg_id: sig.alg_id, signature: sig.signature.clone() }],
+                    signatures: vec![SignatureForHashes {
+                        key_id: None,
+                        alg_id: sig.alg_id,
+                        signature: sig.signature.clone(),
+                    }],
                 }],
             };
             let payload = alone.serialize().map_err(|e| TrustError::Malformed(e.to_string()))?;
             let mut one = COMPONENT_PREAMBLE.to_vec();
-            Section::Custom(CustomSection::new("signature".to_string(), payload)).serialize(&mut one).map_err(|e| TrustError::Malformed(e.to_string()))?;
+            Section::Custom(CustomSection::new("signature".to_string(), payload))
+                .serialize(&mut one)
+                .map_err(|e| TrustError::Malformed(e.to_string()))?;
             one.extend_from_slice(content);
-            let matched = keys.items().iter().find(|pk| pk.verify(&mut Cursor::new(&one), None).is_ok());
+            let matched =
+                keys.items().iter().find(|pk| pk.verify(&mut Cursor::new(&one), None).is_ok());
             let Some(pk) = matched else {
-                return Err(TrustError::ForeignSignature("a signature no trusted key verifies".into()));
+                return Err(TrustError::ForeignSignature(
+                    "a signature no trusted key verifies".into(),
+                ));
             };
             if let Some(id) = &sig.key_id {
                 let ours = key_id(pk).into_bytes();
-                let theirs = pk.clone().attach_default_key_id().key_id().cloned().unwrap_or_default();
+                let theirs =
+                    pk.clone().attach_default_key_id().key_id().cloned().unwrap_or_default();
                 if *id != ours && *id != theirs {
-                    return Err(TrustError::ForeignSignature(format!("key id {:?} does not name the key that signed", String::from_utf8_lossy(id))));
+                    return Err(TrustError::ForeignSignature(format!(
+                        "key id {:?} does not name the key that signed",
+                        String::from_utf8_lossy(id)
+                    )));
                 }
             }
         }
@@ -274,7 +305,11 @@ fn explain_failure(bytes: &[u8], header: &Header) -> TrustError {
     let content = bytes.get(header.content_start..).unwrap_or_default();
     let hash = Sha256::digest(content).to_vec();
     if header.signed_hashes.contains(&hash) {
-        let ids = if header.key_ids.is_empty() { "none recorded".to_string() } else { header.key_ids.join(", ") };
+        let ids = if header.key_ids.is_empty() {
+            "none recorded".to_string()
+        } else {
+            header.key_ids.join(", ")
+        };
         TrustError::UntrustedKey(ids)
     } else {
         TrustError::Tampered
@@ -337,7 +372,13 @@ mod tests {
     fn an_empty_trust_store_says_so() {
         let kp = wasmsign2::KeyPair::generate();
         let signed = sign_component(component(), &kp.sk, &kp.pk).unwrap();
-        assert_eq!(verify_component(&signed, &TrustStore::default()), Err(TrustError::NoTrustedKeys));
-        assert_eq!(verify_component(component(), &TrustStore::default()), Err(TrustError::Unsigned));
+        assert_eq!(
+            verify_component(&signed, &TrustStore::default()),
+            Err(TrustError::NoTrustedKeys)
+        );
+        assert_eq!(
+            verify_component(component(), &TrustStore::default()),
+            Err(TrustError::Unsigned)
+        );
     }
 }

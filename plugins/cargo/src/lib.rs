@@ -10,7 +10,9 @@ use std::marker::PhantomData;
 use messages::{Diagnostic, TestOutcome, TestResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{cmd, errors, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind,
+};
 
 /// The parameters every build verb shares.
 #[derive(Deserialize, JsonSchema)]
@@ -108,9 +110,20 @@ fn build_result(outcome: &Outcome, tests: bool) -> BuildResult {
     let counts = Counts { errors: count("error"), warnings: count("warning") };
     let tests = tests.then(|| {
         let n = |o: TestOutcome| r.tests.iter().filter(|t| t.outcome == o).count();
-        Tests { passed: n(TestOutcome::Passed), failed: n(TestOutcome::Failed), ignored: n(TestOutcome::Ignored), results: r.tests }
+        Tests {
+            passed: n(TestOutcome::Passed),
+            failed: n(TestOutcome::Failed),
+            ignored: n(TestOutcome::Ignored),
+            results: r.tests,
+        }
     });
-    BuildResult { success: outcome.exit_code == Some(0), exit_code: outcome.exit_code, diagnostics: r.diagnostics, counts, tests }
+    BuildResult {
+        success: outcome.exit_code == Some(0),
+        exit_code: outcome.exit_code,
+        diagnostics: r.diagnostics,
+        counts,
+        tests,
+    }
 }
 
 // The result of the cargo job verbs (a plain comment, as on every result
@@ -164,7 +177,8 @@ impl<S: Subcommand> Verb for Build<S> {
     // No `network`: in the OS sandbox cargo builds offline (the host sets
     // CARGO_NET_OFFLINE), from what is already fetched; an operator lets it
     // fetch with `[[sandbox.allow]] verbs = ["cargo.*"] network = true`.
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = BuildArgs;
     type Output = BuildResult;
@@ -209,7 +223,8 @@ impl Verb for Test {
     // No `network`: in the OS sandbox cargo builds offline (the host sets
     // CARGO_NET_OFFLINE), from what is already fetched; an operator lets it
     // fetch with `[[sandbox.allow]] verbs = ["cargo.*"] network = true`.
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["cargo"];
     type Args = TestArgs;
     type Output = BuildResult;
@@ -255,7 +270,11 @@ impl Verb for Metadata {
     type Output = MetadataResult;
 
     fn plan(args: &MetadataArgs) -> Result<Plan, OpError> {
-        let mut c = cmd("cargo").env("CARGO_TERM_COLOR", "never").lit("metadata").lit("--format-version=1").lit("--no-deps");
+        let mut c = cmd("cargo")
+            .env("CARGO_TERM_COLOR", "never")
+            .lit("metadata")
+            .lit("--format-version=1")
+            .lit("--no-deps");
         if let Some(dir) = &args.dir {
             c = c.cwd(dir);
         }
@@ -264,10 +283,22 @@ impl Verb for Metadata {
 
     fn map(_: &MetadataArgs, outcome: &Outcome) -> Result<MetadataResult, OpError> {
         outcome.success()?;
-        let m: MetadataOut = verbgate_plugin_sdk::serde_json::from_slice(&outcome.stdout)
-            .map_err(|e| errors::invalid_output(&format!("cargo metadata printed JSON verbgate cannot read: {e}")))?;
-        let workspace_members = m.workspace_members.iter().filter_map(|id| m.packages.iter().find(|p| p.id == *id).map(|p| p.name.clone())).collect();
-        Ok(MetadataResult { workspace_root: m.workspace_root, workspace_members, packages: m.packages })
+        let m: MetadataOut =
+            verbgate_plugin_sdk::serde_json::from_slice(&outcome.stdout).map_err(|e| {
+                errors::invalid_output(&format!(
+                    "cargo metadata printed JSON verbgate cannot read: {e}"
+                ))
+            })?;
+        let workspace_members = m
+            .workspace_members
+            .iter()
+            .filter_map(|id| m.packages.iter().find(|p| p.id == *id).map(|p| p.name.clone()))
+            .collect();
+        Ok(MetadataResult {
+            workspace_root: m.workspace_root,
+            workspace_members,
+            packages: m.packages,
+        })
     }
 }
 
@@ -322,7 +353,11 @@ mod tests {
 
     #[test]
     fn test_filters_go_after_the_harness_marker_as_values() {
-        let Plan::Spawn(c) = Cargo::plan("cargo.test", r#"{"filter":"parse","features":["a","b"]}"#).unwrap() else { panic!("not a spawn") };
+        let Plan::Spawn(c) =
+            Cargo::plan("cargo.test", r#"{"filter":"parse","features":["a","b"]}"#).unwrap()
+        else {
+            panic!("not a spawn")
+        };
         let words: Vec<String> = c
             .args
             .iter()
@@ -333,12 +368,25 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect();
-        assert_eq!(words, ["test", "--message-format=json", "--features=a,b", "--no-fail-fast", "--", "value:parse"]);
+        assert_eq!(
+            words,
+            [
+                "test",
+                "--message-format=json",
+                "--features=a,b",
+                "--no-fail-fast",
+                "--",
+                "value:parse"
+            ]
+        );
     }
 
     #[test]
     fn test_only_params_are_refused_on_check() {
-        assert_eq!(Cargo::plan("cargo.check", r#"{"filter":"x"}"#).unwrap_err().code, "invalid_args");
+        assert_eq!(
+            Cargo::plan("cargo.check", r#"{"filter":"x"}"#).unwrap_err().code,
+            "invalid_args"
+        );
     }
 
     #[test]
@@ -346,18 +394,34 @@ mod tests {
         let out = r#"{"packages":[{"name":"a","version":"0.1.0","id":"path+file:///r/a#0.1.0","edition":"2021","manifest_path":"/r/a/Cargo.toml","license":null,
             "targets":[{"name":"a","kind":["lib"],"src_path":"/r/a/src/lib.rs","edition":"2021"}]}],
             "workspace_members":["path+file:///r/a#0.1.0"],"workspace_root":"/r","target_directory":"/r/target","version":1}"#;
-        let v: Value = serde_json::from_str(&Cargo::map_result("cargo.metadata", "{}", &Outcome::exited(0, out)).unwrap()).unwrap();
+        let v: Value = serde_json::from_str(
+            &Cargo::map_result("cargo.metadata", "{}", &Outcome::exited(0, out)).unwrap(),
+        )
+        .unwrap();
         assert_eq!(v["workspace_members"], serde_json::json!(["a"]));
-        assert_eq!(v["packages"][0]["targets"][0], serde_json::json!({ "name": "a", "kind": ["lib"], "src_path": "/r/a/src/lib.rs" }));
+        assert_eq!(
+            v["packages"][0]["targets"][0],
+            serde_json::json!({ "name": "a", "kind": ["lib"], "src_path": "/r/a/src/lib.rs" })
+        );
         let e = Cargo::map_result("cargo.metadata", "{}", &Outcome::exited(0, "{}")).unwrap_err();
         assert_eq!(e.code, "invalid_output");
-        assert_eq!(Cargo::map_result("cargo.test", "{}", &Outcome::running("")).unwrap(), "{}", "a running job names no entity");
+        assert_eq!(
+            Cargo::map_result("cargo.test", "{}", &Outcome::running("")).unwrap(),
+            "{}",
+            "a running job names no entity"
+        );
     }
 
     #[test]
     fn a_finished_test_run_counts_outcomes() {
-        let stdout = concat!(r#"{"reason":"compiler-message","message":{"level":"warning","message":"unused","code":null,"spans":[],"rendered":"w"}}"#, "\n");
-        let v: Value = serde_json::from_str(&Cargo::map_result("cargo.test", "{}", &Outcome::exited(0, stdout)).unwrap()).unwrap();
+        let stdout = concat!(
+            r#"{"reason":"compiler-message","message":{"level":"warning","message":"unused","code":null,"spans":[],"rendered":"w"}}"#,
+            "\n"
+        );
+        let v: Value = serde_json::from_str(
+            &Cargo::map_result("cargo.test", "{}", &Outcome::exited(0, stdout)).unwrap(),
+        )
+        .unwrap();
         assert_eq!(v["success"], true);
         assert_eq!(v["counts"]["warnings"], 1);
         assert!(v["tests"].is_object());

@@ -73,7 +73,8 @@ pub fn parse(stdout: &[u8]) -> Report {
             }
         }
         // `---- name stdout ----` opens a failed test's captured output.
-        if let Some(name) = line.strip_prefix("---- ").and_then(|l| l.strip_suffix(" stdout ----")) {
+        if let Some(name) = line.strip_prefix("---- ").and_then(|l| l.strip_suffix(" stdout ----"))
+        {
             if let Some(done) = current_failure.take() {
                 failure_output.push(done);
             }
@@ -108,7 +109,9 @@ pub fn parse(stdout: &[u8]) -> Report {
         failure_output.push(done);
     }
     for (name, out) in failure_output {
-        if let Some(t) = r.tests.iter_mut().find(|t| t.name == name && t.outcome == TestOutcome::Failed) {
+        if let Some(t) =
+            r.tests.iter_mut().find(|t| t.name == name && t.outcome == TestOutcome::Failed)
+        {
             t.output = Some(out.trim_end().to_string());
         }
     }
@@ -117,7 +120,8 @@ pub fn parse(stdout: &[u8]) -> Report {
 
 /// One rustc diagnostic, reduced to what a caller acts on.
 fn diagnostic(m: &Value) -> Diagnostic {
-    let primary = m["spans"].as_array().and_then(|spans| spans.iter().find(|s| s["is_primary"] == true));
+    let primary =
+        m["spans"].as_array().and_then(|spans| spans.iter().find(|s| s["is_primary"] == true));
     let text = |v: &Value| v.as_str().map(str::to_string);
     Diagnostic {
         level: text(&m["level"]).unwrap_or_default(),
@@ -160,8 +164,16 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; 
         assert_eq!(r.diagnostics[0].line, Some(3));
         assert_eq!(r.diagnostics[0].code.as_deref(), Some("unused_variables"));
         assert_eq!(r.build_success, Some(true));
-        let outcomes: Vec<(&str, TestOutcome)> = r.tests.iter().map(|t| (t.name.as_str(), t.outcome)).collect();
-        assert_eq!(outcomes, [("tests::good", TestOutcome::Passed), ("tests::bad", TestOutcome::Failed), ("tests::later", TestOutcome::Ignored)]);
+        let outcomes: Vec<(&str, TestOutcome)> =
+            r.tests.iter().map(|t| (t.name.as_str(), t.outcome)).collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("tests::good", TestOutcome::Passed),
+                ("tests::bad", TestOutcome::Failed),
+                ("tests::later", TestOutcome::Ignored)
+            ]
+        );
         assert!(r.tests[1].output.as_deref().unwrap().contains("boom"));
     }
 }

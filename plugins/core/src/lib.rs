@@ -13,7 +13,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use verbgate_plugin_sdk::serde_json;
-use verbgate_plugin_sdk::{errors, Effect, HostCall, Map, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    errors, Effect, HostCall, Map, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind,
+};
 
 // A job's status (the host's `jobs::model::Status`, in its spelling; a
 // plain comment, as on every result type: a type's doc comment would
@@ -175,12 +177,15 @@ fn host_result<V: Verb>(outcome: &Outcome) -> Result<V::Output, OpError>
 where
     V::Output: serde::de::DeserializeOwned,
 {
-    serde_json::from_value(outcome.host_json()?).map_err(|e| errors::invalid_output(&format!("`{}`: the host's result does not fit: {e}", V::NAME)))
+    serde_json::from_value(outcome.host_json()?).map_err(|e| {
+        errors::invalid_output(&format!("`{}`: the host's result does not fit: {e}", V::NAME))
+    })
 }
 
 /// A job verb plans a host call named after itself, carrying its args.
 fn host_call<V: Verb>(args: &impl Serialize) -> Result<Plan, OpError> {
-    let args = serde_json::to_string(args).map_err(|e| verbgate_plugin_sdk::errors::invalid_args(&format!("`{}`: {e}", V::NAME)))?;
+    let args = serde_json::to_string(args)
+        .map_err(|e| verbgate_plugin_sdk::errors::invalid_args(&format!("`{}`: {e}", V::NAME)))?;
     Ok(Plan::Host(HostCall { name: V::NAME.to_string(), args }))
 }
 
@@ -272,7 +277,14 @@ struct OutputArgs {
 
 job_verb!(Output, "job.output", Read, "A page of a job's stdout or stderr", OutputArgs, OutputPage);
 
-job_verb!(JobResult, "job.result", Read, "A finished job's output, mapped by the verb that started it", IdArgs, JobResultOut);
+job_verb!(
+    JobResult,
+    "job.result",
+    Read,
+    "A finished job's output, mapped by the verb that started it",
+    IdArgs,
+    JobResultOut
+);
 
 fn max_wait() -> f64 {
     25.0
@@ -296,7 +308,14 @@ struct WaitArgs {
     poll_interval_seconds: f64,
 }
 
-job_verb!(Wait, "job.wait", Read, "Wait (bounded) for jobs to end; reports every id", WaitArgs, WaitResult);
+job_verb!(
+    Wait,
+    "job.wait",
+    Read,
+    "Wait (bounded) for jobs to end; reports every id",
+    WaitArgs,
+    WaitResult
+);
 
 fn grace() -> f64 {
     3.0
@@ -315,9 +334,20 @@ struct KillArgs {
     grace_seconds: f64,
 }
 
-job_verb!(Kill, "job.kill", Control, "Stop a job (a no-op for a finished one)", KillArgs, KillResult);
+job_verb!(
+    Kill,
+    "job.kill",
+    Control,
+    "Stop a job (a no-op for a finished one)",
+    KillArgs,
+    KillResult
+);
 
-verbgate_plugin_sdk::plugin!(Core { name: "core", version: "0.1.0", verbs: [Status, List, Output, JobResult, Wait, Kill] });
+verbgate_plugin_sdk::plugin!(Core {
+    name: "core",
+    version: "0.1.0",
+    verbs: [Status, List, Output, JobResult, Wait, Kill]
+});
 
 #[cfg(test)]
 mod tests {
@@ -335,12 +365,19 @@ mod tests {
 
     #[test]
     fn job_verbs_plan_host_calls_with_their_args_and_defaults() {
-        let Plan::Host(call) = Core::plan("job.list", r#"{"status":"timed_out"}"#).unwrap() else { panic!("not a host call") };
+        let Plan::Host(call) = Core::plan("job.list", r#"{"status":"timed_out"}"#).unwrap() else {
+            panic!("not a host call")
+        };
         assert_eq!(call.name, "job.list");
         let args: Value = serde_json::from_str(&call.args).unwrap();
         assert_eq!(args, json!({ "limit": 20, "status": "timed_out", "verb": null }));
-        let Plan::Host(kill) = Core::plan("job.kill", r#"{"id":"abc"}"#).unwrap() else { panic!("not a host call") };
-        assert_eq!(serde_json::from_str::<Value>(&kill.args).unwrap(), json!({ "id": "abc", "grace_seconds": 3.0 }));
+        let Plan::Host(kill) = Core::plan("job.kill", r#"{"id":"abc"}"#).unwrap() else {
+            panic!("not a host call")
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&kill.args).unwrap(),
+            json!({ "id": "abc", "grace_seconds": 3.0 })
+        );
     }
 
     #[test]
@@ -352,27 +389,42 @@ mod tests {
 
     #[test]
     fn the_record_schema_lists_the_statuses_the_parameter_accepts() {
-        let statuses = json!(["preparing", "running", "succeeded", "failed", "killed", "timed_out", "lost"]);
-        assert_eq!(List::result_schema().unwrap()["properties"]["jobs"]["items"]["properties"]["status"]["enum"], statuses);
+        let statuses =
+            json!(["preparing", "running", "succeeded", "failed", "killed", "timed_out", "lost"]);
+        assert_eq!(
+            List::result_schema().unwrap()["properties"]["jobs"]["items"]["properties"]["status"]
+                ["enum"],
+            statuses
+        );
         assert_eq!(List::params_schema()["properties"]["status"]["enum"], statuses);
     }
 
     #[test]
     fn results_are_the_hosts_json_read_through_their_types() {
         let map = |verb: &str, args: &str, host: Value| -> Result<Value, OpError> {
-            Core::map_result(verb, args, &Outcome::host(host)).map(|text| serde_json::from_str(&text).unwrap())
+            Core::map_result(verb, args, &Outcome::host(host))
+                .map(|text| serde_json::from_str(&text).unwrap())
         };
-        assert_eq!(map("job.status", r#"{"id":"abc"}"#, record()).unwrap(), record(), "every field kept, the host's own too");
+        assert_eq!(
+            map("job.status", r#"{"id":"abc"}"#, record()).unwrap(),
+            record(),
+            "every field kept, the host's own too"
+        );
         let done = json!({ "id": "abc", "kind": "x.y", "status": "succeeded", "terminal": true, "outcome": "success", "reason_code": null,
                            "exit_code": 0, "plugin_changed": false, "result": null });
-        assert_eq!(map("job.result", r#"{"id":"abc"}"#, done.clone()).unwrap(), done, "a null result stays null");
+        assert_eq!(
+            map("job.result", r#"{"id":"abc"}"#, done.clone()).unwrap(),
+            done,
+            "a null result stays null"
+        );
         let mut failed = done.clone();
         failed.as_object_mut().unwrap().remove("result");
         failed["error"] = json!({ "code": "invalid_output", "message": "m" });
         assert_eq!(map("job.result", r#"{"id":"abc"}"#, failed.clone()).unwrap(), failed);
         let killed = json!({ "id": "abc", "killed": true, "not_needed": false, "job": record() });
         assert_eq!(map("job.kill", r#"{"id":"abc"}"#, killed.clone()).unwrap(), killed);
-        let e = map("job.status", r#"{"id":"abc"}"#, json!({ "id": "abc", "status": "running" })).unwrap_err();
+        let e = map("job.status", r#"{"id":"abc"}"#, json!({ "id": "abc", "status": "running" }))
+            .unwrap_err();
         assert_eq!(e.code, "invalid_output");
         assert!(e.message.contains("job.status"), "{}", e.message);
     }

@@ -12,7 +12,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{cmd, errors, serde_json, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, serde_json, Effect, OpError, Outcome, Plan, Value, Verb, VerbKind,
+};
 
 /// Findings listed; the counts cover every file read.
 pub const LISTED: usize = 2000;
@@ -36,13 +38,19 @@ struct CheckArgs {
 /// report is whole. A report cut short yields the files before the cut.
 pub fn results(stdout: &[u8], truncated: bool) -> Result<(Vec<Value>, Option<String>), String> {
     if !truncated {
-        let v: Value = serde_json::from_slice(stdout).map_err(|e| format!("ESLint's report is not JSON: {e}"))?;
-        let files = v["results"].as_array().cloned().ok_or("ESLint's report has no results list")?;
+        let v: Value = serde_json::from_slice(stdout)
+            .map_err(|e| format!("ESLint's report is not JSON: {e}"))?;
+        let files =
+            v["results"].as_array().cloned().ok_or("ESLint's report has no results list")?;
         return Ok((files, v["metadata"]["cwd"].as_str().map(str::to_string)));
     }
     // `{"results":[{…},{…},…` — read whole elements until the cut.
     let text = stdout;
-    let start = text.windows(12).position(|w| w == b"{\"results\":[").ok_or("ESLint's report does not start with its results")? + 12;
+    let start = text
+        .windows(12)
+        .position(|w| w == b"{\"results\":[")
+        .ok_or("ESLint's report does not start with its results")?
+        + 12;
     let mut files = Vec::new();
     let mut at = start;
     loop {
@@ -63,7 +71,10 @@ pub fn results(stdout: &[u8], truncated: bool) -> Result<(Vec<Value>, Option<Str
 
 /// A path relative to `cwd` when it lies under it.
 fn relative(path: &str, cwd: Option<&str>) -> String {
-    cwd.and_then(|c| path.strip_prefix(c)).and_then(|p| p.strip_prefix('/')).unwrap_or(path).to_string()
+    cwd.and_then(|c| path.strip_prefix(c))
+        .and_then(|p| p.strip_prefix('/'))
+        .unwrap_or(path)
+        .to_string()
 }
 
 /// `eslint.check`.
@@ -80,7 +91,12 @@ impl Verb for Check {
     type Output = CheckResult;
 
     fn plan(args: &CheckArgs) -> Result<Plan, OpError> {
-        let mut c = cmd("eslint").lit("--format").lit("json-with-metadata").lit("--no-color").timeout_ms(TIMEOUT_MS).truncate_stdout();
+        let mut c = cmd("eslint")
+            .lit("--format")
+            .lit("json-with-metadata")
+            .lit("--no-color")
+            .timeout_ms(TIMEOUT_MS)
+            .truncate_stdout();
         if let Some(dir) = &args.dir {
             c = c.cwd(dir);
         }
@@ -95,18 +111,30 @@ impl Verb for Check {
     fn map(_: &CheckArgs, outcome: &Outcome) -> Result<CheckResult, OpError> {
         // Exit 2: ESLint could not lint (no config, a pattern matching no
         // file, a crash); its reason is on stderr.
-        if outcome.exit_code == Some(2) || (outcome.stdout.is_empty() && !outcome.stdout_truncated) {
+        if outcome.exit_code == Some(2) || (outcome.stdout.is_empty() && !outcome.stdout_truncated)
+        {
             let mut e = errors::exit_nonzero(outcome);
-            e.message = format!("ESLint did not lint: {}", e.message.trim_start_matches("the program "));
+            e.message =
+                format!("ESLint did not lint: {}", e.message.trim_start_matches("the program "));
             return Err(e);
         }
-        let (files, cwd) = results(&outcome.stdout, outcome.stdout_truncated).map_err(|e| errors::invalid_output(&e))?;
+        let (files, cwd) = results(&outcome.stdout, outcome.stdout_truncated)
+            .map_err(|e| errors::invalid_output(&e))?;
         let mut findings = Vec::new();
         let mut counts = [0u64; 5];
         let mut total = 0usize;
         for f in &files {
             let file = relative(f["filePath"].as_str().unwrap_or_default(), cwd.as_deref());
-            for (i, key) in ["errorCount", "warningCount", "fixableErrorCount", "fixableWarningCount", "fatalErrorCount"].iter().enumerate() {
+            for (i, key) in [
+                "errorCount",
+                "warningCount",
+                "fixableErrorCount",
+                "fixableWarningCount",
+                "fatalErrorCount",
+            ]
+            .iter()
+            .enumerate()
+            {
                 counts[i] += f[key].as_u64().unwrap_or(0);
             }
             for m in f["messages"].as_array().map(Vec::as_slice).unwrap_or_default() {
@@ -213,33 +241,69 @@ mod tests {
 
     #[test]
     fn findings_carry_rule_severity_place_and_fix_availability() {
-        let v: Value = serde_json::from_str(&Eslint::map_result("eslint.check", "{}", &Outcome::exited(1, REPORT)).unwrap()).unwrap();
-        assert_eq!(v["counts"], json!({ "errors": 2, "warnings": 1, "fixable_errors": 0, "fixable_warnings": 1, "fatal": 1 }));
+        let v: Value = serde_json::from_str(
+            &Eslint::map_result("eslint.check", "{}", &Outcome::exited(1, REPORT)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            v["counts"],
+            json!({ "errors": 2, "warnings": 1, "fixable_errors": 0, "fixable_warnings": 1, "fatal": 1 })
+        );
         let f = v["findings"].as_array().unwrap();
         assert_eq!(
-            (f[0]["file"].as_str(), f[0]["rule"].as_str(), f[0]["severity"].as_str(), f[0]["fixable"].as_bool()),
+            (
+                f[0]["file"].as_str(),
+                f[0]["rule"].as_str(),
+                f[0]["severity"].as_str(),
+                f[0]["fixable"].as_bool()
+            ),
             (Some("src/a.js"), Some("no-var"), Some("warning"), Some(true))
         );
-        assert_eq!((f[1]["fixable"].as_bool(), f[1]["suggestions"].as_u64()), (Some(false), Some(1)));
-        assert_eq!((f[2]["rule"].clone(), f[2]["fatal"].clone(), f[2]["end_line"].clone()), (Value::Null, json!(true), Value::Null));
+        assert_eq!(
+            (f[1]["fixable"].as_bool(), f[1]["suggestions"].as_u64()),
+            (Some(false), Some(1))
+        );
+        assert_eq!(
+            (f[2]["rule"].clone(), f[2]["fatal"].clone(), f[2]["end_line"].clone()),
+            (Value::Null, json!(true), Value::Null)
+        );
         assert_eq!((v["success"].as_bool(), v["files"].as_u64()), (Some(false), Some(2)));
     }
 
     #[test]
     fn a_cut_report_yields_its_whole_files() {
-        let cut = &REPORT.as_bytes()[..REPORT.find("{\"filePath\":\"/r/web/src/bad.js\"").unwrap() + 20];
+        let cut =
+            &REPORT.as_bytes()[..REPORT.find("{\"filePath\":\"/r/web/src/bad.js\"").unwrap() + 20];
         let (files, cwd) = results(cut, true).unwrap();
         assert_eq!((files.len(), cwd), (1, None));
-        let v: Value = serde_json::from_str(&Eslint::map_result("eslint.check", "{}", &Outcome::exited(1, cut.to_vec()).truncated()).unwrap()).unwrap();
-        assert_eq!((v["truncated"].as_bool(), v["findings"][0]["file"].as_str()), (Some(true), Some("/r/web/src/a.js")));
+        let v: Value = serde_json::from_str(
+            &Eslint::map_result(
+                "eslint.check",
+                "{}",
+                &Outcome::exited(1, cut.to_vec()).truncated(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (v["truncated"].as_bool(), v["findings"][0]["file"].as_str()),
+            (Some(true), Some("/r/web/src/a.js"))
+        );
     }
 
     #[test]
     fn eslint_failing_to_lint_is_an_error_and_no_plan_fixes() {
-        let e = Eslint::map_result("eslint.check", "{}", &Outcome::exited(2, "").with_stderr("No files matching the pattern \"x\" were found.")).unwrap_err();
+        let e = Eslint::map_result(
+            "eslint.check",
+            "{}",
+            &Outcome::exited(2, "").with_stderr("No files matching the pattern \"x\" were found."),
+        )
+        .unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
         assert!(e.message.contains("No files matching"), "{}", e.message);
-        let Plan::Exec(c) = Eslint::plan("eslint.check", r#"{"paths":["src"]}"#).unwrap() else { panic!("not exec") };
+        let Plan::Exec(c) = Eslint::plan("eslint.check", r#"{"paths":["src"]}"#).unwrap() else {
+            panic!("not exec")
+        };
         assert!(!format!("{:?}", c.args).contains("fix"), "{:?}", c.args);
     }
 }

@@ -13,7 +13,9 @@ use std::collections::HashMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{errors, json, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    errors, json, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind,
+};
 
 use crate::time::rfc3339_utc;
 use crate::{git, not_a_repository, Repo};
@@ -93,7 +95,11 @@ pub struct Range {
 
 /// Parse `git blame --porcelain` output into ranges (and line texts).
 pub fn parse(stdout: &str, content: bool) -> Result<BlameResult, OpError> {
-    let bad = |line: &str| errors::invalid_output(&format!("git blame --porcelain printed a line verbgate cannot read: {line:?}"));
+    let bad = |line: &str| {
+        errors::invalid_output(&format!(
+            "git blame --porcelain printed a line verbgate cannot read: {line:?}"
+        ))
+    };
     let mut commits: HashMap<String, CommitInfo> = HashMap::new();
     let mut ranges: Vec<Range> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
@@ -133,7 +139,9 @@ pub fn parse(stdout: &str, content: bool) -> Result<BlameResult, OpError> {
             continue;
         }
         let words: Vec<&str> = line.split(' ').collect();
-        let is_header = words[0].len() >= 40 && words[0].bytes().all(|b| b.is_ascii_hexdigit()) && (words.len() == 3 || words.len() == 4);
+        let is_header = words[0].len() >= 40
+            && words[0].bytes().all(|b| b.is_ascii_hexdigit())
+            && (words.len() == 3 || words.len() == 4);
         if is_header && words[1..].iter().all(|w| w.parse::<u64>().is_ok()) {
             let hash = words[0].to_string();
             let n = |i: usize| words[i].parse::<u64>().unwrap_or(0);
@@ -144,11 +152,15 @@ pub fn parse(stdout: &str, content: bool) -> Result<BlameResult, OpError> {
             current = Some(hash);
             continue;
         }
-        let c = commits.get_mut(current.as_deref().ok_or_else(|| bad(line))?).ok_or_else(|| bad(line))?;
+        let c = commits
+            .get_mut(current.as_deref().ok_or_else(|| bad(line))?)
+            .ok_or_else(|| bad(line))?;
         let (key, value) = line.split_once(' ').unwrap_or((line, ""));
         match key {
             "author" => c.author = value.to_string(),
-            "author-mail" => c.author_email = value.trim_start_matches('<').trim_end_matches('>').to_string(),
+            "author-mail" => {
+                c.author_email = value.trim_start_matches('<').trim_end_matches('>').to_string()
+            }
             "author-time" => c.time = value.parse().ok(),
             "summary" => c.summary = value.to_string(),
             "filename" => c.filename = value.to_string(),
@@ -175,9 +187,17 @@ impl Verb for Blame {
     fn plan(args: &BlameArgs) -> Result<Plan, OpError> {
         let mut c = git(&args.repo).lit("blame").lit("--porcelain");
         match (args.start, args.end) {
-            (Some(s), Some(e)) if e < s => return Err(errors::invalid_args(&format!("`end` ({e}) is before `start` ({s})"))),
+            (Some(s), Some(e)) if e < s => {
+                return Err(errors::invalid_args(&format!("`end` ({e}) is before `start` ({s})")))
+            }
             (None, None) => {}
-            (s, e) => c = c.lit("-L").lit_owned(format!("{},{}", s.unwrap_or(1), e.map(|e| e.to_string()).unwrap_or_default())),
+            (s, e) => {
+                c = c.lit("-L").lit_owned(format!(
+                    "{},{}",
+                    s.unwrap_or(1),
+                    e.map(|e| e.to_string()).unwrap_or_default()
+                ))
+            }
         }
         if let Some(rev) = &args.rev {
             c = c.value(rev);
@@ -188,7 +208,9 @@ impl Verb for Blame {
     fn map(args: &BlameArgs, outcome: &Outcome) -> Result<BlameResult, OpError> {
         not_a_repository(outcome)?;
         let stderr = outcome.stderr_text();
-        if outcome.exit_code != Some(0) && (stderr.contains("no such path") || stderr.contains("no such file")) {
+        if outcome.exit_code != Some(0)
+            && (stderr.contains("no such path") || stderr.contains("no such file"))
+        {
             return Err(errors::op_error(
                 ErrorCode::NotFound,
                 &format!("git has no file {:?} to blame ({})", args.path, stderr.trim()),
@@ -196,7 +218,11 @@ impl Verb for Blame {
             ));
         }
         if outcome.exit_code != Some(0) && stderr.contains("has only") && stderr.contains("lines") {
-            return Err(errors::op_error(ErrorCode::InvalidArgs, &format!("the line range is past the end of the file: {}", stderr.trim()), None));
+            return Err(errors::op_error(
+                ErrorCode::InvalidArgs,
+                &format!("the line range is past the end of the file: {}", stderr.trim()),
+                None,
+            ));
         }
         outcome.success()?;
         parse(&outcome.stdout_text(), args.content)
@@ -224,7 +250,10 @@ a028564e2db2b3057613afaf05a77d49de721be9 2 4 1\n\tc\n\
             json!({ "start": 1, "end": 1, "commit": "a028564e2db2b3057613afaf05a77d49de721be9", "committed": true, "orig_start": 1, "orig_file": "old.txt",
                     "author": "A", "author_email": "a@x", "time": "2009-02-13T23:31:30Z", "summary": "first", "boundary": true })
         );
-        assert_eq!((r[1]["start"].as_u64(), r[1]["end"].as_u64(), r[1]["author"].as_str()), (Some(2), Some(3), Some("B")));
+        assert_eq!(
+            (r[1]["start"].as_u64(), r[1]["end"].as_u64(), r[1]["author"].as_str()),
+            (Some(2), Some(3), Some("B"))
+        );
         assert_eq!(
             (r[2]["start"].as_u64(), r[2]["orig_start"].as_u64(), r[2]["summary"].as_str()),
             (Some(4), Some(2), Some("first")),
@@ -238,11 +267,18 @@ a028564e2db2b3057613afaf05a77d49de721be9 2 4 1\n\tc\n\
     #[test]
     fn a_line_range_is_built_from_numbers_and_the_path_follows_the_marker() {
         use verbgate_plugin_sdk::Arg;
-        let Plan::Exec(c) = crate::Git::plan("git.blame", r#"{"path":"-f.txt","start":3}"#).unwrap() else { panic!("not exec") };
+        let Plan::Exec(c) =
+            crate::Git::plan("git.blame", r#"{"path":"-f.txt","start":3}"#).unwrap()
+        else {
+            panic!("not exec")
+        };
         let l = c.args.iter().position(|a| matches!(a, Arg::Literal(l) if l == "-L")).unwrap();
         assert!(matches!(&c.args[l + 1], Arg::Literal(v) if v == "3,"));
         assert!(matches!(c.args.last(), Some(Arg::Path(p)) if p == "-f.txt"));
         assert!(matches!(&c.args[c.args.len() - 2], Arg::EndOfOptions));
-        assert_eq!(crate::Git::plan("git.blame", r#"{"path":"f","start":5,"end":2}"#).unwrap_err().code, "invalid_args");
+        assert_eq!(
+            crate::Git::plan("git.blame", r#"{"path":"f","start":5,"end":2}"#).unwrap_err().code,
+            "invalid_args"
+        );
     }
 }

@@ -52,19 +52,32 @@ pub fn parse_numstat(bytes: &[u8]) -> (Vec<FileStat>, usize, bool) {
             return (files, i, false);
         }
         let mark = i;
-        let (Some(added), Some(deleted)) = (next_field(&mut i, b'\t'), next_field(&mut i, b'\t')) else {
+        let (Some(added), Some(deleted)) = (next_field(&mut i, b'\t'), next_field(&mut i, b'\t'))
+        else {
             return (files, mark, true);
         };
         let counts = (added.parse().ok(), deleted.parse().ok());
         let stat = if bytes.get(i) == Some(&0) {
             i += 1;
             match (next_field(&mut i, 0), next_field(&mut i, 0)) {
-                (Some(old), Some(new)) => FileStat { path: new, orig_path: Some(old), added: counts.0, deleted: counts.1, binary: counts.0.is_none() },
+                (Some(old), Some(new)) => FileStat {
+                    path: new,
+                    orig_path: Some(old),
+                    added: counts.0,
+                    deleted: counts.1,
+                    binary: counts.0.is_none(),
+                },
                 _ => return (files, mark, true),
             }
         } else {
             match next_field(&mut i, 0) {
-                Some(path) => FileStat { path, orig_path: None, added: counts.0, deleted: counts.1, binary: counts.0.is_none() },
+                Some(path) => FileStat {
+                    path,
+                    orig_path: None,
+                    added: counts.0,
+                    deleted: counts.1,
+                    binary: counts.0.is_none(),
+                },
                 None => return (files, mark, true),
             }
         };
@@ -82,7 +95,16 @@ mod tests {
         let (files, end, cut) = parse_numstat(raw);
         assert!(!cut);
         assert_eq!(files.len(), 3);
-        assert_eq!(files[0], FileStat { path: "a b.txt".into(), orig_path: None, added: Some(1), deleted: Some(2), binary: false });
+        assert_eq!(
+            files[0],
+            FileStat {
+                path: "a b.txt".into(),
+                orig_path: None,
+                added: Some(1),
+                deleted: Some(2),
+                binary: false
+            }
+        );
         assert_eq!((files[1].added, files[1].binary), (None, true));
         assert_eq!(files[2].orig_path.as_deref(), Some("old.txt"));
         assert!(raw[end..].starts_with(b"diff --git"));

@@ -25,7 +25,9 @@ mod write;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{cmd, errors, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, yes, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind,
+};
 
 /// The most commits `git.log` returns in one call.
 pub const LOG_MAX: u64 = 1000;
@@ -42,7 +44,11 @@ pub struct Repo {
 
 /// `git` with the hardening every verb shares, run in the caller's `repo`.
 fn git(repo: &Repo) -> Cmd {
-    let c = cmd("git").env("GIT_OPTIONAL_LOCKS", "0").env("GIT_TERMINAL_PROMPT", "0").lit("-c").lit("core.fsmonitor=false");
+    let c = cmd("git")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .lit("-c")
+        .lit("core.fsmonitor=false");
     match &repo.repo {
         Some(dir) => c.cwd(dir),
         None => c,
@@ -99,7 +105,13 @@ impl Verb for Status {
 fn status_cmd(repo: &Repo, untracked: bool, ignored: bool) -> Cmd {
     let untracked = if untracked { "--untracked-files=all" } else { "--untracked-files=no" };
     let ignored = if ignored { "--ignored=matching" } else { "--ignored=no" };
-    git(repo).lit("status").lit("--porcelain=v2").lit("--branch").lit("-z").lit_owned(untracked.into()).lit_owned(ignored.into())
+    git(repo)
+        .lit("status")
+        .lit("--porcelain=v2")
+        .lit("--branch")
+        .lit("-z")
+        .lit_owned(untracked.into())
+        .lit_owned(ignored.into())
 }
 
 fn log_default() -> u64 {
@@ -145,7 +157,11 @@ impl Verb for Log {
     fn plan(args: &LogArgs) -> Result<Plan, OpError> {
         let limit = args.limit.clamp(1, LOG_MAX);
         // One more than the limit, so `truncated` is a fact, not a guess.
-        let mut c = git(&args.repo).lit("log").lit("-z").lit(log::FORMAT).lit_owned(format!("--max-count={}", limit + 1));
+        let mut c = git(&args.repo)
+            .lit("log")
+            .lit("-z")
+            .lit(log::FORMAT)
+            .lit_owned(format!("--max-count={}", limit + 1));
         if let Some(since) = &args.since {
             c = c.opt("since", since);
         }
@@ -163,7 +179,9 @@ impl Verb for Log {
         not_a_repository(outcome)?;
         // An empty repository has no HEAD to log; that is an empty
         // history, not a failure.
-        if outcome.exit_code == Some(128) && outcome.stderr_text().contains("does not have any commits yet") {
+        if outcome.exit_code == Some(128)
+            && outcome.stderr_text().contains("does not have any commits yet")
+        {
             return Ok(log::LogResult { commits: Vec::new(), truncated: false });
         }
         outcome.success()?;
@@ -210,7 +228,14 @@ impl Verb for Diff {
         if args.rev.is_some() && args.rev_range.is_some() {
             return Err(errors::invalid_args("give `rev` or `rev_range`, not both"));
         }
-        let mut c = git(&args.repo).lit("diff").lit("--no-color").lit("--no-ext-diff").lit("--no-textconv").lit("-M").lit("--numstat").lit("-z");
+        let mut c = git(&args.repo)
+            .lit("diff")
+            .lit("--no-color")
+            .lit("--no-ext-diff")
+            .lit("--no-textconv")
+            .lit("-M")
+            .lit("--numstat")
+            .lit("-z");
         if args.patch {
             c = c.lit("-p");
         }
@@ -235,7 +260,9 @@ impl Verb for Diff {
             outcome.success()?;
         }
         let (files, end, cut) = diff::parse_numstat(&outcome.stdout);
-        let patch = args.patch.then(|| String::from_utf8_lossy(&outcome.stdout[end.min(outcome.stdout.len())..]).into_owned());
+        let patch = args.patch.then(|| {
+            String::from_utf8_lossy(&outcome.stdout[end.min(outcome.stdout.len())..]).into_owned()
+        });
         Ok(DiffResult { files, patch, truncated: outcome.stdout_truncated || cut })
     }
 }
@@ -292,7 +319,8 @@ impl Verb for Show {
     fn map(args: &ShowArgs, outcome: &Outcome) -> Result<ShowResult, OpError> {
         not_a_repository(outcome)?;
         outcome.success()?;
-        let header_end = outcome.stdout.iter().position(|b| *b == 0).unwrap_or(outcome.stdout.len());
+        let header_end =
+            outcome.stdout.iter().position(|b| *b == 0).unwrap_or(outcome.stdout.len());
         let header = String::from_utf8_lossy(&outcome.stdout[..header_end]);
         let commit = log::commit(header.trim_start_matches('\n'), args.body)?;
         let rest = outcome.stdout.get(header_end + 1..).unwrap_or_default();

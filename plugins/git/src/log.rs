@@ -78,14 +78,24 @@ pub struct Person {
 pub fn commit(rec: &str, body: bool) -> Result<Commit, OpError> {
     let f: Vec<&str> = rec.splitn(10, '\u{1f}').collect();
     if f.len() != 10 {
-        return Err(errors::invalid_output(&format!("git commit record has {} fields, expected 10", f.len())));
+        return Err(errors::invalid_output(&format!(
+            "git commit record has {} fields, expected 10",
+            f.len()
+        )));
     }
     let parents: Vec<&str> = f[1].split(' ').filter(|p| !p.is_empty()).collect();
     // A unit separator inside a name or email (git keeps it; a hostile
     // repository's config can set one) shifts every later field: the
     // hashes and dates, whose shapes are fixed, tell.
-    let is_hash = |h: &str| matches!(h.len(), 40 | 64) && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if !is_hash(f[0]) || !parents.iter().all(|p| is_hash(p)) || parse_iso8601(f[4]).is_none() || parse_iso8601(f[7]).is_none() {
+    let is_hash = |h: &str| {
+        matches!(h.len(), 40 | 64)
+            && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    if !is_hash(f[0])
+        || !parents.iter().all(|p| is_hash(p))
+        || parse_iso8601(f[4]).is_none()
+        || parse_iso8601(f[7]).is_none()
+    {
         return Err(errors::invalid_output(
             "a git commit record does not have the expected shape (an author or committer name or email holds a 0x1f unit separator?)",
         ));
@@ -117,15 +127,21 @@ mod tests {
     #[test]
     fn parses_commits_and_flags_truncation() {
         let (a1, b2, c3, z9) = (h('1'), h('2'), h('3'), h('9'));
-        let raw =
-            format!("{}\0\n{}\0\n{}\0", rec(&c3, &b2, "third", ""), rec(&b2, &format!("{a1} {z9}"), "merge", "line1\nline2\n"), rec(&a1, "", "first", ""));
-        let v = verbgate_plugin_sdk::serde_json::to_value(parse(raw.as_bytes(), 2, true).unwrap()).unwrap();
+        let raw = format!(
+            "{}\0\n{}\0\n{}\0",
+            rec(&c3, &b2, "third", ""),
+            rec(&b2, &format!("{a1} {z9}"), "merge", "line1\nline2\n"),
+            rec(&a1, "", "first", "")
+        );
+        let v = verbgate_plugin_sdk::serde_json::to_value(parse(raw.as_bytes(), 2, true).unwrap())
+            .unwrap();
         assert_eq!(v["truncated"], true);
         assert_eq!(v["commits"].as_array().unwrap().len(), 2);
         assert_eq!(v["commits"][1]["parents"], json!([a1, z9]));
         assert_eq!(v["commits"][1]["body"], "line1\nline2");
         assert_eq!(v["commits"][0]["author"]["time"], "2024-01-02T01:04:05Z");
-        let v = verbgate_plugin_sdk::serde_json::to_value(parse(raw.as_bytes(), 3, false).unwrap()).unwrap();
+        let v = verbgate_plugin_sdk::serde_json::to_value(parse(raw.as_bytes(), 3, false).unwrap())
+            .unwrap();
         assert_eq!(v["truncated"], false);
         assert!(v["commits"][0].get("body").is_none());
         assert_eq!(v["commits"][2]["parents"], json!([]));

@@ -24,7 +24,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind,
+};
 
 use crate::write::git_write;
 use crate::{not_a_repository, Repo};
@@ -53,7 +55,10 @@ impl Refspec {
     /// again here so that no path around the schema forces a ref.
     fn text(&self) -> Result<String, OpError> {
         for part in [Some(&self.src), self.dst.as_ref()].into_iter().flatten() {
-            if part.starts_with(['+', '-']) || part.contains(':') || part.chars().any(char::is_whitespace) {
+            if part.starts_with(['+', '-'])
+                || part.contains(':')
+                || part.chars().any(char::is_whitespace)
+            {
                 return Err(errors::op_error(
                     ErrorCode::InvalidArgs,
                     &format!("the refspec part {part:?} may not start with `+` or `-` or hold `:` or spaces (use force_with_lease to overwrite)"),
@@ -100,7 +105,10 @@ fn transport_errors(outcome: &Outcome, remote: &str) -> Result<(), OpError> {
     if err.contains("does not appear to be a git repository") || err.contains("No such remote") {
         return Err(errors::op_error(
             ErrorCode::NotFound,
-            &format!("`{remote}` is not a remote of this repository (or its URL is no repository): {}", err.trim()),
+            &format!(
+                "`{remote}` is not a remote of this repository (or its URL is no repository): {}",
+                err.trim()
+            ),
             Some(json!({ "remote": remote })),
         ));
     }
@@ -164,12 +172,23 @@ pub fn parse_fetch(stdout: &str) -> Result<Vec<FetchedRef>, OpError> {
             '*' => FetchStatus::New,
             '!' => FetchStatus::Rejected,
             '=' => FetchStatus::UpToDate,
-            _ => return Err(errors::invalid_output(&format!("git fetch --porcelain printed a line verbgate cannot read: {line:?}"))),
+            _ => {
+                return Err(errors::invalid_output(&format!(
+                    "git fetch --porcelain printed a line verbgate cannot read: {line:?}"
+                )))
+            }
         };
         let [old, new, local] = rest.as_slice() else {
-            return Err(errors::invalid_output(&format!("git fetch --porcelain printed a line verbgate cannot read: {line:?}")));
+            return Err(errors::invalid_output(&format!(
+                "git fetch --porcelain printed a line verbgate cannot read: {line:?}"
+            )));
         };
-        refs.push(FetchedRef { status, old: old.to_string(), new: new.to_string(), local: local.to_string() });
+        refs.push(FetchedRef {
+            status,
+            old: old.to_string(),
+            new: new.to_string(),
+            local: local.to_string(),
+        });
     }
     Ok(refs)
 }
@@ -187,7 +206,11 @@ impl Verb for Fetch {
     type Output = FetchResult;
 
     fn plan(args: &FetchArgs) -> Result<Plan, OpError> {
-        let mut c = git_write(&args.repo).lit("fetch").lit("--porcelain").lit("--no-recurse-submodules").timeout_ms(TIMEOUT_MS);
+        let mut c = git_write(&args.repo)
+            .lit("fetch")
+            .lit("--porcelain")
+            .lit("--no-recurse-submodules")
+            .timeout_ms(TIMEOUT_MS);
         if args.prune {
             c = c.lit("--prune");
         }
@@ -196,8 +219,12 @@ impl Verb for Fetch {
 
     fn map(args: &FetchArgs, outcome: &Outcome) -> Result<FetchResult, OpError> {
         transport_errors(outcome, &args.remote)?;
-        if outcome.exit_code != Some(0) && outcome.stderr_text().contains("unknown option `porcelain'") {
-            return Err(errors::unavailable("git.fetch needs git 2.41 or later (fetch --porcelain)"));
+        if outcome.exit_code != Some(0)
+            && outcome.stderr_text().contains("unknown option `porcelain'")
+        {
+            return Err(errors::unavailable(
+                "git.fetch needs git 2.41 or later (fetch --porcelain)",
+            ));
         }
         // A rejected ref (a non-fast-forward into a branch) makes fetch
         // exit 1 after it reported every ref.
@@ -276,9 +303,17 @@ pub fn parse_push(stdout: &str) -> Result<(Option<String>, Vec<PushedRef>), OpEr
         if line == "Done" {
             continue;
         }
-        let bad = || errors::invalid_output(&format!("git push --porcelain printed a line verbgate cannot read: {line:?}"));
+        let bad = || {
+            errors::invalid_output(&format!(
+                "git push --porcelain printed a line verbgate cannot read: {line:?}"
+            ))
+        };
         let mut fields = line.splitn(3, '\t');
-        let (flag, spec, summary) = (fields.next().ok_or_else(bad)?, fields.next().ok_or_else(bad)?, fields.next().unwrap_or_default());
+        let (flag, spec, summary) = (
+            fields.next().ok_or_else(bad)?,
+            fields.next().ok_or_else(bad)?,
+            fields.next().unwrap_or_default(),
+        );
         let status = match flag {
             " " => PushStatus::FastForward,
             "+" => PushStatus::Forced,
@@ -293,7 +328,13 @@ pub fn parse_push(stdout: &str) -> Result<(Option<String>, Vec<PushedRef>), OpEr
             Some((s, r)) => (s, r.strip_suffix(')')),
             None => (summary, None),
         };
-        refs.push(PushedRef { status, from: from.to_string(), to: to.to_string(), summary: summary.to_string(), reason: reason.map(str::to_string) });
+        refs.push(PushedRef {
+            status,
+            from: from.to_string(),
+            to: to.to_string(),
+            summary: summary.to_string(),
+            reason: reason.map(str::to_string),
+        });
     }
     Ok((url, refs))
 }
@@ -306,13 +347,19 @@ impl Verb for Push {
     const SUMMARY: &'static str = "Push; each ref's outcome (no --force)";
     const KIND: VerbKind = VerbKind::Exec;
     // force_with_lease can replace a remote branch's history.
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Network, Effect::Destructive];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Network, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = PushArgs;
     type Output = PushResult;
 
     fn plan(args: &PushArgs) -> Result<Plan, OpError> {
-        let mut c = git_write(&args.repo).lit("push").lit("--porcelain").lit("--recurse-submodules=no").lit("--no-signed").timeout_ms(TIMEOUT_MS);
+        let mut c = git_write(&args.repo)
+            .lit("push")
+            .lit("--porcelain")
+            .lit("--recurse-submodules=no")
+            .lit("--no-signed")
+            .timeout_ms(TIMEOUT_MS);
         if args.force_with_lease {
             c = c.lit("--force-with-lease");
         }
@@ -330,7 +377,12 @@ impl Verb for Push {
         if outcome.exit_code != Some(0) && refs.is_empty() {
             outcome.success()?;
         }
-        Ok(PushResult { success: outcome.exit_code == Some(0), remote: args.remote.clone(), url, refs })
+        Ok(PushResult {
+            success: outcome.exit_code == Some(0),
+            remote: args.remote.clone(),
+            url,
+            refs,
+        })
     }
 }
 
@@ -376,14 +428,30 @@ mod tests {
 
     #[test]
     fn refspecs_are_typed_and_never_force() {
-        let Plan::Exec(c) = crate::Git::plan("git.push", r#"{"refspecs":[{"src":"HEAD","dst":"refs/heads/topic"}],"force_with_lease":true}"#).unwrap() else {
+        let Plan::Exec(c) = crate::Git::plan(
+            "git.push",
+            r#"{"refspecs":[{"src":"HEAD","dst":"refs/heads/topic"}],"force_with_lease":true}"#,
+        )
+        .unwrap() else {
             panic!("not exec")
         };
-        let values: Vec<&str> = c.args.iter().filter_map(|a| if let Arg::Value(v) = a { Some(v.as_str()) } else { None }).collect();
+        let values: Vec<&str> = c
+            .args
+            .iter()
+            .filter_map(|a| if let Arg::Value(v) = a { Some(v.as_str()) } else { None })
+            .collect();
         assert_eq!(values, ["origin", "HEAD:refs/heads/topic"]);
         assert!(c.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--force-with-lease")));
-        assert!(!c.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--force" || l == "-f")));
-        for bad in [r#"{"src":"+main"}"#, r#"{"src":"--force"}"#, r#"{"src":"a:b"}"#, r#"{"src":"main","dst":"-x"}"#] {
+        assert!(!c
+            .args
+            .iter()
+            .any(|a| matches!(a, Arg::Literal(l) if l == "--force" || l == "-f")));
+        for bad in [
+            r#"{"src":"+main"}"#,
+            r#"{"src":"--force"}"#,
+            r#"{"src":"a:b"}"#,
+            r#"{"src":"main","dst":"-x"}"#,
+        ] {
             let r: Refspec = verbgate_plugin_sdk::serde_json::from_str(bad).unwrap();
             assert_eq!(r.text().unwrap_err().code, "invalid_args", "{bad}");
         }
@@ -394,9 +462,22 @@ mod tests {
         let o = Outcome::exited(128, "").with_stderr("fatal: transport 'file' not allowed\n");
         let e = crate::Git::map_result("git.fetch", "{}", &o).unwrap_err();
         assert_eq!(e.code, "unavailable");
-        assert!(e.message.contains("[git] transports") && e.message.contains("`file`"), "{}", e.message);
-        let o = Outcome::exited(1, "To /x\n!\trefs/heads/main:refs/heads/main\t[rejected] (fetch first)\nDone\n");
-        let v: Value = verbgate_plugin_sdk::serde_json::from_str(&crate::Git::map_result("git.push", "{}", &o).unwrap()).unwrap();
-        assert_eq!((v["success"].as_bool(), v["refs"][0]["reason"].as_str()), (Some(false), Some("fetch first")));
+        assert!(
+            e.message.contains("[git] transports") && e.message.contains("`file`"),
+            "{}",
+            e.message
+        );
+        let o = Outcome::exited(
+            1,
+            "To /x\n!\trefs/heads/main:refs/heads/main\t[rejected] (fetch first)\nDone\n",
+        );
+        let v: Value = verbgate_plugin_sdk::serde_json::from_str(
+            &crate::Git::map_result("git.push", "{}", &o).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (v["success"].as_bool(), v["refs"][0]["reason"].as_str()),
+            (Some(false), Some("fetch first"))
+        );
     }
 }

@@ -12,11 +12,16 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ErrorCode, ExecRead, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    errors, json, Cmd, Effect, ErrorCode, ExecRead, OpError, Outcome, OutcomeExt, Plan, Verb,
+    VerbKind,
+};
 
 use crate::status::StatusResult;
 use crate::time::to_utc;
-use crate::write::{check, git_write, read_back, status_after, then_status, with_paths, ReadBackCut};
+use crate::write::{
+    check, git_write, read_back, status_after, then_status, with_paths, ReadBackCut,
+};
 use crate::{git, not_a_repository, Repo};
 
 /// `git stash list` in machine form: selector, commit, committer time,
@@ -48,11 +53,22 @@ pub fn parse_list(stdout: &[u8]) -> Result<Vec<Entry>, OpError> {
     let mut out = Vec::new();
     for rec in text.split('\0').map(|r| r.trim_start_matches('\n')).filter(|r| !r.is_empty()) {
         let f: Vec<&str> = rec.split('\u{1f}').collect();
-        let index = f.first().and_then(|s| s.strip_prefix("stash@{")).and_then(|s| s.strip_suffix('}')).and_then(|n| n.parse::<u64>().ok());
+        let index = f
+            .first()
+            .and_then(|s| s.strip_prefix("stash@{"))
+            .and_then(|s| s.strip_suffix('}'))
+            .and_then(|n| n.parse::<u64>().ok());
         let (Some(index), [_, hash, time, subject]) = (index, f.as_slice()) else {
-            return Err(errors::invalid_output(&format!("git stash list printed an entry verbgate cannot read: {rec:?}")));
+            return Err(errors::invalid_output(&format!(
+                "git stash list printed an entry verbgate cannot read: {rec:?}"
+            )));
         };
-        out.push(Entry { index, commit: hash.to_string(), time: to_utc(time), message: subject.to_string() });
+        out.push(Entry {
+            index,
+            commit: hash.to_string(),
+            time: to_utc(time),
+            message: subject.to_string(),
+        });
         if out.len() >= LISTED {
             break;
         }
@@ -69,7 +85,9 @@ fn selector(index: u64) -> String {
 fn no_such_stash(outcome: &Outcome, index: u64) -> Result<(), OpError> {
     let err = outcome.stderr_text();
     if outcome.exit_code != Some(0)
-        && (err.contains("is not a valid reference") || err.contains("No stash entries found") || err.contains("not a stash-like commit"))
+        && (err.contains("is not a valid reference")
+            || err.contains("No stash entries found")
+            || err.contains("not a stash-like commit"))
     {
         return Err(errors::op_error(
             ErrorCode::NotFound,
@@ -125,7 +143,10 @@ impl Verb for Push {
             c = c.opt("message", m);
         }
         let run = if args.paths.is_empty() { c } else { with_paths(c, &args.paths) };
-        Ok(Plan::ExecRead(ExecRead { run: run.into(), read_back: list_cmd(&args.repo).truncate_stdout().into() }))
+        Ok(Plan::ExecRead(ExecRead {
+            run: run.into(),
+            read_back: list_cmd(&args.repo).truncate_stdout().into(),
+        }))
     }
 
     fn map(_: &PushArgs, outcome: &Outcome) -> Result<PushResult, OpError> {
@@ -134,7 +155,12 @@ impl Verb for Push {
         let list = parse_list(&back.stdout)?;
         // git says so, and exits 0, when there is nothing to stash (LC_ALL=C).
         let stashed = !outcome.stdout_text().contains("No local changes to save");
-        Ok(PushResult { stashed, stash: if stashed { list.first().cloned() } else { None }, stashes: list, cut: ReadBackCut::of(&back) })
+        Ok(PushResult {
+            stashed,
+            stash: if stashed { list.first().cloned() } else { None },
+            stashes: list,
+            cut: ReadBackCut::of(&back),
+        })
     }
 }
 
@@ -274,14 +300,18 @@ impl Verb for Drop {
     const NAME: &'static str = "git.stash_drop";
     const SUMMARY: &'static str = "Drop a stash";
     const KIND: VerbKind = VerbKind::Exec;
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = DropArgs;
     type Output = DropResult;
 
     fn plan(args: &DropArgs) -> Result<Plan, OpError> {
         let run = git_write(&args.repo).lit("stash").lit("drop").lit_owned(selector(args.index));
-        Ok(Plan::ExecRead(ExecRead { run: run.into(), read_back: list_cmd(&args.repo).truncate_stdout().into() }))
+        Ok(Plan::ExecRead(ExecRead {
+            run: run.into(),
+            read_back: list_cmd(&args.repo).truncate_stdout().into(),
+        }))
     }
 
     fn map(args: &DropArgs, outcome: &Outcome) -> Result<DropResult, OpError> {
@@ -289,7 +319,11 @@ impl Verb for Drop {
         no_such_stash(outcome, args.index)?;
         check(outcome)?;
         let back = read_back(outcome, Self::NAME)?;
-        Ok(DropResult { dropped: selector(args.index), stashes: parse_list(&back.stdout)?, cut: ReadBackCut::of(&back) })
+        Ok(DropResult {
+            dropped: selector(args.index),
+            stashes: parse_list(&back.stdout)?,
+            cut: ReadBackCut::of(&back),
+        })
     }
 }
 
@@ -311,7 +345,15 @@ mod tests {
         let out =
             "stash@{0}\u{1f}abc\u{1f}2024-01-02T03:04:05+02:00\u{1f}On main: wip\0stash@{1}\u{1f}def\u{1f}2024-01-01T00:00:00+00:00\u{1f}WIP on main: 123 x\0";
         let l = parse_list(out.as_bytes()).unwrap();
-        assert_eq!(l[0], Entry { index: 0, commit: "abc".into(), time: "2024-01-02T01:04:05Z".into(), message: "On main: wip".into() });
+        assert_eq!(
+            l[0],
+            Entry {
+                index: 0,
+                commit: "abc".into(),
+                time: "2024-01-02T01:04:05Z".into(),
+                message: "On main: wip".into()
+            }
+        );
         assert_eq!(l[1].index, 1);
         assert!(parse_list(b"stash@{x}\x1fa\x1fb\x1fc\0").is_err());
     }
@@ -319,20 +361,42 @@ mod tests {
     #[test]
     fn stashes_are_named_by_number_and_a_missing_one_is_not_found() {
         use verbgate_plugin_sdk::Arg;
-        let Plan::ExecRead(p) = crate::Git::plan("git.stash_pop", r#"{"index":2,"keep":true}"#).unwrap() else { panic!("not exec-read") };
+        let Plan::ExecRead(p) =
+            crate::Git::plan("git.stash_pop", r#"{"index":2,"keep":true}"#).unwrap()
+        else {
+            panic!("not exec-read")
+        };
         assert!(p.run.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "apply")));
         assert!(matches!(p.run.args.last(), Some(Arg::Literal(l)) if l == "stash@{2}"));
         let o = Outcome::exited(1, "").with_stderr("error: stash@{7} is not a valid reference");
-        assert_eq!(crate::Git::map_result("git.stash_drop", r#"{"index":7}"#, &o).unwrap_err().code, "not_found");
-        let Plan::ExecRead(p) = crate::Git::plan("git.stash", r#"{"message":"-m evil","paths":["a"]}"#).unwrap() else { panic!("not exec-read") };
-        assert!(p.run.args.iter().any(|a| matches!(a, Arg::Option(o) if o.name == "message" && o.value == "-m evil")), "a message is an option value");
+        assert_eq!(
+            crate::Git::map_result("git.stash_drop", r#"{"index":7}"#, &o).unwrap_err().code,
+            "not_found"
+        );
+        let Plan::ExecRead(p) =
+            crate::Git::plan("git.stash", r#"{"message":"-m evil","paths":["a"]}"#).unwrap()
+        else {
+            panic!("not exec-read")
+        };
+        assert!(
+            p.run.args.iter().any(
+                |a| matches!(a, Arg::Option(o) if o.name == "message" && o.value == "-m evil")
+            ),
+            "a message is an option value"
+        );
     }
 
     #[test]
     fn nothing_to_stash_is_reported_not_invented() {
-        let back = Outcome::exited(0, "stash@{0}\u{1f}old\u{1f}2024-01-01T00:00:00+00:00\u{1f}On main: older\0");
+        let back = Outcome::exited(
+            0,
+            "stash@{0}\u{1f}old\u{1f}2024-01-01T00:00:00+00:00\u{1f}On main: older\0",
+        );
         let o = Outcome::exited(0, "No local changes to save\n").with_read_back(back);
-        let v: verbgate_plugin_sdk::Value = verbgate_plugin_sdk::serde_json::from_str(&crate::Git::map_result("git.stash", "{}", &o).unwrap()).unwrap();
+        let v: verbgate_plugin_sdk::Value = verbgate_plugin_sdk::serde_json::from_str(
+            &crate::Git::map_result("git.stash", "{}", &o).unwrap(),
+        )
+        .unwrap();
         assert_eq!(
             (v["stashed"].as_bool(), v["stash"].clone(), v["stashes"][0]["commit"].as_str()),
             (Some(false), verbgate_plugin_sdk::Value::Null, Some("old"))

@@ -43,7 +43,8 @@ pub struct Status {
 
 /// Parse porcelain v2 output (lossy on non-UTF-8 paths).
 pub fn parse(bytes: &[u8]) -> Status {
-    let records: Vec<String> = bytes.split(|b| *b == 0).map(|r| String::from_utf8_lossy(r).into_owned()).collect();
+    let records: Vec<String> =
+        bytes.split(|b| *b == 0).map(|r| String::from_utf8_lossy(r).into_owned()).collect();
     let mut st = Status::default();
     let mut i = 0;
     while i < records.len() {
@@ -73,7 +74,13 @@ pub fn parse(bytes: &[u8]) -> Status {
                 let f: Vec<&str> = rec.splitn(9, ' ').collect();
                 if f.len() == 9 {
                     let (x, y) = xy(f[1]);
-                    st.entries.push(Entry { path: f[8].to_string(), orig_path: None, index: x, worktree: y, kind: Kind::Changed });
+                    st.entries.push(Entry {
+                        path: f[8].to_string(),
+                        orig_path: None,
+                        index: x,
+                        worktree: y,
+                        kind: Kind::Changed,
+                    });
                 }
             }
             Some('2') => {
@@ -82,18 +89,42 @@ pub fn parse(bytes: &[u8]) -> Status {
                 i += 1;
                 if f.len() == 10 {
                     let (x, y) = xy(f[1]);
-                    st.entries.push(Entry { path: f[9].to_string(), orig_path: orig, index: x, worktree: y, kind: Kind::Renamed });
+                    st.entries.push(Entry {
+                        path: f[9].to_string(),
+                        orig_path: orig,
+                        index: x,
+                        worktree: y,
+                        kind: Kind::Renamed,
+                    });
                 }
             }
             Some('u') => {
                 let f: Vec<&str> = rec.splitn(11, ' ').collect();
                 if f.len() == 11 {
                     let (x, y) = xy(f[1]);
-                    st.entries.push(Entry { path: f[10].to_string(), orig_path: None, index: x, worktree: y, kind: Kind::Unmerged });
+                    st.entries.push(Entry {
+                        path: f[10].to_string(),
+                        orig_path: None,
+                        index: x,
+                        worktree: y,
+                        kind: Kind::Unmerged,
+                    });
                 }
             }
-            Some('?') => st.entries.push(Entry { path: rec[2..].to_string(), orig_path: None, index: '?', worktree: '?', kind: Kind::Untracked }),
-            Some('!') => st.entries.push(Entry { path: rec[2..].to_string(), orig_path: None, index: '!', worktree: '!', kind: Kind::Ignored }),
+            Some('?') => st.entries.push(Entry {
+                path: rec[2..].to_string(),
+                orig_path: None,
+                index: '?',
+                worktree: '?',
+                kind: Kind::Untracked,
+            }),
+            Some('!') => st.entries.push(Entry {
+                path: rec[2..].to_string(),
+                orig_path: None,
+                index: '!',
+                worktree: '!',
+                kind: Kind::Ignored,
+            }),
             _ => {}
         }
     }
@@ -121,7 +152,13 @@ impl Status {
             })
             .collect::<Result<Vec<_>, OpError>>()?;
         Ok(StatusResult {
-            branch: BranchState { head: self.head.clone(), oid: self.oid.clone(), upstream: self.upstream.clone(), ahead: self.ahead, behind: self.behind },
+            branch: BranchState {
+                head: self.head.clone(),
+                oid: self.oid.clone(),
+                upstream: self.upstream.clone(),
+                ahead: self.ahead,
+                behind: self.behind,
+            },
             entries,
             clean: self.entries.iter().all(|e| e.kind == Kind::Ignored),
         })
@@ -211,7 +248,11 @@ impl State {
             '.' => State::Unchanged,
             '?' => State::Untracked,
             '!' => State::Ignored,
-            other => return Err(errors::invalid_output(&format!("git status printed the state letter {other:?}, which verbgate does not know"))),
+            other => {
+                return Err(errors::invalid_output(&format!(
+                    "git status printed the state letter {other:?}, which verbgate does not know"
+                )))
+            }
         })
     }
 }
@@ -233,14 +274,27 @@ u UU N... 100644 100644 100644 100644 aaaa bbbb cccc conflict.txt\0\
         assert_eq!(st.oid.as_deref(), Some("1234abcd"));
         assert_eq!((st.ahead, st.behind), (Some(2), Some(1)));
         let paths: Vec<&str> = st.entries.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(paths, ["staged file.txt", "dir/with space.txt", "new name.txt", "conflict.txt", "untracked file", "ignored.log"]);
+        assert_eq!(
+            paths,
+            [
+                "staged file.txt",
+                "dir/with space.txt",
+                "new name.txt",
+                "conflict.txt",
+                "untracked file",
+                "ignored.log"
+            ]
+        );
         assert_eq!(st.entries[2].orig_path.as_deref(), Some("old name.txt"));
         let r = st.to_result().unwrap();
         assert!(r.entries[0].staged && !r.entries[0].unstaged);
         assert!(r.entries[1].unstaged);
         assert!(!r.clean);
         assert_eq!(verbgate_plugin_sdk::serde_json::to_value(&r.entries[2]).unwrap()["index"], "R");
-        assert_eq!(verbgate_plugin_sdk::serde_json::to_value(&r.entries[4]).unwrap()["worktree"], "?");
+        assert_eq!(
+            verbgate_plugin_sdk::serde_json::to_value(&r.entries[4]).unwrap()["worktree"],
+            "?"
+        );
     }
 
     #[test]

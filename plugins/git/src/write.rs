@@ -21,14 +21,23 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{errors, json, Cmd, Effect, ErrorCode, ExecRead, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    errors, json, Cmd, Effect, ErrorCode, ExecRead, OpError, Outcome, OutcomeExt, Plan, Verb,
+    VerbKind,
+};
 
 use crate::status::StatusResult;
 use crate::{git, log, not_a_repository, status, status_cmd, Repo};
 
 /// `git` for a write: literal pathspecs, no automatic gc or maintenance.
 pub(crate) fn git_write(repo: &Repo) -> Cmd {
-    git(repo).env("LC_ALL", "C").lit("--literal-pathspecs").lit("-c").lit("gc.auto=0").lit("-c").lit("maintenance.auto=false")
+    git(repo)
+        .env("LC_ALL", "C")
+        .lit("--literal-pathspecs")
+        .lit("-c")
+        .lit("gc.auto=0")
+        .lit("-c")
+        .lit("maintenance.auto=false")
 }
 
 /// Caller paths, confined by the host, after `--`.
@@ -43,7 +52,10 @@ pub(crate) fn with_paths(mut c: Cmd, paths: &[String]) -> Cmd {
 /// `run`, then the repository's status read back (cut at the host's
 /// capture bound rather than failing a write that already happened).
 pub(crate) fn then_status(run: Cmd, repo: &Repo) -> Plan {
-    Plan::ExecRead(ExecRead { run: run.into(), read_back: status_cmd(repo, true, false).truncate_stdout().into() })
+    Plan::ExecRead(ExecRead {
+        run: run.into(),
+        read_back: status_cmd(repo, true, false).truncate_stdout().into(),
+    })
 }
 
 /// The read-back's outcome; the write itself has succeeded by now, so a
@@ -51,7 +63,11 @@ pub(crate) fn then_status(run: Cmd, repo: &Repo) -> Plan {
 /// read-back cut at the capture bound was stopped there, so its exit
 /// status says nothing.
 pub(crate) fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpError> {
-    let back = outcome.read_back().ok_or_else(|| errors::invalid_output(&format!("{verb} succeeded, but the host did not read the new state back")))?;
+    let back = outcome.read_back().ok_or_else(|| {
+        errors::invalid_output(&format!(
+            "{verb} succeeded, but the host did not read the new state back"
+        ))
+    })?;
     if back.exit_code != Some(0) && !back.stdout_truncated {
         return Err(errors::invalid_output(&format!(
             "{verb} succeeded, but reading the new state back failed (exit {:?}): {}; do not simply retry the write",
@@ -64,10 +80,20 @@ pub(crate) fn read_back(outcome: &Outcome, verb: &str) -> Result<Outcome, OpErro
 
 /// The status a write left, in `git.status`'s result form, and whether it
 /// was cut short (then only whole records are kept).
-pub(crate) fn status_after(outcome: &Outcome, verb: &str) -> Result<(StatusResult, ReadBackCut), OpError> {
+pub(crate) fn status_after(
+    outcome: &Outcome,
+    verb: &str,
+) -> Result<(StatusResult, ReadBackCut), OpError> {
     let back = read_back(outcome, verb)?;
-    let whole = if back.stdout_truncated { &back.stdout[..back.stdout.iter().rposition(|b| *b == 0).map_or(0, |at| at + 1)] } else { &back.stdout[..] };
-    Ok((status::parse(whole).to_result()?, ReadBackCut { read_back_truncated: back.stdout_truncated }))
+    let whole = if back.stdout_truncated {
+        &back.stdout[..back.stdout.iter().rposition(|b| *b == 0).map_or(0, |at| at + 1)]
+    } else {
+        &back.stdout[..]
+    };
+    Ok((
+        status::parse(whole).to_result()?,
+        ReadBackCut { read_back_truncated: back.stdout_truncated },
+    ))
 }
 
 // Whether a write's read-back was cut (flattened into every write's
@@ -132,7 +158,9 @@ impl Verb for Add {
     }
 
     fn map(args: &AddArgs, outcome: &Outcome) -> Result<AddResult, OpError> {
-        if outcome.exit_code == Some(1) && outcome.stderr_text().contains("ignored by one of your .gitignore files") {
+        if outcome.exit_code == Some(1)
+            && outcome.stderr_text().contains("ignored by one of your .gitignore files")
+        {
             return Err(errors::op_error(
                 ErrorCode::InvalidArgs,
                 "a path is ignored by .gitignore, and git.add never forces ignored files in; nothing was staged",
@@ -182,8 +210,14 @@ impl Verb for Commit {
     type Output = CommitResult;
 
     fn plan(args: &CommitArgs) -> Result<Plan, OpError> {
-        let mut c =
-            git_write(&args.repo).lit("-c").lit("core.abbrev=no").lit("commit").lit("--no-gpg-sign").lit("--no-edit").lit("--cleanup=verbatim").lit("--file=-");
+        let mut c = git_write(&args.repo)
+            .lit("-c")
+            .lit("core.abbrev=no")
+            .lit("commit")
+            .lit("--no-gpg-sign")
+            .lit("--no-edit")
+            .lit("--cleanup=verbatim")
+            .lit("--file=-");
         if args.allow_empty {
             c = c.lit("--allow-empty");
         }
@@ -201,13 +235,18 @@ impl Verb for Commit {
             .lit("HEAD")
             .end_of_options()
             .truncate_stdout();
-        Ok(Plan::ExecRead(ExecRead { run: c.end_of_options().stdin(args.message.as_bytes()).into(), read_back: back.into() }))
+        Ok(Plan::ExecRead(ExecRead {
+            run: c.end_of_options().stdin(args.message.as_bytes()).into(),
+            read_back: back.into(),
+        }))
     }
 
     fn map(_: &CommitArgs, outcome: &Outcome) -> Result<CommitResult, OpError> {
         let out = outcome.stdout_text();
         if outcome.exit_code == Some(1)
-            && (out.contains("nothing to commit") || out.contains("nothing added to commit") || out.contains("no changes added to commit"))
+            && (out.contains("nothing to commit")
+                || out.contains("nothing added to commit")
+                || out.contains("no changes added to commit"))
         {
             return Err(errors::op_error(
                 ErrorCode::ExitNonzero,
@@ -216,14 +255,19 @@ impl Verb for Commit {
             ));
         }
         let err = outcome.stderr_text();
-        if outcome.exit_code != Some(0) && (err.contains("Author identity unknown") || err.contains("Please tell me who you are")) {
+        if outcome.exit_code != Some(0)
+            && (err.contains("Author identity unknown")
+                || err.contains("Please tell me who you are"))
+        {
             return Err(errors::unavailable("git has no author identity: set user.name and user.email in the repository's (or the user's) git config"));
         }
         check(outcome)?;
         let back = read_back(outcome, Self::NAME)?;
         let text = back.stdout_text();
         let rec = text.trim_start_matches('\n').trim_end_matches('\0');
-        let (refs, rec) = rec.split_once('\u{1f}').ok_or_else(|| errors::invalid_output("the new commit, read back, has no ref field"))?;
+        let (refs, rec) = rec
+            .split_once('\u{1f}')
+            .ok_or_else(|| errors::invalid_output("the new commit, read back, has no ref field"))?;
         let commit = log::commit(rec, true)?;
         // Ops of a batch run at once: another write may have moved HEAD
         // between the commit and its read-back. git's own summary line
@@ -237,7 +281,12 @@ impl Verb for Commit {
             }
         }
         let root_commit = commit.parents.is_empty();
-        Ok(CommitResult { branch: head_branch(refs), root_commit, commit, cut: ReadBackCut::of(&back) })
+        Ok(CommitResult {
+            branch: head_branch(refs),
+            root_commit,
+            commit,
+            cut: ReadBackCut::of(&back),
+        })
     }
 }
 
@@ -258,9 +307,10 @@ pub struct CommitResult {
 /// 40 or 64 hex digits and a `]` (branch names contain no spaces).
 fn made_hash(stdout: &str) -> Option<&str> {
     let line = stdout.lines().next()?.strip_prefix('[')?;
-    line.split(' ')
-        .filter_map(|w| w.strip_suffix(']'))
-        .find(|h| matches!(h.len(), 40 | 64) && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    line.split(' ').filter_map(|w| w.strip_suffix(']')).find(|h| {
+        matches!(h.len(), 40 | 64)
+            && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// The branch HEAD points to, from `%D` (`HEAD -> main, tag: v1`); `None`
@@ -308,7 +358,8 @@ impl Verb for Restore {
     const NAME: &'static str = "git.restore";
     const SUMMARY: &'static str = "Discard or unstage changes";
     const KIND: VerbKind = VerbKind::Exec;
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::Destructive];
     const PROGRAMS: &'static [&'static str] = &["git"];
     type Args = RestoreArgs;
     type Output = RestoreResult;
@@ -330,7 +381,13 @@ impl Verb for Restore {
     fn map(args: &RestoreArgs, outcome: &Outcome) -> Result<RestoreResult, OpError> {
         check(outcome)?;
         let (status, cut) = status_after(outcome, Self::NAME)?;
-        Ok(RestoreResult { restored: args.paths.clone(), scope: args.scope, source: args.source.clone(), status, cut })
+        Ok(RestoreResult {
+            restored: args.paths.clone(),
+            scope: args.scope,
+            source: args.source.clone(),
+            status,
+            cut,
+        })
     }
 }
 
@@ -388,7 +445,9 @@ impl Verb for Switch {
             }
         } else {
             if args.start_point.is_some() {
-                return Err(errors::invalid_args("start_point needs create: true (an existing branch already has its commit)"));
+                return Err(errors::invalid_args(
+                    "start_point needs create: true (an existing branch already has its commit)",
+                ));
             }
             c = c.value(&args.branch);
         }
@@ -398,7 +457,9 @@ impl Verb for Switch {
     fn map(args: &SwitchArgs, outcome: &Outcome) -> Result<SwitchResult, OpError> {
         not_a_repository(outcome)?;
         let err = outcome.stderr_text();
-        if outcome.exit_code != Some(0) && (err.contains("invalid reference") || err.contains("is not a valid branch name")) {
+        if outcome.exit_code != Some(0)
+            && (err.contains("invalid reference") || err.contains("is not a valid branch name"))
+        {
             return Err(errors::op_error(
                 ErrorCode::NotFound,
                 &format!("no local branch {:?} to switch to (or not a valid branch name); git.branches lists them", args.branch),
@@ -442,7 +503,10 @@ mod tests {
         let msg = "-m \"quoted\"\n\nsecond paragraph\n";
         let c = exec("git.commit", json!({ "message": msg }));
         assert_eq!(c.stdin.as_deref(), Some(msg.as_bytes()));
-        assert!(c.args.iter().all(|a| !matches!(a, Arg::Value(v) | Arg::Path(v) if v.contains("quoted"))));
+        assert!(c
+            .args
+            .iter()
+            .all(|a| !matches!(a, Arg::Value(v) | Arg::Path(v) if v.contains("quoted"))));
         assert!(c.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--cleanup=verbatim")));
     }
 
@@ -452,9 +516,15 @@ mod tests {
         let marker = c.args.iter().position(|a| matches!(a, Arg::EndOfOptions)).unwrap();
         assert!(matches!(&c.args[marker + 1], Arg::Path(p) if p == "--force"));
         let c = exec("git.switch", json!({ "branch": "-D" }));
-        assert!(c.args.iter().any(|a| matches!(a, Arg::Value(v) if v == "-D")), "a value the host refuses for its leading dash");
+        assert!(
+            c.args.iter().any(|a| matches!(a, Arg::Value(v) if v == "-D")),
+            "a value the host refuses for its leading dash"
+        );
         let c = exec("git.switch", json!({ "branch": "-D", "create": true }));
-        assert!(c.args.iter().any(|a| matches!(a, Arg::Option(o) if o.name == "create" && o.value == "-D")));
+        assert!(c
+            .args
+            .iter()
+            .any(|a| matches!(a, Arg::Option(o) if o.name == "create" && o.value == "-D")));
     }
 
     #[test]
@@ -476,8 +546,12 @@ mod tests {
     fn a_commit_answers_with_the_commit_read_back() {
         let h = "0449a9d142aed3acb342b03d79c4e50b72374a44";
         let rec = format!("HEAD -> main\u{1f}{h}\u{1f}\u{1f}A U\u{1f}a@x\u{1f}2026-12-03T10:00:00+01:00\u{1f}A U\u{1f}a@x\u{1f}2026-12-03T10:00:00+01:00\u{1f}-x \"q\"\u{1f}body\n\n\0");
-        let done = Outcome::exited(0, "[main (root-commit) 0449a9d] -x\n").with_read_back(Outcome::exited(0, rec));
-        let v: Value = serde_json::from_str(&Git::map_result("git.commit", r#"{"message":"x"}"#, &done).unwrap()).unwrap();
+        let done = Outcome::exited(0, "[main (root-commit) 0449a9d] -x\n")
+            .with_read_back(Outcome::exited(0, rec));
+        let v: Value = serde_json::from_str(
+            &Git::map_result("git.commit", r#"{"message":"x"}"#, &done).unwrap(),
+        )
+        .unwrap();
         assert_eq!(v["commit"]["hash"], h);
         assert_eq!(v["commit"]["subject"], "-x \"q\"");
         assert_eq!(v["commit"]["body"], "body");
@@ -497,20 +571,32 @@ mod tests {
         ));
         assert!(Git::map_result("git.commit", r#"{"message":"x"}"#, &same).is_ok());
         // The commit was made but could not be read: say so, never "failed".
-        let unread = Outcome::exited(0, "").with_read_back(Outcome::exited(128, "").with_stderr("fatal: bad object HEAD"));
+        let unread = Outcome::exited(0, "")
+            .with_read_back(Outcome::exited(128, "").with_stderr("fatal: bad object HEAD"));
         let e = Git::map_result("git.commit", r#"{"message":"x"}"#, &unread).unwrap_err();
         assert_eq!(e.code, "invalid_output");
-        assert!(e.message.contains("git.commit succeeded, but reading the new state back failed"), "{}", e.message);
+        assert!(
+            e.message.contains("git.commit succeeded, but reading the new state back failed"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn add_answers_with_the_status_read_back() {
         let plan = Git::plan("git.add", r#"{"paths":["a.txt"]}"#).unwrap();
         let Plan::ExecRead(p) = plan else { panic!("not an exec-read plan") };
-        assert!(p.read_back.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--porcelain=v2")));
+        assert!(p
+            .read_back
+            .args
+            .iter()
+            .any(|a| matches!(a, Arg::Literal(l) if l == "--porcelain=v2")));
         let status = "# branch.oid 0449a9d142aed3acb342b03d79c4e50b72374a44\0# branch.head main\01 A. N... 000000 100644 100644 0000000000000000000000000000000000000000 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 a.txt\0";
         let done = Outcome::exited(0, "").with_read_back(Outcome::exited(0, status));
-        let v: Value = serde_json::from_str(&Git::map_result("git.add", r#"{"paths":["a.txt"]}"#, &done).unwrap()).unwrap();
+        let v: Value = serde_json::from_str(
+            &Git::map_result("git.add", r#"{"paths":["a.txt"]}"#, &done).unwrap(),
+        )
+        .unwrap();
         assert_eq!(v["staged"], json!(["a.txt"]));
         assert_eq!(v["status"]["branch"]["head"], "main");
         assert_eq!(v["status"]["entries"][0]["path"], "a.txt", "{v}");
@@ -519,8 +605,15 @@ mod tests {
         let mut stopped = Outcome::killed(9).truncated();
         stopped.stdout = status.as_bytes()[..status.len() - 10].to_vec();
         let cut = Outcome::exited(0, "").with_read_back(stopped);
-        let v: Value = serde_json::from_str(&Git::map_result("git.add", r#"{"paths":["a.txt"]}"#, &cut).unwrap()).unwrap();
-        assert_eq!((v["read_back_truncated"].as_bool(), v["status"]["entries"].as_array().map(Vec::len)), (Some(true), Some(0)), "{v}");
+        let v: Value = serde_json::from_str(
+            &Git::map_result("git.add", r#"{"paths":["a.txt"]}"#, &cut).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (v["read_back_truncated"].as_bool(), v["status"]["entries"].as_array().map(Vec::len)),
+            (Some(true), Some(0)),
+            "{v}"
+        );
         assert_eq!(v["status"]["branch"]["head"], "main");
     }
 }

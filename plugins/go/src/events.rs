@@ -134,8 +134,20 @@ impl Build {
                         continue;
                     }
                     self.errors.push(match place(line) {
-                        Some((file, l, c, message)) => Place { package: pkg.to_string(), file: Some(file), line: Some(l), column: c, message },
-                        None => Place { package: pkg.to_string(), file: None, line: None, column: None, message: line.trim().to_string() },
+                        Some((file, l, c, message)) => Place {
+                            package: pkg.to_string(),
+                            file: Some(file),
+                            line: Some(l),
+                            column: c,
+                            message,
+                        },
+                        None => Place {
+                            package: pkg.to_string(),
+                            file: None,
+                            line: None,
+                            column: None,
+                            message: line.trim().to_string(),
+                        },
                     });
                 }
             }
@@ -206,8 +218,12 @@ pub fn test_run(stdout: &[u8]) -> TestRun {
                     let out = e["Output"].as_str().unwrap_or_default();
                     if e["OutputType"] == "error" && t.failure.is_none() {
                         t.failure = Some(match place(out) {
-                            Some((file, line, _, message)) => Failure { file: Some(file), line: Some(line), message },
-                            None => Failure { file: None, line: None, message: out.trim().to_string() },
+                            Some((file, line, _, message)) => {
+                                Failure { file: Some(file), line: Some(line), message }
+                            }
+                            None => {
+                                Failure { file: None, line: None, message: out.trim().to_string() }
+                            }
                         });
                     }
                     // Frames (`=== RUN`, `--- FAIL`) are the runner's own.
@@ -232,7 +248,11 @@ pub fn test_run(stdout: &[u8]) -> TestRun {
                     // A package whose test binary did not build is an
                     // error, not a failed test.
                     *p = Package {
-                        outcome: Some(if build_failed.is_some() { PackageOutcome::Error } else { o }),
+                        outcome: Some(if build_failed.is_some() {
+                            PackageOutcome::Error
+                        } else {
+                            o
+                        }),
                         elapsed: e["Elapsed"].as_f64(),
                         failed_build: build_failed,
                     };
@@ -273,7 +293,14 @@ impl TestRun {
             if tests.len() >= LISTED {
                 continue;
             }
-            let mut entry = TestEntry { package: key.0.clone(), test: key.1.clone(), outcome, duration: t.elapsed, failure: None, output: None };
+            let mut entry = TestEntry {
+                package: key.0.clone(),
+                test: key.1.clone(),
+                outcome,
+                duration: t.elapsed,
+                failure: None,
+                output: None,
+            };
             match outcome {
                 TestOutcome::Failed | TestOutcome::Running => {
                     entry.failure = Some(t.failure.clone());
@@ -301,7 +328,12 @@ impl TestRun {
                     PackageOutcome::Skipped => &mut package_counts.skipped,
                     PackageOutcome::Error => &mut package_counts.error,
                 } += 1;
-                PackageEntry { package: p.clone(), outcome, duration: pkg.elapsed, failed_build: pkg.failed_build.clone() }
+                PackageEntry {
+                    package: p.clone(),
+                    outcome,
+                    duration: pkg.elapsed,
+                    failed_build: pkg.failed_build.clone(),
+                }
             })
             .collect();
         TestResult {
@@ -392,7 +424,11 @@ pub fn vet(stdout: &[u8]) -> Result<(Vec<VetDiagnostic>, Vec<AnalyzerError>, usi
             for (analyzer, found) in analyzers.as_object().into_iter().flatten() {
                 if let Some(err) = found.get("error") {
                     let message = err.as_str().map_or_else(|| err.to_string(), str::to_string);
-                    failures.push(AnalyzerError { package: pkg.clone(), analyzer: analyzer.clone(), message });
+                    failures.push(AnalyzerError {
+                        package: pkg.clone(),
+                        analyzer: analyzer.clone(),
+                        message,
+                    });
                     continue;
                 }
                 for d in found.as_array().into_iter().flatten() {
@@ -425,9 +461,18 @@ mod tests {
 
     #[test]
     fn places_in_compiler_and_test_messages() {
-        assert_eq!(place("pkg/b.go:3:23: cannot use \"x\""), Some(("pkg/b.go".into(), 3, Some(23), "cannot use \"x\"".into())));
-        assert_eq!(place("    calc_test.go:17: Add(1, 2) = 3, want 4\n"), Some(("calc_test.go".into(), 17, None, "Add(1, 2) = 3, want 4".into())));
-        assert_eq!(place("/abs/c d.go:8:28: fmt.Sprintf format"), Some(("/abs/c d.go".into(), 8, Some(28), "fmt.Sprintf format".into())));
+        assert_eq!(
+            place("pkg/b.go:3:23: cannot use \"x\""),
+            Some(("pkg/b.go".into(), 3, Some(23), "cannot use \"x\"".into()))
+        );
+        assert_eq!(
+            place("    calc_test.go:17: Add(1, 2) = 3, want 4\n"),
+            Some(("calc_test.go".into(), 17, None, "Add(1, 2) = 3, want 4".into()))
+        );
+        assert_eq!(
+            place("/abs/c d.go:8:28: fmt.Sprintf format"),
+            Some(("/abs/c d.go".into(), 8, Some(28), "fmt.Sprintf format".into()))
+        );
         assert_eq!(place("panic: runtime error: x"), None);
         assert_eq!(place("note: module requires Go 1.30"), None);
     }
@@ -453,9 +498,18 @@ mod tests {
         ]
         .join("\n");
         let r = serde_json::to_value(test_run(out.as_bytes()).to_result(Some(1))).unwrap();
-        assert_eq!(r["counts"], json!({ "passed": 1, "failed": 1, "skipped": 1, "running": 0, "total": 3 }));
-        assert_eq!(r["package_counts"], json!({ "passed": 0, "failed": 1, "skipped": 0, "error": 1 }));
-        assert_eq!(r["tests"][1]["failure"], json!({ "file": "calc_test.go", "line": 17, "message": "Add(1, 2) = 3, want 4" }));
+        assert_eq!(
+            r["counts"],
+            json!({ "passed": 1, "failed": 1, "skipped": 1, "running": 0, "total": 3 })
+        );
+        assert_eq!(
+            r["package_counts"],
+            json!({ "passed": 0, "failed": 1, "skipped": 0, "error": 1 })
+        );
+        assert_eq!(
+            r["tests"][1]["failure"],
+            json!({ "file": "calc_test.go", "line": 17, "message": "Add(1, 2) = 3, want 4" })
+        );
         assert!(!r["tests"][1]["output"].as_str().unwrap().contains("=== RUN"), "{r}");
         assert!(r["tests"][2]["output"].as_str().unwrap().contains("not on this machine"), "{r}");
         assert_eq!(r["packages"][1]["outcome"], "error");
@@ -484,8 +538,15 @@ mod tests {
             serde_json::to_value(&d[0]).unwrap(),
             json!({ "package": "m/calc", "analyzer": "printf", "file": "/r/calc/calc.go", "line": 8, "column": 28, "message": "fmt.Sprintf format %s reads arg #2, but call has 1 arg" })
         );
-        assert_eq!((failures[0].analyzer.as_str(), failures[0].message.as_str()), ("copylocks", "analysis failed"));
-        assert_eq!(position("/r/asm/asm1.s:9:1"), Some(("/r/asm/asm1.s", 9, 1)), "vet checks assembly files too");
+        assert_eq!(
+            (failures[0].analyzer.as_str(), failures[0].message.as_str()),
+            ("copylocks", "analysis failed")
+        );
+        assert_eq!(
+            position("/r/asm/asm1.s:9:1"),
+            Some(("/r/asm/asm1.s", 9, 1)),
+            "vet checks assembly files too"
+        );
         assert_eq!(position("nowhere"), None);
     }
 }

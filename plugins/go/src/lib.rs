@@ -22,7 +22,10 @@ mod events;
 use events::{AnalyzerError, Place, VetDiagnostic};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{cmd, errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, OutcomeExt, Plan, Value, Verb,
+    VerbKind,
+};
 
 /// The parameters every go verb shares.
 #[derive(Deserialize, JsonSchema)]
@@ -70,7 +73,10 @@ fn with_packages(mut c: Cmd, common: &Common) -> Result<Cmd, OpError> {
 /// fetch); it said why on stderr.
 fn refused(outcome: &Outcome, what: &str) -> OpError {
     let mut e = errors::exit_nonzero(outcome);
-    e.message = format!("{what} stopped before building anything: {}", e.message.trim_start_matches("the program "));
+    e.message = format!(
+        "{what} stopped before building anything: {}",
+        e.message.trim_start_matches("the program ")
+    );
     e
 }
 
@@ -99,7 +105,8 @@ impl Verb for Test {
     const SUMMARY: &'static str = "Per-test outcomes";
     const KIND: VerbKind = VerbKind::Spawn;
     const PROGRAMS: &'static [&'static str] = &["go"];
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     type Args = TestArgs;
     type Output = events::TestResult;
 
@@ -150,7 +157,10 @@ impl Verb for Build {
     type Output = BuildResult;
 
     fn plan(args: &PackagesArgs) -> Result<Plan, OpError> {
-        Ok(Plan::Spawn(with_packages(go(&args.common, "build").lit("-o").lit("/dev/null"), &args.common)?.into()))
+        Ok(Plan::Spawn(
+            with_packages(go(&args.common, "build").lit("-o").lit("/dev/null"), &args.common)?
+                .into(),
+        ))
     }
 
     fn map(_: &PackagesArgs, outcome: &Outcome) -> Result<BuildResult, OpError> {
@@ -203,16 +213,21 @@ impl Verb for Vet {
     }
 
     fn map(_: &PackagesArgs, outcome: &Outcome) -> Result<VetResult, OpError> {
-        let (diagnostics, analyzer_errors, total) = events::vet(&outcome.stdout).map_err(|e| errors::invalid_output(&e))?;
+        let (diagnostics, analyzer_errors, total) =
+            events::vet(&outcome.stdout).map_err(|e| errors::invalid_output(&e))?;
         // `go vet -json` exits 0 with diagnostics; non-zero means a package
         // could not be checked at all (its reason is on stderr) — or
         // nothing was, when stdout is empty too.
-        if outcome.exit_code != Some(0) && outcome.stdout.iter().all(u8::is_ascii_whitespace) && outcome.stderr.is_empty() {
+        if outcome.exit_code != Some(0)
+            && outcome.stdout.iter().all(u8::is_ascii_whitespace)
+            && outcome.stderr.is_empty()
+        {
             return Err(refused(outcome, "go vet"));
         }
         let stderr = outcome.stderr_text();
         let start = stderr.len().saturating_sub(4096);
-        let start = (start..stderr.len()).find(|i| stderr.is_char_boundary(*i)).unwrap_or(stderr.len());
+        let start =
+            (start..stderr.len()).find(|i| stderr.is_char_boundary(*i)).unwrap_or(stderr.len());
         Ok(VetResult {
             success: outcome.exit_code == Some(0) && total == 0 && analyzer_errors.is_empty(),
             exit_code: outcome.exit_code,
@@ -247,12 +262,19 @@ mod tests {
 
     #[test]
     fn patterns_are_paths_or_values_and_never_leave_the_directory() {
-        let Plan::Spawn(c) = Go::plan("go.test", r#"{"packages":["./pkg/...","example.com/m/x"],"run":"TestA","short":true}"#).unwrap() else {
+        let Plan::Spawn(c) = Go::plan(
+            "go.test",
+            r#"{"packages":["./pkg/...","example.com/m/x"],"run":"TestA","short":true}"#,
+        )
+        .unwrap() else {
             panic!("not a spawn")
         };
         assert!(c.args.iter().any(|a| matches!(a, Arg::Path(p) if p == "./pkg/...")));
         assert!(c.args.iter().any(|a| matches!(a, Arg::Value(v) if v == "example.com/m/x")));
-        assert!(c.args.iter().any(|a| matches!(a, Arg::Option(o) if o.name == "run" && o.value == "TestA")));
+        assert!(c
+            .args
+            .iter()
+            .any(|a| matches!(a, Arg::Option(o) if o.name == "run" && o.value == "TestA")));
         assert!(c.env.contains(&("GOTOOLCHAIN".to_string(), "local".to_string())));
         for bad in ["../other/...", "/abs/pkg", "./a/../../b"] {
             let e = Go::plan("go.vet", &format!(r#"{{"packages":[{bad:?}]}}"#)).unwrap_err();
@@ -264,13 +286,24 @@ mod tests {
 
     #[test]
     fn a_build_that_refused_to_start_is_an_error_and_build_errors_have_places() {
-        let e = Go::map_result("go.build", "{}", &Outcome::exited(1, "").with_stderr("go: go.mod requires go >= 1.99 (running go 1.27; GOTOOLCHAIN=local)"))
-            .unwrap_err();
+        let e = Go::map_result(
+            "go.build",
+            "{}",
+            &Outcome::exited(1, "")
+                .with_stderr("go: go.mod requires go >= 1.99 (running go 1.27; GOTOOLCHAIN=local)"),
+        )
+        .unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
         assert!(e.message.contains("GOTOOLCHAIN=local"), "{}", e.message);
         let out = "{\"ImportPath\":\"m/b\",\"Action\":\"build-output\",\"Output\":\"# m/b\\n\"}\n{\"ImportPath\":\"m/b\",\"Action\":\"build-output\",\"Output\":\"b/b.go:3:23: undefined: x\\n\"}\n{\"ImportPath\":\"m/b\",\"Action\":\"build-fail\"}\n";
-        let v: Value = verbgate_plugin_sdk::serde_json::from_str(&Go::map_result("go.build", "{}", &Outcome::exited(1, out)).unwrap()).unwrap();
-        assert_eq!(v["errors"], json!([{ "package": "m/b", "file": "b/b.go", "line": 3, "column": 23, "message": "undefined: x" }]));
+        let v: Value = verbgate_plugin_sdk::serde_json::from_str(
+            &Go::map_result("go.build", "{}", &Outcome::exited(1, out)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            v["errors"],
+            json!([{ "package": "m/b", "file": "b/b.go", "line": 3, "column": 23, "message": "undefined: x" }])
+        );
         assert_eq!(v["failed_packages"], json!(["m/b"]));
     }
 }

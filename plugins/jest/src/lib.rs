@@ -43,12 +43,19 @@ impl Verb for Run {
     const PROGRAMS: &'static [&'static str] = &["jest"];
     // The tests and the config are the repository's code, which may write
     // files; a job.
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     type Args = RunArgs;
     type Output = js_report::RunResult;
 
     fn plan(args: &RunArgs) -> Result<Plan, OpError> {
-        let mut c = cmd("jest").env("NO_COLOR", "1").lit("--json").lit("--ci").lit("--testLocationInResults").lit("--no-watchman").lit("--passWithNoTests");
+        let mut c = cmd("jest")
+            .env("NO_COLOR", "1")
+            .lit("--json")
+            .lit("--ci")
+            .lit("--testLocationInResults")
+            .lit("--no-watchman")
+            .lit("--passWithNoTests");
         if let Some(dir) = &args.dir {
             c = c.cwd(dir);
         }
@@ -81,10 +88,20 @@ mod tests {
 
     #[test]
     fn files_are_exact_confined_paths_and_the_name_an_option() {
-        let Plan::Spawn(c) = Jest::plan("jest.run", r#"{"files":["test/a.test.js"],"name":"adds"}"#).unwrap() else { panic!("not a spawn") };
-        let at = c.args.iter().position(|a| matches!(a, Arg::Literal(l) if l == "--runTestsByPath")).expect("exact paths");
+        let Plan::Spawn(c) =
+            Jest::plan("jest.run", r#"{"files":["test/a.test.js"],"name":"adds"}"#).unwrap()
+        else {
+            panic!("not a spawn")
+        };
+        let at = c
+            .args
+            .iter()
+            .position(|a| matches!(a, Arg::Literal(l) if l == "--runTestsByPath"))
+            .expect("exact paths");
         assert!(matches!(&c.args[at + 1], Arg::Path(p) if p == "test/a.test.js"));
-        assert!(c.args.iter().any(|a| matches!(a, Arg::Option(o) if o.name == "testNamePattern" && o.value == "adds")));
+        assert!(c.args.iter().any(
+            |a| matches!(a, Arg::Option(o) if o.name == "testNamePattern" && o.value == "adds")
+        ));
         let Plan::Spawn(c) = Jest::plan("jest.run", "{}").unwrap() else { panic!("not a spawn") };
         assert!(!c.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--runTestsByPath")));
     }
@@ -93,12 +110,19 @@ mod tests {
     fn a_suite_that_failed_to_run_is_an_error_entry() {
         let report = r#"{"numFailedTestSuites":1,"numRuntimeErrorTestSuites":1,"testResults":[{"name":"/r/t/broken.test.js","status":"failed","message":"  ● Test suite failed to run\n\n    Cannot find module './x' from 't/broken.test.js'\n\n    > 1 | require('./x');\n","assertionResults":[]}]}"#;
         let v = verbgate_plugin_sdk::serde_json::to_value(
-            js_report::map_outcome("jest", &Outcome::exited(1, report).with_stderr("FAIL t/broken.test.js")).unwrap(),
+            js_report::map_outcome(
+                "jest",
+                &Outcome::exited(1, report).with_stderr("FAIL t/broken.test.js"),
+            )
+            .unwrap(),
         )
         .unwrap();
         assert_eq!(v["status"], "error");
         assert_eq!(v["tests"][0]["outcome"], "error");
-        assert_eq!(v["tests"][0]["message"], "Cannot find module './x' from 't/broken.test.js'", "{v}");
+        assert_eq!(
+            v["tests"][0]["message"], "Cannot find module './x' from 't/broken.test.js'",
+            "{v}"
+        );
         assert_eq!(v["counts"]["error"], 1);
     }
 }

@@ -54,7 +54,8 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in the order counts are listed.
-    pub const ALL: [Outcome; 5] = [Outcome::Passed, Outcome::Failed, Outcome::Skipped, Outcome::Todo, Outcome::Error];
+    pub const ALL: [Outcome; 5] =
+        [Outcome::Passed, Outcome::Failed, Outcome::Skipped, Outcome::Todo, Outcome::Error];
 
     /// The name in results.
     pub fn as_str(self) -> &'static str {
@@ -123,7 +124,11 @@ fn frame(line: &str) -> Option<(String, u64, u64)> {
     let (rest, column) = loc.rsplit_once(':')?;
     let (file, line) = rest.rsplit_once(':')?;
     let (line, column) = (line.parse().ok()?, column.parse().ok()?);
-    if file.is_empty() || file.starts_with("node:") || file.contains("/node_modules/") || file.starts_with('<') {
+    if file.is_empty()
+        || file.starts_with("node:")
+        || file.contains("/node_modules/")
+        || file.starts_with('<')
+    {
         return None;
     }
     Some((file.to_string(), line, column))
@@ -228,10 +233,21 @@ fn head(text: &str, max: usize) -> String {
 /// One entry of the result's `tests`.
 fn test_entry(file: &str, t: &Value, detailed: bool) -> Result<TestEntry, String> {
     let status = t["status"].as_str().unwrap_or_default();
-    let outcome =
-        Outcome::of(status).ok_or_else(|| format!("the report gives test {:?} the status {status:?}, which verbgate does not know", t["fullName"]))?;
+    let outcome = Outcome::of(status).ok_or_else(|| {
+        format!(
+            "the report gives test {:?} the status {status:?}, which verbgate does not know",
+            t["fullName"]
+        )
+    })?;
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let name = t["ancestorTitles"].as_array().map(Vec::as_slice).unwrap_or_default().iter().chain([&t["title"]]).map(text).collect();
+    let name = t["ancestorTitles"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .chain([&t["title"]])
+        .map(text)
+        .collect();
     let mut e = TestEntry {
         file: file.to_string(),
         name,
@@ -243,7 +259,10 @@ fn test_entry(file: &str, t: &Value, detailed: bool) -> Result<TestEntry, String
         failure_location: None,
         details: None,
     };
-    let failures: Vec<&str> = t["failureMessages"].as_array().map(|m| m.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let failures: Vec<&str> = t["failureMessages"]
+        .as_array()
+        .map(|m| m.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     if let Some(first) = failures.first() {
         e.message = Some(first.lines().next().unwrap_or_default().to_string());
         e.failure_location = Some(failure_location(first));
@@ -264,7 +283,8 @@ pub fn summarize(report: &Value) -> Result<Summary, String> {
         let file = f["name"].as_str().unwrap_or_default();
         let mut any_failed = false;
         for t in f["assertionResults"].as_array().map(Vec::as_slice).unwrap_or_default() {
-            let wants_details = t["failureMessages"].as_array().is_some_and(|m| !m.is_empty()) && detailed < DETAILED_TESTS;
+            let wants_details = t["failureMessages"].as_array().is_some_and(|m| !m.is_empty())
+                && detailed < DETAILED_TESTS;
             let entry = test_entry(file, t, wants_details)?;
             detailed += usize::from(wants_details);
             any_failed |= entry.outcome == Outcome::Failed;
@@ -298,7 +318,11 @@ pub fn summarize(report: &Value) -> Result<Summary, String> {
     let [passed, failed, skipped, todo, error] = counts;
     let total: u64 = counts.iter().sum();
     let tests_truncated = total as usize > tests.len();
-    Ok(Summary { counts: Counts { passed, failed, skipped, todo, error, total }, tests, tests_truncated })
+    Ok(Summary {
+        counts: Counts { passed, failed, skipped, todo, error, total },
+        tests,
+        tests_truncated,
+    })
 }
 
 /// What a run came to, from the exit status and the counts.
@@ -341,16 +365,26 @@ mod tests {
     #[test]
     fn every_outcome_and_a_file_that_failed_outside_its_tests() {
         let s = serde_json::to_value(summarize(&vitest_report()).unwrap()).unwrap();
-        assert_eq!(s["counts"], json!({ "passed": 1, "failed": 1, "skipped": 1, "todo": 1, "error": 2, "total": 6 }));
+        assert_eq!(
+            s["counts"],
+            json!({ "passed": 1, "failed": 1, "skipped": 1, "todo": 1, "error": 2, "total": 6 })
+        );
         let tests = s["tests"].as_array().unwrap();
         assert_eq!(tests[0]["outcome"], "error");
         assert_eq!(tests[0]["message"], "Cannot find module './x.js'");
         assert_eq!(tests[1]["outcome"], "skipped");
-        assert_eq!(tests[2]["outcome"], "error", "a suite hook failed in hook.test.js: {}", tests[2]);
+        assert_eq!(
+            tests[2]["outcome"], "error",
+            "a suite hook failed in hook.test.js: {}",
+            tests[2]
+        );
         let fails = &tests[4];
         assert_eq!(fails["name"], json!(["math", "fails"]));
         assert_eq!(fails["message"], "AssertionError: expected 3 to be 2");
-        assert_eq!(fails["failure_location"], json!({ "file": "/r/test/math.test.js", "line": 2, "column": 13 }));
+        assert_eq!(
+            fails["failure_location"],
+            json!({ "file": "/r/test/math.test.js", "line": 2, "column": 13 })
+        );
         assert_eq!((fails["line"].as_u64(), fails["duration_ms"].as_f64()), (Some(8), Some(2.0)));
         assert_eq!(status(Some(1), &summarize(&vitest_report()).unwrap().counts), Status::Error);
     }
@@ -366,7 +400,12 @@ mod tests {
 
     #[test]
     fn statuses_follow_the_exit_and_the_counts() {
-        let counts = |passed: u64, failed: u64| Counts { passed, failed, total: passed + failed, ..Counts::default() };
+        let counts = |passed: u64, failed: u64| Counts {
+            passed,
+            failed,
+            total: passed + failed,
+            ..Counts::default()
+        };
         assert_eq!(status(Some(0), &counts(2, 0)), Status::Passed);
         assert_eq!(status(Some(0), &counts(0, 0)), Status::NoTests);
         assert_eq!(status(Some(1), &counts(1, 1)), Status::Failed);
@@ -375,7 +414,10 @@ mod tests {
 
     #[test]
     fn frames_skip_node_modules_and_node_internals() {
-        assert_eq!(frame("    at Object.<anonymous> (/r/a.test.js:15:11)"), Some(("/r/a.test.js".into(), 15, 11)));
+        assert_eq!(
+            frame("    at Object.<anonymous> (/r/a.test.js:15:11)"),
+            Some(("/r/a.test.js".into(), 15, 11))
+        );
         assert_eq!(frame("    at file:///r/b.test.mjs:3:9"), Some(("/r/b.test.mjs".into(), 3, 9)));
         assert_eq!(frame("    at run (/r/node_modules/jest-circus/x.js:1:2)"), None);
         assert_eq!(frame("    at node:internal/process:1:2"), None);
@@ -391,14 +433,18 @@ mod tests {
 ///
 /// (Neither runner has a run id of its own: a running job names no entity,
 /// and job.kill stops the group.)
-pub fn map_outcome(runner: &str, outcome: &verbgate_plugin_sdk::Outcome) -> Result<RunResult, verbgate_plugin_sdk::OpError> {
+pub fn map_outcome(
+    runner: &str,
+    outcome: &verbgate_plugin_sdk::Outcome,
+) -> Result<RunResult, verbgate_plugin_sdk::OpError> {
     use verbgate_plugin_sdk::errors;
     let report = report(&outcome.stdout).map_err(|why| {
         let mut e = errors::exit_nonzero(outcome);
         e.message = format!("{runner} wrote no JSON report ({why}); {}", e.message);
         e
     })?;
-    let s = summarize(&report).map_err(|e| errors::invalid_output(&format!("{runner}'s JSON report: {e}")))?;
+    let s = summarize(&report)
+        .map_err(|e| errors::invalid_output(&format!("{runner}'s JSON report: {e}")))?;
     Ok(RunResult {
         success: outcome.exit_code == Some(0),
         exit_code: outcome.exit_code,

@@ -6,7 +6,10 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Command, Effect, ErrorCode, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, RunTails, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, json, Command, Effect, ErrorCode, Map, OpError, Outcome, OutcomeExt, Plan,
+    Resolved, RunTails, Value, Verb, VerbKind,
+};
 
 fn dump() -> Command {
     cmd("just").lit("--dump").lit("--dump-format").lit("json").into()
@@ -19,9 +22,15 @@ fn recipes(outcome: &Outcome) -> Result<Map<String, Value>, OpError> {
         return Err(errors::not_found("there is no justfile in the root directory"));
     }
     outcome.success()?;
-    let v: Value =
-        verbgate_plugin_sdk::serde_json::from_slice(&outcome.stdout).map_err(|e| errors::invalid_output(&format!("just --dump printed non-JSON: {e}")))?;
-    Ok(v["recipes"].as_object().cloned().unwrap_or_default().into_iter().filter(|(_, r)| r["private"] != true).collect())
+    let v: Value = verbgate_plugin_sdk::serde_json::from_slice(&outcome.stdout)
+        .map_err(|e| errors::invalid_output(&format!("just --dump printed non-JSON: {e}")))?;
+    Ok(v["recipes"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, r)| r["private"] != true)
+        .collect())
 }
 
 /// The closed schema of a recipe's parameters (plus `target`).
@@ -44,7 +53,10 @@ fn recipe_schema(name: &str, recipe: &Value) -> Value {
                 }
             }
             Value::String(d) => s["default"] = json!(d),
-            other => s["description"] = json!(format!("parameter `{pname}` (default: the expression {other})")),
+            other => {
+                s["description"] =
+                    json!(format!("parameter `{pname}` (default: the expression {other})"))
+            }
         }
         if p["kind"] == "plus" {
             s["minItems"] = json!(1);
@@ -72,13 +84,15 @@ struct Run;
 
 impl Verb for Run {
     const NAME: &'static str = "just.run";
-    const SUMMARY: &'static str = "Run a justfile recipe as a job; help \"just.run:<recipe>\" gives its params";
+    const SUMMARY: &'static str =
+        "Run a justfile recipe as a job; help \"just.run:<recipe>\" gives its params";
     const KIND: VerbKind = VerbKind::Spawn;
     // A recipe is the repository's code: it runs in the OS sandbox, with
     // the root writable and no network (an operator gives it the network
     // with `[[sandbox.allow]] verbs = ["just.*"] network = true`). It is no
     // more destructive than any other code run there.
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["just"];
     const TWO_STAGE: bool = true;
     type Args = RunArgs;
@@ -94,7 +108,13 @@ impl Verb for Run {
             let list: Vec<Value> = recipes
                 .iter()
                 .map(|(name, r)| {
-                    let params: Vec<Value> = r["parameters"].as_array().cloned().unwrap_or_default().iter().map(|p| p["name"].clone()).collect();
+                    let params: Vec<Value> = r["parameters"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|p| p["name"].clone())
+                        .collect();
                     json!({ "name": name, "doc": r["doc"], "params": params })
                 })
                 .collect();
@@ -108,13 +128,19 @@ impl Verb for Run {
             let names: Vec<&str> = recipes.keys().map(String::as_str).collect();
             errors::op_error(
                 ErrorCode::NotFound,
-                &format!("the justfile has no public recipe `{target}` (recipes: {})", names.join(", ")),
+                &format!(
+                    "the justfile has no public recipe `{target}` (recipes: {})",
+                    names.join(", ")
+                ),
                 Some(json!({ "target": target, "recipes": names })),
             )
         })?;
         Ok(Resolved {
             params_schema: recipe_schema(target, recipe).to_string(),
-            summary: recipe["doc"].as_str().map(str::to_string).unwrap_or_else(|| format!("recipe `{target}`")),
+            summary: recipe["doc"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("recipe `{target}`")),
             identity: recipe.to_string(),
         })
     }
@@ -153,7 +179,8 @@ mod tests {
     #[test]
     fn the_static_schema_describes_only_the_target_and_is_closed() {
         let info = Just::describe();
-        let schema: Value = verbgate_plugin_sdk::serde_json::from_str(&info.verbs[0].params_schema).unwrap();
+        let schema: Value =
+            verbgate_plugin_sdk::serde_json::from_str(&info.verbs[0].params_schema).unwrap();
         assert_eq!(
             schema,
             json!({
@@ -168,15 +195,36 @@ mod tests {
 
     #[test]
     fn recipe_parameters_become_values_in_the_order_given() {
-        let Plan::Spawn(c) = Just::plan("just.run", r#"{"target":"build","mode":"-release","files":["a","b"]}"#).unwrap() else { panic!("not a spawn") };
-        let values: Vec<&str> = c.args.iter().map(|a| if let Arg::Value(v) = a { v.as_str() } else { panic!("{a:?} is not a value") }).collect();
-        assert_eq!(values, ["build", "-release", "a", "b"], "values, so the host refuses the leading dash");
+        let Plan::Spawn(c) =
+            Just::plan("just.run", r#"{"target":"build","mode":"-release","files":["a","b"]}"#)
+                .unwrap()
+        else {
+            panic!("not a spawn")
+        };
+        let values: Vec<&str> = c
+            .args
+            .iter()
+            .map(
+                |a| if let Arg::Value(v) = a { v.as_str() } else { panic!("{a:?} is not a value") },
+            )
+            .collect();
+        assert_eq!(
+            values,
+            ["build", "-release", "a", "b"],
+            "values, so the host refuses the leading dash"
+        );
     }
 
     #[test]
     fn a_finished_recipe_reports_its_exit_and_output_tails() {
         let out = Outcome::exited(3, "built\n").with_stderr("boom\n");
-        let v: Value = verbgate_plugin_sdk::serde_json::from_str(&Just::map_result("just.run", r#"{"target":"x"}"#, &out).unwrap()).unwrap();
-        assert_eq!(v, json!({ "success": false, "exit_code": 3, "stdout_tail": "built\n", "stderr_tail": "boom\n" }));
+        let v: Value = verbgate_plugin_sdk::serde_json::from_str(
+            &Just::map_result("just.run", r#"{"target":"x"}"#, &out).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            json!({ "success": false, "exit_code": 3, "stdout_tail": "built\n", "stderr_tail": "boom\n" })
+        );
     }
 }

@@ -14,7 +14,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use verbgate_plugin_sdk::{
-    cmd, errors, json, Cmd, Command, Effect, ErrorCode, Map, OpError, Outcome, OutcomeExt, Plan, Resolved, RunTails, Value, Verb, VerbKind,
+    cmd, errors, json, Cmd, Command, Effect, ErrorCode, Map, OpError, Outcome, OutcomeExt, Plan,
+    Resolved, RunTails, Value, Verb, VerbKind,
 };
 /// Most of a script's command shown as its summary.
 const SUMMARY_BYTES: usize = 200;
@@ -22,7 +23,11 @@ const SUMMARY_BYTES: usize = 200;
 /// `npm` with the settings every call shares, as npm's own flags: no
 /// update check (a registry call), no funding or audit chatter, no colour.
 fn npm() -> Cmd {
-    cmd("npm").lit("--update-notifier=false").lit("--fund=false").lit("--audit=false").lit("--color=false")
+    cmd("npm")
+        .lit("--update-notifier=false")
+        .lit("--fund=false")
+        .lit("--audit=false")
+        .lit("--color=false")
 }
 
 /// The command that lists the scripts.
@@ -41,7 +46,10 @@ fn scripts(outcome: &Outcome) -> Result<Map<String, Value>, OpError> {
             }
             return Err(errors::op_error(
                 ErrorCode::ExitNonzero,
-                &format!("npm cannot read package.json: {}", err["summary"].as_str().unwrap_or("(no reason given)")),
+                &format!(
+                    "npm cannot read package.json: {}",
+                    err["summary"].as_str().unwrap_or("(no reason given)")
+                ),
                 Some(json!({ "npm_error": err })),
             ));
         }
@@ -49,8 +57,12 @@ fn scripts(outcome: &Outcome) -> Result<Map<String, Value>, OpError> {
     outcome.success()?;
     match v {
         Ok(Value::Object(map)) => Ok(map.into_iter().filter(|(_, cmd)| cmd.is_string()).collect()),
-        Ok(_) => Err(errors::invalid_output("npm pkg get scripts printed JSON that is not an object")),
-        Err(e) => Err(errors::invalid_output(&format!("npm pkg get scripts printed non-JSON: {e}"))),
+        Ok(_) => {
+            Err(errors::invalid_output("npm pkg get scripts printed JSON that is not an object"))
+        }
+        Err(e) => {
+            Err(errors::invalid_output(&format!("npm pkg get scripts printed non-JSON: {e}")))
+        }
     }
 }
 
@@ -90,7 +102,8 @@ impl Verb for Run {
     // A script is any command the repository wrote. Like a just recipe it
     // runs in the OS sandbox without the network (an operator's
     // `[[sandbox.allow]]` opens it for scripts that need it).
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     const PROGRAMS: &'static [&'static str] = &["npm"];
     const TWO_STAGE: bool = true;
     type Args = RunArgs;
@@ -103,7 +116,8 @@ impl Verb for Run {
     fn resolve(target: &str, outcome: &Outcome) -> Result<Resolved, OpError> {
         let scripts = scripts(outcome)?;
         if target.is_empty() {
-            let list: Vec<Value> = scripts.iter().map(|(name, c)| json!({ "name": name, "command": c })).collect();
+            let list: Vec<Value> =
+                scripts.iter().map(|(name, c)| json!({ "name": name, "command": c })).collect();
             return Ok(Resolved {
                 params_schema: Self::params_schema().to_string(),
                 summary: format!("{} scripts", list.len()),
@@ -120,7 +134,9 @@ impl Verb for Run {
         })?;
         // `npm run x` also runs `prex` and `postx`: they are part of what
         // the target does.
-        let around = |prefix: &str| scripts.get(&format!("{prefix}{target}")).cloned().unwrap_or(Value::Null);
+        let around = |prefix: &str| {
+            scripts.get(&format!("{prefix}{target}")).cloned().unwrap_or(Value::Null)
+        };
         Ok(Resolved {
             params_schema: json!({
                 "type": "object",
@@ -161,7 +177,10 @@ mod tests {
         assert_eq!(schema["additionalProperties"], false);
         assert_eq!(schema["properties"]["target"]["const"], "build");
         let identity: Value = verbgate_plugin_sdk::serde_json::from_str(&r.identity).unwrap();
-        assert_eq!(identity, json!({ "script": "build", "command": "tsc -p .", "pre": "rm -rf dist", "post": null }));
+        assert_eq!(
+            identity,
+            json!({ "script": "build", "command": "tsc -p .", "pre": "rm -rf dist", "post": null })
+        );
         assert_eq!(r.summary, "npm script: tsc -p .");
         let multi = Npm::resolve("npm.run", "lines", &Outcome::exited(0, SCRIPTS)).unwrap();
         assert!(!multi.summary.chars().any(char::is_control), "{}", multi.summary);
@@ -171,21 +190,36 @@ mod tests {
     fn an_unknown_script_names_the_scripts_and_a_missing_manifest_is_not_found() {
         let e = Npm::resolve("npm.run", "deploy", &Outcome::exited(0, SCRIPTS)).unwrap_err();
         assert_eq!(e.code, "not_found");
-        assert!(e.message.contains("deploy") && e.message.contains("build, prebuild, test, lines"), "{}", e.message);
+        assert!(
+            e.message.contains("deploy") && e.message.contains("build, prebuild, test, lines"),
+            "{}",
+            e.message
+        );
         let enoent = r#"{"error":{"code":"ENOENT","summary":"Could not read package.json"}}"#;
-        assert_eq!(Npm::resolve("npm.run", "x", &Outcome::exited(254, enoent)).unwrap_err().code, "not_found");
+        assert_eq!(
+            Npm::resolve("npm.run", "x", &Outcome::exited(254, enoent)).unwrap_err().code,
+            "not_found"
+        );
         let listed = Npm::resolve("npm.run", "", &Outcome::exited(0, SCRIPTS)).unwrap();
         assert_eq!(listed.summary, "4 scripts");
     }
 
     #[test]
     fn the_plan_runs_the_script_by_name_and_nothing_else() {
-        let Plan::Spawn(c) = Npm::plan("npm.run", r#"{"target":"test"}"#).unwrap() else { panic!("not a spawn") };
+        let Plan::Spawn(c) = Npm::plan("npm.run", r#"{"target":"test"}"#).unwrap() else {
+            panic!("not a spawn")
+        };
         assert_eq!(c.program, "npm");
         let values: Vec<&Arg> = c.args.iter().filter(|a| !matches!(a, Arg::Literal(_))).collect();
         assert!(matches!(values.as_slice(), [Arg::Value(v)] if v == "test"), "{values:?}");
         let out = Outcome::exited(2, "built\n").with_stderr("boom\n");
-        let v: Value = verbgate_plugin_sdk::serde_json::from_str(&Npm::map_result("npm.run", r#"{"target":"x"}"#, &out).unwrap()).unwrap();
-        assert_eq!(v, json!({ "success": false, "exit_code": 2, "stdout_tail": "built\n", "stderr_tail": "boom\n" }));
+        let v: Value = verbgate_plugin_sdk::serde_json::from_str(
+            &Npm::map_result("npm.run", r#"{"target":"x"}"#, &out).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            json!({ "success": false, "exit_code": 2, "stdout_tail": "built\n", "stderr_tail": "boom\n" })
+        );
     }
 }

@@ -70,7 +70,14 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in the order counts are listed.
-    pub const ALL: [Outcome; 6] = [Outcome::Passed, Outcome::Failed, Outcome::Skipped, Outcome::Error, Outcome::Xfail, Outcome::Xpass];
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Passed,
+        Outcome::Failed,
+        Outcome::Skipped,
+        Outcome::Error,
+        Outcome::Xfail,
+        Outcome::Xpass,
+    ];
 
     /// The name in results.
     pub fn as_str(self) -> &'static str {
@@ -162,10 +169,12 @@ fn find_bytes_rev(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Parse a report.
 pub fn parse(xml: &str) -> Result<Report, String> {
-    let doc = roxmltree::Document::parse(xml).map_err(|e| format!("pytest's JUnit report is not well-formed XML: {e}"))?;
+    let doc = roxmltree::Document::parse(xml)
+        .map_err(|e| format!("pytest's JUnit report is not well-formed XML: {e}"))?;
     let mut report = Report::default();
     for suite in doc.root_element().descendants().filter(|n| n.has_tag_name("testsuite")) {
-        report.duration += suite.attribute("time").and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
+        report.duration +=
+            suite.attribute("time").and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
         for case in suite.children().filter(|n| n.has_tag_name("testcase")) {
             report.tests.push(test_case(case));
         }
@@ -179,19 +188,34 @@ fn test_case(case: roxmltree::Node) -> TestCase {
     let file = case.attribute("file").map(str::to_string);
     // xunit1's `line` is 0-based (pytest's `location`).
     let line = case.attribute("line").and_then(|l| l.parse::<u64>().ok()).map(|l| l + 1);
-    let child = case.children().find(|n| n.has_tag_name("failure") || n.has_tag_name("error") || n.has_tag_name("skipped"));
+    let child = case.children().find(|n| {
+        n.has_tag_name("failure") || n.has_tag_name("error") || n.has_tag_name("skipped")
+    });
     let message = child.and_then(|c| c.attribute("message")).map(str::to_string);
     let outcome = match child.map(|c| (c.tag_name().name(), c.attribute("type"))) {
         None => Outcome::Passed,
-        Some(("failure", _)) if message.as_deref().is_some_and(|m| m.starts_with("[XPASS(strict)]")) => Outcome::Xpass,
+        Some(("failure", _))
+            if message.as_deref().is_some_and(|m| m.starts_with("[XPASS(strict)]")) =>
+        {
+            Outcome::Xpass
+        }
         Some(("failure", _)) => Outcome::Failed,
         Some(("error", _)) => Outcome::Error,
         Some((_, Some("pytest.xfail"))) => Outcome::Xfail,
-        Some(_) if message.as_deref() == Some("xfail-marked test passes unexpectedly") => Outcome::Xpass,
+        Some(_) if message.as_deref() == Some("xfail-marked test passes unexpectedly") => {
+            Outcome::Xpass
+        }
         Some(_) => Outcome::Skipped,
     };
-    let text = child.and_then(|c| c.text()).filter(|_| matches!(outcome, Outcome::Failed | Outcome::Error));
-    let section = |tag: &str| case.children().find(|n| n.has_tag_name(tag)).and_then(|n| n.text()).map(|t| tail(t, OUTPUT_BYTES));
+    let text = child
+        .and_then(|c| c.text())
+        .filter(|_| matches!(outcome, Outcome::Failed | Outcome::Error));
+    let section = |tag: &str| {
+        case.children()
+            .find(|n| n.has_tag_name(tag))
+            .and_then(|n| n.text())
+            .map(|t| tail(t, OUTPUT_BYTES))
+    };
     TestCase {
         node_id: node_id(classname, name, file.as_deref()),
         file,
@@ -212,7 +236,11 @@ fn test_case(case: roxmltree::Node) -> TestCase {
 /// `name = "tests.test_a"` for a module that failed to collect.
 pub fn node_id(classname: &str, name: &str, file: Option<&str>) -> String {
     let Some(file) = file else {
-        return if classname.is_empty() { name.to_string() } else { format!("{classname}::{name}") };
+        return if classname.is_empty() {
+            name.to_string()
+        } else {
+            format!("{classname}::{name}")
+        };
     };
     let module = file.strip_suffix(".py").unwrap_or(file).replace('/', ".");
     if classname.is_empty() && name == module {
@@ -262,7 +290,8 @@ fn tail(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let start = (text.len() - max..text.len()).find(|i| text.is_char_boundary(*i)).unwrap_or(text.len());
+    let start =
+        (text.len() - max..text.len()).find(|i| text.is_char_boundary(*i)).unwrap_or(text.len());
     format!("[… {} bytes cut …]\n{}", start, &text[start..])
 }
 
@@ -309,7 +338,12 @@ impl Report {
                 }
             })
             .collect();
-        Summary { counts, tests, tests_truncated: self.tests.len() > LISTED_TESTS, duration: self.duration }
+        Summary {
+            counts,
+            tests,
+            tests_truncated: self.tests.len() > LISTED_TESTS,
+            duration: self.duration,
+        }
     }
 }
 
@@ -407,7 +441,8 @@ ZeroDivisionError: division by zero</failure></testcase></testsuite></testsuites
     #[test]
     fn every_outcome_is_read_with_file_line_and_message() {
         let r = parse(REPORT).unwrap();
-        let got: Vec<(&str, Outcome)> = r.tests.iter().map(|t| (t.node_id.as_str(), t.outcome)).collect();
+        let got: Vec<(&str, Outcome)> =
+            r.tests.iter().map(|t| (t.node_id.as_str(), t.outcome)).collect();
         assert_eq!(
             got,
             [
@@ -422,19 +457,34 @@ ZeroDivisionError: division by zero</failure></testcase></testsuite></testsuites
             ]
         );
         let fails = &r.tests[1];
-        assert_eq!((fails.file.as_deref(), fails.line), (Some("tests/test_sample.py"), Some(9)), "xunit1 lines are 0-based");
+        assert_eq!(
+            (fails.file.as_deref(), fails.line),
+            (Some("tests/test_sample.py"), Some(9)),
+            "xunit1 lines are 0-based"
+        );
         assert_eq!(fails.message.as_deref(), Some("AssertionError: x must be two\nassert 3 == 2"));
         assert_eq!(
             fails.traceback,
-            [Frame { file: "tests/test_sample.py".into(), line: 11 }, Frame { file: "tests/test_sample.py".into(), line: 4 }],
+            [
+                Frame { file: "tests/test_sample.py".into(), line: 11 },
+                Frame { file: "tests/test_sample.py".into(), line: 4 }
+            ],
             "the argument line `s = 'a.py:1: b'` is not a frame"
         );
         assert!(fails.stdout.as_deref().unwrap().contains("hello"));
         assert_eq!(r.tests[2].message.as_deref(), Some("not today"));
         assert!(r.tests[2].traceback.is_empty(), "a skip has no traceback");
         assert_eq!(r.tests[3].traceback, [Frame { file: "tests/test_sample.py".into(), line: 19 }]);
-        assert_eq!(r.tests[6].traceback, [Frame { file: "tests/test_broken.py".into(), line: 1 }], "--tb=short style");
-        assert_eq!(r.tests[7].traceback, [Frame { file: "tests/test_native.py".into(), line: 2 }], "--tb=native style");
+        assert_eq!(
+            r.tests[6].traceback,
+            [Frame { file: "tests/test_broken.py".into(), line: 1 }],
+            "--tb=short style"
+        );
+        assert_eq!(
+            r.tests[7].traceback,
+            [Frame { file: "tests/test_native.py".into(), line: 2 }],
+            "--tb=native style"
+        );
         assert_eq!(r.tests[7].line, Some(1));
         assert!((r.duration - 0.077).abs() < 1e-9);
     }
@@ -443,10 +493,19 @@ ZeroDivisionError: division by zero</failure></testcase></testsuite></testsuites
     fn counts_and_json() {
         let r = parse(REPORT).unwrap();
         let s = r.summary();
-        assert_eq!(s.counts, Counts { passed: 1, failed: 2, skipped: 1, error: 2, xfail: 1, xpass: 1, total: 8 });
+        assert_eq!(
+            s.counts,
+            Counts { passed: 1, failed: 2, skipped: 1, error: 2, xfail: 1, xpass: 1, total: 8 }
+        );
         let j = serde_json::to_value(&s.tests).unwrap();
-        assert_eq!(j[1]["location"], serde_json::json!({"file": "tests/test_sample.py", "line": 4}));
-        assert!(j[1]["details"].as_str().unwrap().ends_with("tests/test_sample.py:4: AssertionError"));
+        assert_eq!(
+            j[1]["location"],
+            serde_json::json!({"file": "tests/test_sample.py", "line": 4})
+        );
+        assert!(j[1]["details"]
+            .as_str()
+            .unwrap()
+            .ends_with("tests/test_sample.py:4: AssertionError"));
         assert!(j[0].get("details").is_none() && j[0].get("traceback").is_none(), "{}", j[0]);
         assert!(!s.tests_truncated);
     }
@@ -474,7 +533,10 @@ ZeroDivisionError: division by zero</failure></testcase></testsuite></testsuites
 
     #[test]
     fn node_ids_fall_back_when_names_do_not_line_up() {
-        assert_eq!(node_id("prefix.tests.test_a", "test_b", Some("tests/test_a.py")), "tests/test_a.py::test_b");
+        assert_eq!(
+            node_id("prefix.tests.test_a", "test_b", Some("tests/test_a.py")),
+            "tests/test_a.py::test_b"
+        );
         assert_eq!(node_id("tests.test_a", "test_b", None), "tests.test_a::test_b");
     }
 }

@@ -25,7 +25,9 @@ pub mod junit;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{cmd, errors, json, Effect, ErrorCode, OpError, Outcome, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, json, Effect, ErrorCode, OpError, Outcome, Plan, Verb, VerbKind,
+};
 
 /// `pytest.run` args.
 #[derive(Deserialize, JsonSchema)]
@@ -128,7 +130,8 @@ impl Verb for Run {
     const PROGRAMS: &'static [&'static str] = &["pytest"];
     // conftest.py and the tests are the repository's code (which may write
     // files: __pycache__ at least); a job.
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     type Args = RunArgs;
     type Output = RunResult;
 
@@ -189,7 +192,11 @@ fn map_outcome(outcome: &Outcome) -> Result<RunResult, OpError> {
     }
     let Some(xml) = junit::find(&outcome.stderr) else {
         let mut e = errors::exit_nonzero(outcome);
-        e.message = format!("pytest wrote no JUnit report ({}); {}", Status::of(outcome.exit_code).as_str(), e.message);
+        e.message = format!(
+            "pytest wrote no JUnit report ({}); {}",
+            Status::of(outcome.exit_code).as_str(),
+            e.message
+        );
         return Err(e);
     };
     let report = junit::parse(xml).map_err(|e| errors::invalid_output(&e))?.summary();
@@ -216,7 +223,11 @@ mod tests {
         let stderr = format!("ERROR: Wrong expression passed to '-k': ((\n{report}\n");
         let e = map_outcome(&Outcome::exited(4, "").with_stderr(stderr)).unwrap_err();
         assert_eq!(e.code, "invalid_args");
-        assert!(e.message.contains("Wrong expression") && !e.message.contains("testsuites"), "{}", e.message);
+        assert!(
+            e.message.contains("Wrong expression") && !e.message.contains("testsuites"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

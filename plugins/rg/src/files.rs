@@ -25,7 +25,8 @@ pub fn parse(stdout: &[u8], limit: usize, cut: bool) -> FilesResult {
     // The last record is empty after a final NUL, or partial when cut.
     records.pop();
     let more = records.len() > limit;
-    let files: Vec<String> = records.into_iter().take(limit).map(|r| String::from_utf8_lossy(r).into_owned()).collect();
+    let files: Vec<String> =
+        records.into_iter().take(limit).map(|r| String::from_utf8_lossy(r).into_owned()).collect();
     FilesResult { count: files.len(), files, truncated: more || cut, errors: Vec::new() }
 }
 

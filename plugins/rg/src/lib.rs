@@ -35,7 +35,9 @@ pub mod text;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use verbgate_plugin_sdk::{cmd, errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, json, Cmd, Effect, ErrorCode, OpError, Outcome, Plan, Verb, VerbKind,
+};
 
 /// Default `limit` for `rg.search`.
 const MAX_TOTAL_DEFAULT: u64 = 200;
@@ -179,7 +181,10 @@ fn stderr_lines(outcome: &Outcome) -> Vec<String> {
         .take(ERROR_LINES)
         .map(|l| {
             let l = withhold_ignore_line(l);
-            let end = (0..=l.len().min(ERROR_LINE_BYTES)).rev().find(|i| l.is_char_boundary(*i)).unwrap_or(0);
+            let end = (0..=l.len().min(ERROR_LINE_BYTES))
+                .rev()
+                .find(|i| l.is_char_boundary(*i))
+                .unwrap_or(0);
             l[..end].to_string()
         })
         .collect()
@@ -195,8 +200,10 @@ fn withhold_ignore_line(line: &str) -> String {
     const MARK: &str = "error parsing glob";
     let Some(at) = line.find(MARK) else { return line.to_string() };
     let before = &line[..at];
-    let numbered =
-        before.strip_suffix(": ").and_then(|b| b.rsplit_once(": line ")).is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+    let numbered = before
+        .strip_suffix(": ")
+        .and_then(|b| b.rsplit_once(": line "))
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
     if !numbered {
         return line.to_string();
     }
@@ -217,7 +224,11 @@ fn refused(outcome: &Outcome, searched: bool) -> Option<OpError> {
         Some(2) if searched => None,
         Some(2) => {
             let why = stderr_lines(outcome).join("; ");
-            Some(errors::op_error(ErrorCode::InvalidArgs, &format!("ripgrep refused the search: {why}"), Some(json!({ "stderr": why }))))
+            Some(errors::op_error(
+                ErrorCode::InvalidArgs,
+                &format!("ripgrep refused the search: {why}"),
+                Some(json!({ "stderr": why })),
+            ))
         }
         _ => Some(errors::exit_nonzero(outcome)),
     }
@@ -266,7 +277,8 @@ impl Verb for Search {
     }
 
     fn map(args: &SearchArgs, outcome: &Outcome) -> Result<search::SearchResult, OpError> {
-        let s = search::parse(&outcome.stdout, search_limits(args), outcome.stdout_truncated).map_err(|e| errors::invalid_output(&e.0))?;
+        let s = search::parse(&outcome.stdout, search_limits(args), outcome.stdout_truncated)
+            .map_err(|e| errors::invalid_output(&e.0))?;
         if let Some(e) = refused(outcome, s.stats.is_some()) {
             return Err(e);
         }
@@ -295,7 +307,11 @@ impl Verb for Files {
         if let Some(e) = refused(outcome, !outcome.stdout.is_empty()) {
             return Err(e);
         }
-        let r = files::parse(&outcome.stdout, args.limit.unwrap_or(FILES_DEFAULT) as usize, outcome.stdout_truncated);
+        let r = files::parse(
+            &outcome.stdout,
+            args.limit.unwrap_or(FILES_DEFAULT) as usize,
+            outcome.stdout_truncated,
+        );
         Ok(files::FilesResult { errors: stderr_lines(outcome), ..r })
     }
 }
@@ -312,7 +328,9 @@ mod tests {
         c.args
             .into_iter()
             .map(|a| match a {
-                verbgate_plugin_sdk::Arg::Literal(s) | verbgate_plugin_sdk::Arg::Value(s) | verbgate_plugin_sdk::Arg::Path(s) => s,
+                verbgate_plugin_sdk::Arg::Literal(s)
+                | verbgate_plugin_sdk::Arg::Value(s)
+                | verbgate_plugin_sdk::Arg::Path(s) => s,
                 verbgate_plugin_sdk::Arg::Option(o) => format!("--{}={}", o.name, o.value),
                 verbgate_plugin_sdk::Arg::EndOfOptions => "--".into(),
             })
@@ -321,18 +339,36 @@ mod tests {
 
     #[test]
     fn caller_text_is_never_an_option() {
-        let args: SearchArgs = serde_json::from_value(json!({"pattern": "--pre=evil", "globs": ["--pre=x"], "paths": ["--pre=y"]})).unwrap();
+        let args: SearchArgs = serde_json::from_value(
+            json!({"pattern": "--pre=evil", "globs": ["--pre=x"], "paths": ["--pre=y"]}),
+        )
+        .unwrap();
         let a = argv(Search::plan(&args).unwrap());
-        assert_eq!(&a[..7], ["--no-config", "--no-pre", "--no-search-zip", "--no-follow", "--no-ignore-global", "--no-ignore-parent", "--sort=path"]);
+        assert_eq!(
+            &a[..7],
+            [
+                "--no-config",
+                "--no-pre",
+                "--no-search-zip",
+                "--no-follow",
+                "--no-ignore-global",
+                "--no-ignore-parent",
+                "--sort=path"
+            ]
+        );
         let end = a.iter().position(|x| x == "--").unwrap();
-        assert!(a.contains(&"--regexp=--pre=evil".to_string()) && a.contains(&"--glob=--pre=x".to_string()));
+        assert!(
+            a.contains(&"--regexp=--pre=evil".to_string())
+                && a.contains(&"--glob=--pre=x".to_string())
+        );
         assert_eq!(&a[end + 1..], ["--pre=y"], "paths only after --");
     }
 
     #[test]
     fn exit_two_without_a_summary_is_the_callers_mistake() {
         let args: SearchArgs = serde_json::from_value(json!({"pattern": "("})).unwrap();
-        let bad = Outcome::exited(2, "").with_stderr("rg: regex parse error:\n    (\n    ^\nerror: unclosed group\n");
+        let bad = Outcome::exited(2, "")
+            .with_stderr("rg: regex parse error:\n    (\n    ^\nerror: unclosed group\n");
         let e = Search::map(&args, &bad).unwrap_err();
         assert_eq!(e.code, "invalid_args");
         assert!(e.message.contains("unclosed group"), "{}", e.message);
@@ -359,12 +395,30 @@ mod tests {
                       rg: error parsing glob 'a{': unclosed alternate group\n\
                       rg: ./x: Permission denied (os error 13)\n";
         let args: SearchArgs = serde_json::from_value(json!({"pattern": "x"})).unwrap();
-        let r = serde_json::to_value(Search::map(&args, &Outcome::exited(1, "").with_stderr(stderr)).unwrap()).unwrap();
+        let r = serde_json::to_value(
+            Search::map(&args, &Outcome::exited(1, "").with_stderr(stderr)).unwrap(),
+        )
+        .unwrap();
         let errors = r["errors"].as_array().unwrap();
         assert!(!r.to_string().contains("SECRET"), "{r}");
-        assert!(errors[0].as_str().unwrap().starts_with("rg: ./.gitignore: line 1: error parsing glob (the line is not shown"), "{r}");
-        assert!(errors[1].as_str().unwrap().starts_with("/home/u/.ignore: line 22: error parsing glob (the line is not shown"), "{r}");
-        assert_eq!(errors[2], "rg: error parsing glob 'a{': unclosed alternate group", "the caller's own glob is shown");
+        assert!(
+            errors[0]
+                .as_str()
+                .unwrap()
+                .starts_with("rg: ./.gitignore: line 1: error parsing glob (the line is not shown"),
+            "{r}"
+        );
+        assert!(
+            errors[1]
+                .as_str()
+                .unwrap()
+                .starts_with("/home/u/.ignore: line 22: error parsing glob (the line is not shown"),
+            "{r}"
+        );
+        assert_eq!(
+            errors[2], "rg: error parsing glob 'a{': unclosed alternate group",
+            "the caller's own glob is shown"
+        );
         assert_eq!(errors[3], "rg: ./x: Permission denied (os error 13)");
     }
 }

@@ -159,13 +159,21 @@ pub fn parse(stdout: &[u8], limits: Limits, cut: bool) -> Result<Search, BadOutp
         }
         let msg: Value = match serde_json::from_slice(raw) {
             Ok(v) => v,
-            Err(e) => return Err(BadOutput(format!("rg printed a line that is not JSON (line {}): {e}", i + 1))),
+            Err(e) => {
+                return Err(BadOutput(format!(
+                    "rg printed a line that is not JSON (line {}): {e}",
+                    i + 1
+                )))
+            }
         };
         let data = &msg["data"];
         match msg["type"].as_str() {
             Some("begin") => state = FileState::default(),
             Some("context") => {
-                let c = ContextLine { line: data["line_number"].as_u64().unwrap_or(0), text: line_text(data) };
+                let c = ContextLine {
+                    line: data["line_number"].as_u64().unwrap_or(0),
+                    text: line_text(data),
+                };
                 if let Some(m) = state.last_kept.and_then(|i| s.matches.get_mut(i)) {
                     if c.line > m.line && c.line <= m.line + limits.after {
                         m.after.push(c.clone());
@@ -188,7 +196,11 @@ pub fn parse(stdout: &[u8], limits: Limits, cut: bool) -> Result<Search, BadOutp
                 let matched = stats["matched_lines"].as_u64().unwrap_or(0);
                 if matched > 0 {
                     let path = decode(&data["path"]).unwrap_or_default();
-                    s.files.push(FileCount { path, matches: stats["matches"].as_u64().unwrap_or(0), lines: matched });
+                    s.files.push(FileCount {
+                        path,
+                        matches: stats["matches"].as_u64().unwrap_or(0),
+                        lines: matched,
+                    });
                 }
                 if limits.max_per_file.is_some_and(|cap| matched >= cap) {
                     per_file_cap = true;
@@ -240,7 +252,8 @@ fn to_match(data: &Value, pending: &mut Vec<ContextLine>, before: u64) -> Match 
                 .collect()
         })
         .unwrap_or_default();
-    let before_lines = pending.drain(..).filter(|c| c.line < line && c.line + before >= line).collect();
+    let before_lines =
+        pending.drain(..).filter(|c| c.line < line && c.line + before >= line).collect();
     Match {
         path: decode(&data["path"]).unwrap_or_default(),
         line,
@@ -256,7 +269,8 @@ fn stats(data: &Value) -> Stats {
     let st = &data["stats"];
     let n = |k: &str| st[k].as_u64().unwrap_or(0);
     let elapsed = &data["elapsed_total"];
-    let ms = elapsed["secs"].as_u64().unwrap_or(0) * 1000 + elapsed["nanos"].as_u64().unwrap_or(0) / 1_000_000;
+    let ms = elapsed["secs"].as_u64().unwrap_or(0) * 1000
+        + elapsed["nanos"].as_u64().unwrap_or(0) / 1_000_000;
     Stats {
         searches: n("searches"),
         searches_with_match: n("searches_with_match"),
@@ -319,7 +333,10 @@ mod tests {
         let s = parse(OUTPUT.as_bytes(), Limits { before: 1, after: 1, ..NO_CAPS }, false).unwrap();
         assert_eq!(s.matches.len(), 3);
         let m = &s.matches[0];
-        assert_eq!((m.path.as_str(), m.line, m.column, m.text.as_str()), ("a.txt", 2, 5, "one needle needle"));
+        assert_eq!(
+            (m.path.as_str(), m.line, m.column, m.text.as_str()),
+            ("a.txt", 2, 5, "one needle needle")
+        );
         assert_eq!(m.submatches[1], Submatch { start: 11, end: 17, text: "needle".into() });
         assert_eq!(m.before, [ContextLine { line: 1, text: "zero".into() }]);
         // Line 3 is after the first match and before the second.
@@ -357,10 +374,14 @@ mod tests {
         assert_eq!(s.matches.len(), 2);
         assert_eq!(s.caps_reached, [Cap::Limit]);
         assert_eq!(s.files.len(), 2, "rg's per-file counts still cover every file");
-        let s = parse(OUTPUT.as_bytes(), Limits { max_per_file: Some(2), ..NO_CAPS }, false).unwrap();
+        let s =
+            parse(OUTPUT.as_bytes(), Limits { max_per_file: Some(2), ..NO_CAPS }, false).unwrap();
         assert_eq!(s.caps_reached, [Cap::PerFile]);
         let json = serde_json::to_value(s.into_result(Vec::new())).unwrap();
-        assert_eq!((json["truncated"].clone(), json["caps_reached"].clone()), (Value::Bool(true), serde_json::json!(["per_file"])));
+        assert_eq!(
+            (json["truncated"].clone(), json["caps_reached"].clone()),
+            (Value::Bool(true), serde_json::json!(["per_file"]))
+        );
     }
 
     #[test]

@@ -18,7 +18,10 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{cmd, errors, json, serde_json, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, json, serde_json, Cmd, Effect, OpError, Outcome, OutcomeExt, Plan, Value, Verb,
+    VerbKind,
+};
 
 /// Findings listed; `counts` covers every finding read.
 pub const LISTED: usize = 2000;
@@ -63,7 +66,8 @@ pub fn array_prefix(text: &[u8]) -> Result<(Vec<Value>, bool), String> {
     if let Ok(Value::Array(all)) = serde_json::from_slice::<Value>(text) {
         return Ok((all, true));
     }
-    let mut at = text.iter().position(|b| *b == b'[').ok_or("ruff's output is not a JSON list")? + 1;
+    let mut at =
+        text.iter().position(|b| *b == b'[').ok_or("ruff's output is not a JSON list")? + 1;
     let mut items = Vec::new();
     loop {
         while at < text.len() && (text[at] == b',' || text[at].is_ascii_whitespace()) {
@@ -85,7 +89,9 @@ pub fn array_prefix(text: &[u8]) -> Result<(Vec<Value>, bool), String> {
 fn findings(outcome: &Outcome) -> Result<Findings, OpError> {
     let (items, whole) = array_prefix(&outcome.stdout).map_err(|e| errors::invalid_output(&e))?;
     if !whole && !outcome.stdout_truncated {
-        return Err(errors::invalid_output("ruff's JSON output ends early although the host kept all of it"));
+        return Err(errors::invalid_output(
+            "ruff's JSON output ends early although the host kept all of it",
+        ));
     }
     let text = |v: &Value| v.as_str().map(str::to_string);
     let fixable = items.iter().filter(|d| d["fix"].is_object()).count();
@@ -207,7 +213,11 @@ impl Verb for Check {
     }
 
     fn map(_: &CheckArgs, outcome: &Outcome) -> Result<Findings, OpError> {
-        if outcome.exit_code == Some(2) || (outcome.exit_code != Some(0) && outcome.exit_code != Some(1) && !outcome.stdout_truncated) {
+        if outcome.exit_code == Some(2)
+            || (outcome.exit_code != Some(0)
+                && outcome.exit_code != Some(1)
+                && !outcome.stdout_truncated)
+        {
             return Err(failed(outcome, "ruff check could not run"));
         }
         findings(outcome)
@@ -235,7 +245,10 @@ impl Verb for FormatCheck {
     type Output = Findings;
 
     fn plan(args: &FormatArgs) -> Result<Plan, OpError> {
-        let c = ruff(&args.common, "format").lit("--check").lit("--output-format=json").truncate_stdout();
+        let c = ruff(&args.common, "format")
+            .lit("--check")
+            .lit("--output-format=json")
+            .truncate_stdout();
         Ok(Plan::Exec(with_paths(c, &args.common).into()))
     }
 
@@ -263,7 +276,10 @@ impl Verb for Format {
     type Output = Formatted;
 
     fn plan(args: &FormatArgs) -> Result<Plan, OpError> {
-        Ok(Plan::Exec(with_paths(ruff(&args.common, "format").lit("--exit-non-zero-on-format"), &args.common).into()))
+        Ok(Plan::Exec(
+            with_paths(ruff(&args.common, "format").lit("--exit-non-zero-on-format"), &args.common)
+                .into(),
+        ))
     }
 
     fn map(_: &FormatArgs, outcome: &Outcome) -> Result<Formatted, OpError> {
@@ -288,7 +304,11 @@ struct Formatted {
     changed: bool,
 }
 
-verbgate_plugin_sdk::plugin!(Ruff { name: "ruff", version: "0.1.0", verbs: [Check, FormatCheck, Format] });
+verbgate_plugin_sdk::plugin!(Ruff {
+    name: "ruff",
+    version: "0.1.0",
+    verbs: [Check, FormatCheck, Format]
+});
 
 #[cfg(test)]
 mod tests {
@@ -300,11 +320,19 @@ mod tests {
 
     #[test]
     fn findings_carry_code_place_and_fix_applicability() {
-        let v: Value = serde_json::from_str(&Ruff::map_result("ruff.check", "{}", &Outcome::exited(1, OUT)).unwrap()).unwrap();
+        let v: Value = serde_json::from_str(
+            &Ruff::map_result("ruff.check", "{}", &Outcome::exited(1, OUT)).unwrap(),
+        )
+        .unwrap();
         assert_eq!(v["counts"], json!({ "findings": 2, "fixable": 1 }));
         let f = &v["findings"][0];
         assert_eq!(
-            (f["code"].as_str(), f["line"].as_u64(), f["column"].as_u64(), f["fix"]["applicability"].as_str()),
+            (
+                f["code"].as_str(),
+                f["line"].as_u64(),
+                f["column"].as_u64(),
+                f["fix"]["applicability"].as_str()
+            ),
             (Some("F401"), Some(1), Some(8), Some("safe"))
         );
         assert_eq!(v["findings"][1]["fix"], Value::Null);
@@ -314,29 +342,65 @@ mod tests {
     #[test]
     fn a_cut_list_keeps_its_whole_findings() {
         let cut = &OUT.as_bytes()[..OUT.find("{\"cell\":null,\"code\":\"E711\"").unwrap() + 30];
-        let v: Value = serde_json::from_str(&Ruff::map_result("ruff.check", "{}", &Outcome::exited(1, cut.to_vec()).truncated()).unwrap()).unwrap();
-        assert_eq!((v["counts"]["findings"].as_u64(), v["truncated"].as_bool()), (Some(1), Some(true)));
-        let e = Ruff::map_result("ruff.check", "{}", &Outcome::exited(1, cut.to_vec())).unwrap_err();
+        let v: Value = serde_json::from_str(
+            &Ruff::map_result("ruff.check", "{}", &Outcome::exited(1, cut.to_vec()).truncated())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (v["counts"]["findings"].as_u64(), v["truncated"].as_bool()),
+            (Some(1), Some(true))
+        );
+        let e =
+            Ruff::map_result("ruff.check", "{}", &Outcome::exited(1, cut.to_vec())).unwrap_err();
         assert_eq!(e.code, "invalid_output");
     }
 
     #[test]
     fn format_reports_its_exit_status_and_a_failure_says_files_may_have_changed() {
-        assert_eq!(Ruff::map_result("ruff.format", "{}", &Outcome::exited(1, "")).unwrap(), r#"{"changed":true}"#);
-        assert_eq!(Ruff::map_result("ruff.format", "{}", &Outcome::exited(0, "")).unwrap(), r#"{"changed":false}"#);
-        let e = Ruff::map_result("ruff.format", "{}", &Outcome::exited(2, "").with_stderr("error: Failed to parse pkg/bad.py:1:5")).unwrap_err();
+        assert_eq!(
+            Ruff::map_result("ruff.format", "{}", &Outcome::exited(1, "")).unwrap(),
+            r#"{"changed":true}"#
+        );
+        assert_eq!(
+            Ruff::map_result("ruff.format", "{}", &Outcome::exited(0, "")).unwrap(),
+            r#"{"changed":false}"#
+        );
+        let e = Ruff::map_result(
+            "ruff.format",
+            "{}",
+            &Outcome::exited(2, "").with_stderr("error: Failed to parse pkg/bad.py:1:5"),
+        )
+        .unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
-        assert!(e.message.contains("may have been rewritten") && e.message.contains("Failed to parse"), "{}", e.message);
-        let e = Ruff::map_result("ruff.check", "{}", &Outcome::exited(2, "").with_stderr("error: unknown rule selector")).unwrap_err();
+        assert!(
+            e.message.contains("may have been rewritten") && e.message.contains("Failed to parse"),
+            "{}",
+            e.message
+        );
+        let e = Ruff::map_result(
+            "ruff.check",
+            "{}",
+            &Outcome::exited(2, "").with_stderr("error: unknown rule selector"),
+        )
+        .unwrap_err();
         assert!(e.message.contains("unknown rule selector"), "{}", e.message);
     }
 
     #[test]
     fn paths_follow_the_marker_and_rules_are_one_option() {
-        let Plan::Exec(c) = Ruff::plan("ruff.check", r#"{"paths":["-weird.py","src"],"select":["F","E711"]}"#).unwrap() else { panic!("not exec") };
+        let Plan::Exec(c) =
+            Ruff::plan("ruff.check", r#"{"paths":["-weird.py","src"],"select":["F","E711"]}"#)
+                .unwrap()
+        else {
+            panic!("not exec")
+        };
         let marker = c.args.iter().position(|a| matches!(a, Arg::EndOfOptions)).expect("--");
         assert!(matches!(&c.args[marker + 1], Arg::Path(p) if p == "-weird.py"));
-        assert!(c.args.iter().any(|a| matches!(a, Arg::Option(o) if o.name == "select" && o.value == "F,E711")));
+        assert!(c
+            .args
+            .iter()
+            .any(|a| matches!(a, Arg::Option(o) if o.name == "select" && o.value == "F,E711")));
         assert!(!format!("{:?}", c.args).contains("--fix"));
     }
 }

@@ -49,7 +49,9 @@ impl Args {
     pub fn u64(&self, name: &str) -> Result<Option<u64>, OpError> {
         match self.get(name) {
             None => Ok(None),
-            Some(v) => v.as_u64().map(Some).ok_or_else(|| wrong_type(name, "a non-negative integer")),
+            Some(v) => {
+                v.as_u64().map(Some).ok_or_else(|| wrong_type(name, "a non-negative integer"))
+            }
         }
     }
 
@@ -74,16 +76,27 @@ impl Args {
     pub fn strs(&self, name: &str) -> Result<Vec<&str>, OpError> {
         match self.get(name) {
             None => Ok(Vec::new()),
-            Some(Value::Array(items)) => items.iter().map(|v| v.as_str().ok_or_else(|| wrong_type(name, "a list of strings"))).collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().ok_or_else(|| wrong_type(name, "a list of strings")))
+                .collect(),
             Some(_) => Err(wrong_type(name, "a list of strings")),
         }
     }
 }
 
 fn wrong_type(name: &str, what: &str) -> OpError {
-    crate::errors::op_error(crate::errors::ErrorCode::InvalidArgs, &format!("parameter `{name}` must be {what}"), Some(serde_json::json!({ "param": name })))
+    crate::errors::op_error(
+        crate::errors::ErrorCode::InvalidArgs,
+        &format!("parameter `{name}` must be {what}"),
+        Some(serde_json::json!({ "param": name })),
+    )
 }
 
 fn missing(name: &str) -> OpError {
-    crate::errors::op_error(crate::errors::ErrorCode::InvalidArgs, &format!("parameter `{name}` is required"), Some(serde_json::json!({ "param": name })))
+    crate::errors::op_error(
+        crate::errors::ErrorCode::InvalidArgs,
+        &format!("parameter `{name}` is required"),
+        Some(serde_json::json!({ "param": name })),
+    )
 }

@@ -18,7 +18,8 @@ wit_bindgen::generate!({
 /// The exported interface a plugin implements (used by [`crate::plugin!`]).
 pub use exports::verbgate::verbs::plugin::Guest;
 pub use verbgate::verbs::types::{
-    Arg, Command, Effect, ExecRead, HostCall, LongOption, OpError, Outcome, PluginInfo, ReadBackOutcome, Resolved, VerbKind, VerbPlan, VerbSpec,
+    Arg, Command, Effect, ExecRead, HostCall, LongOption, OpError, Outcome, PluginInfo,
+    ReadBackOutcome, Resolved, VerbKind, VerbPlan, VerbSpec,
 };
 
 /// The WIT version this SDK builds components against.

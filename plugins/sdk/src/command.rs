@@ -7,7 +7,15 @@ use crate::{Arg, Command, LongOption};
 
 /// Start a command for a declared program.
 pub fn cmd(program: &str) -> Cmd {
-    Cmd(Command { program: program.to_string(), args: Vec::new(), cwd: None, env: Vec::new(), stdin: None, timeout_ms: None, truncate_stdout: false })
+    Cmd(Command {
+        program: program.to_string(),
+        args: Vec::new(),
+        cwd: None,
+        env: Vec::new(),
+        stdin: None,
+        timeout_ms: None,
+        truncate_stdout: false,
+    })
 }
 
 /// A command under construction; turn it into a [`Command`] with `.into()`.

@@ -68,7 +68,11 @@ impl std::fmt::Display for ErrorCode {
 
 /// An error with a code, a message and an optional details object.
 pub fn op_error(code: ErrorCode, message: &str, details: Option<Value>) -> OpError {
-    OpError { code: code.as_str().to_string(), message: message.to_string(), details: details.map(|d| d.to_string()) }
+    OpError {
+        code: code.as_str().to_string(),
+        message: message.to_string(),
+        details: details.map(|d| d.to_string()),
+    }
 }
 
 /// An error with a code outside [`ErrorCode`], which the host reports as
@@ -76,7 +80,11 @@ pub fn op_error(code: ErrorCode, message: &str, details: Option<Value>) -> OpErr
 /// that play a misbehaving plugin (the test fixtures); a verb reports an
 /// [`ErrorCode`].
 pub fn unlisted_error(code: &str, message: &str, details: Option<Value>) -> OpError {
-    OpError { code: code.to_string(), message: message.to_string(), details: details.map(|d| d.to_string()) }
+    OpError {
+        code: code.to_string(),
+        message: message.to_string(),
+        details: details.map(|d| d.to_string()),
+    }
 }
 
 /// The args are well-formed but cannot be used (`invalid_args`).
@@ -86,7 +94,11 @@ pub fn invalid_args(message: &str) -> OpError {
 
 /// The verb is not one this plugin knows (`unknown_verb`).
 pub fn unknown_verb(verb: &str) -> OpError {
-    op_error(ErrorCode::UnknownVerb, &format!("this plugin has no verb `{verb}`"), Some(serde_json::json!({ "verb": verb })))
+    op_error(
+        ErrorCode::UnknownVerb,
+        &format!("this plugin has no verb `{verb}`"),
+        Some(serde_json::json!({ "verb": verb })),
+    )
 }
 
 /// The program's output could not be understood (`invalid_output`).
@@ -129,7 +141,11 @@ pub fn exit_nonzero(outcome: &Outcome) -> OpError {
         (None, None) => "did not exit normally".to_string(),
     };
     let said = if stderr.is_empty() { &stdout } else { &stderr };
-    let message = if said.is_empty() { format!("the program {what}") } else { format!("the program {what}: {said}") };
+    let message = if said.is_empty() {
+        format!("the program {what}")
+    } else {
+        format!("the program {what}: {said}")
+    };
     op_error(
         ErrorCode::ExitNonzero,
         &message,
@@ -148,7 +164,10 @@ mod tests {
 
     #[test]
     fn a_failure_explained_on_stdout_carries_it() {
-        let mut o = Outcome::exited(1, "On branch main\nnothing added to commit but untracked files present\n");
+        let mut o = Outcome::exited(
+            1,
+            "On branch main\nnothing added to commit but untracked files present\n",
+        );
         o.stderr = Vec::new();
         let e = exit_nonzero(&o);
         assert!(e.message.contains("nothing added to commit"), "{}", e.message);
@@ -157,7 +176,11 @@ mod tests {
         assert!(details["stdout"].as_str().unwrap().contains("nothing added"));
         let long = Outcome::exited(1, "x".repeat(10_000)).with_stderr("é".repeat(5_000));
         let e = exit_nonzero(&long);
-        assert!(e.message.len() < 2 * TAIL_BYTES + 100 && e.message.contains('é'), "{}", e.message.len());
+        assert!(
+            e.message.len() < 2 * TAIL_BYTES + 100 && e.message.contains('é'),
+            "{}",
+            e.message.len()
+        );
         let details: Value = serde_json::from_str(e.details.as_deref().unwrap()).unwrap();
         assert_eq!(details["stdout"].as_str().unwrap().len(), TAIL_BYTES);
     }
@@ -169,7 +192,10 @@ mod tests {
         unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), names.len());
-        assert!(names.iter().all(|n| n.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')), "{names:?}");
+        assert!(
+            names.iter().all(|n| n.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')),
+            "{names:?}"
+        );
         assert_eq!(op_error(ErrorCode::AmbiguousId, "m", None).code, "ambiguous_id");
     }
 }

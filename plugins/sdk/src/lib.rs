@@ -43,8 +43,8 @@ mod verb;
 
 pub use args::Args;
 pub use bindings::{
-    Arg, Command, Effect, ExecRead, HostCall, LongOption, OpError, Outcome, PluginInfo, ReadBackOutcome, Resolved, VerbKind, VerbPlan as Plan, VerbSpec,
-    WIT_VERSION,
+    Arg, Command, Effect, ExecRead, HostCall, LongOption, OpError, Outcome, PluginInfo,
+    ReadBackOutcome, Resolved, VerbKind, VerbPlan as Plan, VerbSpec, WIT_VERSION,
 };
 pub use command::{cmd, Cmd};
 pub use errors::ErrorCode;
@@ -161,7 +161,11 @@ pub mod __private {
         P::plan(&verb, &args)
     }
 
-    pub fn map_result<P: Plugin>(verb: String, args: String, outcome: Outcome) -> Result<String, OpError> {
+    pub fn map_result<P: Plugin>(
+        verb: String,
+        args: String,
+        outcome: Outcome,
+    ) -> Result<String, OpError> {
         let args = Args::parse(&args)?;
         P::map_result(&verb, &args, &outcome).map(|v| v.to_string())
     }

@@ -54,8 +54,12 @@ impl OutcomeExt for Outcome {
         })
     }
     fn host_json(&self) -> Result<Value, OpError> {
-        let text = self.host_result.as_deref().ok_or_else(|| errors::invalid_output("the host call returned no result"))?;
-        serde_json::from_str(text).map_err(|e| errors::invalid_output(&format!("host result is not JSON: {e}")))
+        let text = self
+            .host_result
+            .as_deref()
+            .ok_or_else(|| errors::invalid_output("the host call returned no result"))?;
+        serde_json::from_str(text)
+            .map_err(|e| errors::invalid_output(&format!("host result is not JSON: {e}")))
     }
 }
 
@@ -170,6 +174,12 @@ mod tests {
         let long = format!("{}{}", "é".repeat(RUN_TAIL_BYTES), "end");
         let t = RunTails::of(&Outcome::exited(2, long).with_stderr("boom\n"));
         assert_eq!((t.success, t.exit_code, t.stderr_tail.as_str()), (false, Some(2), "boom\n"));
-        assert!(t.stdout_tail.ends_with("end") && t.stdout_tail.len() < RUN_TAIL_BYTES && !t.stdout_tail.contains('\u{fffd}'), "{}", t.stdout_tail.len());
+        assert!(
+            t.stdout_tail.ends_with("end")
+                && t.stdout_tail.len() < RUN_TAIL_BYTES
+                && !t.stdout_tail.contains('\u{fffd}'),
+            "{}",
+            t.stdout_tail.len()
+        );
     }
 }

@@ -96,7 +96,8 @@ pub const KEY_ORDER: &[&str] = &[
 /// follow. It is the order verbgate's hand-written result schemas had
 /// (what is required before what each property is, a description last),
 /// so the derived ones read as they did.
-pub const RESULT_KEY_ORDER: &[&str] = &["type", "required", "properties", "items", "enum", "description"];
+pub const RESULT_KEY_ORDER: &[&str] =
+    &["type", "required", "properties", "items", "enum", "description"];
 
 /// The params schema of `T`, in verbgate's shape (see the module docs).
 pub fn params_schema<T: JsonSchema>() -> Value {
@@ -170,7 +171,8 @@ fn normalize(schema: &mut Value, side: Side) {
         let format = obj.remove("format");
         // The bound schemars implies for an unsigned integer says what
         // the type already does; a result is written by that type.
-        let unsigned = format.as_ref().and_then(Value::as_str).is_some_and(|f| f.starts_with("uint"));
+        let unsigned =
+            format.as_ref().and_then(Value::as_str).is_some_and(|f| f.starts_with("uint"));
         if side == Side::Result && unsigned && obj.get("minimum") == Some(&Value::from(0)) {
             obj.remove("minimum");
         }
@@ -318,7 +320,8 @@ mod tests {
             })
         );
         // Key order is part of the shape (golden files print it).
-        let keys: Vec<&String> = schema["properties"]["limit"].as_object().unwrap().keys().collect();
+        let keys: Vec<&String> =
+            schema["properties"]["limit"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["type", "description", "minimum", "maximum", "default"]);
         let root: Vec<&String> = schema.as_object().unwrap().keys().collect();
         assert_eq!(root, ["type", "properties", "required", "additionalProperties"]);

@@ -129,7 +129,8 @@ impl Param {
     }
     /// Shortest allowed string / smallest list.
     pub fn min_length(mut self, n: u64) -> Self {
-        let key = if self.schema.get("type") == Some(&json!("array")) { "minItems" } else { "minLength" };
+        let key =
+            if self.schema.get("type") == Some(&json!("array")) { "minItems" } else { "minLength" };
         self.schema.insert(key.into(), json!(n));
         self
     }

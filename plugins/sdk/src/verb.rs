@@ -186,7 +186,8 @@ pub mod glue {
     }
 
     fn args<V: Verb>(text: &str) -> Result<V::Args, OpError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| errors::invalid_args(&format!("args are not valid JSON: {e}")))?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| errors::invalid_args(&format!("args are not valid JSON: {e}")))?;
         V::parse_args(value)
     }
 
@@ -206,7 +207,9 @@ pub mod glue {
             });
         }
         let output = V::map(&args, outcome)?;
-        serde_json::to_string(&output).map_err(|e| errors::invalid_output(&format!("`{}`: the result does not serialize: {e}", V::NAME)))
+        serde_json::to_string(&output).map_err(|e| {
+            errors::invalid_output(&format!("`{}`: the result does not serialize: {e}", V::NAME))
+        })
     }
 
     /// Parse the entity and ask for the kill command.
@@ -298,20 +301,29 @@ mod tests {
         let e = Ping::parse_args(json!({ "cuont": 2 })).unwrap_err();
         assert_eq!(e.code, "invalid_args");
         assert!(e.message.contains("cuont") && e.message.contains("t.ping"), "{}", e.message);
-        assert!(Ping::answers_to("t.p") && Ping::answers_to("t.ping") && !Ping::answers_to("t.pin"));
+        assert!(
+            Ping::answers_to("t.p") && Ping::answers_to("t.ping") && !Ping::answers_to("t.pin")
+        );
     }
 
     #[test]
     fn the_spec_carries_the_derived_schema_and_the_constants() {
         let spec = glue::spec::<Ping>();
-        assert_eq!((spec.name.as_str(), spec.aliases.as_slice(), spec.two_stage), ("t.ping", &["t.p".to_string()][..], false));
+        assert_eq!(
+            (spec.name.as_str(), spec.aliases.as_slice(), spec.two_stage),
+            ("t.ping", &["t.p".to_string()][..], false)
+        );
         let schema: Value = serde_json::from_str(&spec.params_schema).unwrap();
         assert_eq!(schema["additionalProperties"], false);
         assert_eq!(schema["properties"]["count"]["default"], 0);
-        let err = glue::map::<Ping>("{}", &Outcome::exited(2, "").with_stderr("no route")).unwrap_err();
+        let err =
+            glue::map::<Ping>("{}", &Outcome::exited(2, "").with_stderr("no route")).unwrap_err();
         assert_eq!(err.code, "exit_nonzero");
         assert!(err.message.contains("no route"), "{}", err.message);
-        assert_eq!(glue::map::<Ping>("{}", &Outcome::exited(0, "pong")).unwrap(), r#"{"out":"pong","rtt_ms":null}"#);
+        assert_eq!(
+            glue::map::<Ping>("{}", &Outcome::exited(0, "pong")).unwrap(),
+            r#"{"out":"pong","rtt_ms":null}"#
+        );
     }
 
     #[test]
@@ -338,9 +350,19 @@ mod tests {
 
     #[test]
     fn a_running_job_is_asked_for_its_entity_not_mapped() {
-        assert_eq!(glue::map::<Staged>(r#"{"target":"t7"}"#, &Outcome::running("")).unwrap(), r#"{"entity":"t7"}"#);
-        assert_eq!(glue::map::<Staged>(r#"{"target":"t7"}"#, &Outcome::exited(0, "")).unwrap(), r#"{"done":true}"#);
-        assert_eq!(glue::map::<Ping>("{}", &Outcome::running("")).unwrap(), "{}", "no entity: the host stops the process group");
+        assert_eq!(
+            glue::map::<Staged>(r#"{"target":"t7"}"#, &Outcome::running("")).unwrap(),
+            r#"{"entity":"t7"}"#
+        );
+        assert_eq!(
+            glue::map::<Staged>(r#"{"target":"t7"}"#, &Outcome::exited(0, "")).unwrap(),
+            r#"{"done":true}"#
+        );
+        assert_eq!(
+            glue::map::<Ping>("{}", &Outcome::running("")).unwrap(),
+            "{}",
+            "no entity: the host stops the process group"
+        );
     }
 
     #[test]

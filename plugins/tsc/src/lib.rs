@@ -15,7 +15,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use verbgate_plugin_sdk::{cmd, errors, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind};
+use verbgate_plugin_sdk::{
+    cmd, errors, Effect, OpError, Outcome, OutcomeExt, Plan, Verb, VerbKind,
+};
 
 /// Diagnostics listed; the counts cover all of them.
 pub const LISTED: usize = 2000;
@@ -108,7 +110,9 @@ pub fn parse(stdout: &str) -> (Vec<Diagnostic>, usize) {
             }
             continue;
         }
-        let parsed = match place(line).and_then(|(f, l, c, rest)| head(rest).map(|h| (Some((f, l, c)), h))) {
+        let parsed = match place(line)
+            .and_then(|(f, l, c, rest)| head(rest).map(|h| (Some((f, l, c)), h)))
+        {
             Some(p) => Some(p),
             None => head(line).map(|h| (None, h)),
         };
@@ -141,7 +145,14 @@ impl Verb for Check {
     type Output = CheckResult;
 
     fn plan(args: &CheckArgs) -> Result<Plan, OpError> {
-        let mut c = cmd("tsc").lit("--noEmit").lit("--pretty").lit("false").lit("--tsBuildInfoFile").lit("/dev/null").timeout_ms(TIMEOUT_MS).truncate_stdout();
+        let mut c = cmd("tsc")
+            .lit("--noEmit")
+            .lit("--pretty")
+            .lit("false")
+            .lit("--tsBuildInfoFile")
+            .lit("/dev/null")
+            .timeout_ms(TIMEOUT_MS)
+            .truncate_stdout();
         if let Some(dir) = &args.dir {
             c = c.cwd(dir);
         }
@@ -154,13 +165,20 @@ impl Verb for Check {
     fn map(_: &CheckArgs, outcome: &Outcome) -> Result<CheckResult, OpError> {
         let text = outcome.stdout_text();
         // A capture cut at the bound ends mid-line: drop that line.
-        let whole = if outcome.stdout_truncated { text.rsplit_once('\n').map_or("", |(w, _)| w) } else { &text };
+        let whole = if outcome.stdout_truncated {
+            text.rsplit_once('\n').map_or("", |(w, _)| w)
+        } else {
+            &text
+        };
         let (diags, unknown) = parse(whole);
         // tsc exits 1 or 2 when it found diagnostics; anything else with
         // none found is tsc failing (a crash, a killed run).
         if !outcome.stdout_truncated && outcome.exit_code != Some(0) && diags.is_empty() {
             let mut e = errors::exit_nonzero(outcome);
-            e.message = format!("tsc reported no diagnostics but {}", e.message.trim_start_matches("the program "));
+            e.message = format!(
+                "tsc reported no diagnostics but {}",
+                e.message.trim_start_matches("the program ")
+            );
             return Err(e);
         }
         let count = |c: Category| diags.iter().filter(|d| d.category == c).count();
@@ -221,27 +239,47 @@ mod tests {
         let (d, unknown) = parse(out);
         assert_eq!(unknown, 1);
         assert_eq!(d.len(), 3);
-        assert_eq!((d[0].file.as_deref(), d[0].line, d[0].column, d[0].code), (Some("src/a.ts"), Some(4), Some(7), 2322));
+        assert_eq!(
+            (d[0].file.as_deref(), d[0].line, d[0].column, d[0].code),
+            (Some("src/a.ts"), Some(4), Some(7), 2322)
+        );
         assert_eq!(d[1].file.as_deref(), Some("src/b (1).ts"));
-        assert!(d[1].message.ends_with("\n  Property 'b' is missing in type '{ a: number; }'."), "{:?}", d[1].message);
+        assert!(
+            d[1].message.ends_with("\n  Property 'b' is missing in type '{ a: number; }'."),
+            "{:?}",
+            d[1].message
+        );
         assert_eq!((d[2].file.as_deref(), d[2].category, d[2].code), (None, Category::Error, 5058));
     }
 
     #[test]
     fn exit_two_with_errors_is_a_result_and_a_silent_failure_an_error() {
         let out = Outcome::exited(2, "src/a.ts(1,1): error TS1005: ';' expected.\n");
-        let v: verbgate_plugin_sdk::Value = verbgate_plugin_sdk::serde_json::from_str(&Tsc::map_result("tsc.check", "{}", &out).unwrap()).unwrap();
+        let v: verbgate_plugin_sdk::Value = verbgate_plugin_sdk::serde_json::from_str(
+            &Tsc::map_result("tsc.check", "{}", &out).unwrap(),
+        )
+        .unwrap();
         assert_eq!((v["success"].as_bool(), v["counts"]["error"].as_u64()), (Some(false), Some(1)));
-        let e = Tsc::map_result("tsc.check", "{}", &Outcome::exited(1, "").with_stderr("node: not found")).unwrap_err();
+        let e = Tsc::map_result(
+            "tsc.check",
+            "{}",
+            &Outcome::exited(1, "").with_stderr("node: not found"),
+        )
+        .unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
-        let clean: verbgate_plugin_sdk::Value =
-            verbgate_plugin_sdk::serde_json::from_str(&Tsc::map_result("tsc.check", "{}", &Outcome::exited(0, "")).unwrap()).unwrap();
+        let clean: verbgate_plugin_sdk::Value = verbgate_plugin_sdk::serde_json::from_str(
+            &Tsc::map_result("tsc.check", "{}", &Outcome::exited(0, "")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(clean["success"], true);
     }
 
     #[test]
     fn the_project_is_a_confined_path_and_nothing_is_emitted() {
-        let Plan::Exec(c) = Tsc::plan("tsc.check", r#"{"project":"tsconfig.build.json"}"#).unwrap() else { panic!("not exec") };
+        let Plan::Exec(c) = Tsc::plan("tsc.check", r#"{"project":"tsconfig.build.json"}"#).unwrap()
+        else {
+            panic!("not exec")
+        };
         use verbgate_plugin_sdk::Arg;
         assert!(c.args.iter().any(|a| matches!(a, Arg::Literal(l) if l == "--noEmit")));
         assert!(matches!(c.args.last(), Some(Arg::Path(p)) if p == "tsconfig.build.json"));

@@ -42,13 +42,19 @@ impl Verb for Run {
     const PROGRAMS: &'static [&'static str] = &["vitest"];
     // The tests and the config are the repository's code, which may write
     // files; a job.
-    const EFFECTS: &'static [Effect] = &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
+    const EFFECTS: &'static [Effect] =
+        &[Effect::ReadsRepo, Effect::WritesRepo, Effect::RunsRepoCode, Effect::LongRunning];
     type Args = RunArgs;
     type Output = js_report::RunResult;
 
     fn plan(args: &RunArgs) -> Result<Plan, OpError> {
-        let mut c =
-            cmd("vitest").env("CI", "true").env("NO_COLOR", "1").lit("run").lit("--reporter=json").lit("--includeTaskLocation").lit("--passWithNoTests");
+        let mut c = cmd("vitest")
+            .env("CI", "true")
+            .env("NO_COLOR", "1")
+            .lit("run")
+            .lit("--reporter=json")
+            .lit("--includeTaskLocation")
+            .lit("--passWithNoTests");
         if let Some(dir) = &args.dir {
             c = c.cwd(dir);
         }
@@ -77,7 +83,13 @@ mod tests {
 
     #[test]
     fn filters_are_confined_paths_and_the_name_an_option() {
-        let Plan::Spawn(c) = Vitest::plan("vitest.run", r#"{"files":["test/a"],"name":"adds|subtracts","dir":"web"}"#).unwrap() else { panic!("not a spawn") };
+        let Plan::Spawn(c) = Vitest::plan(
+            "vitest.run",
+            r#"{"files":["test/a"],"name":"adds|subtracts","dir":"web"}"#,
+        )
+        .unwrap() else {
+            panic!("not a spawn")
+        };
         assert_eq!(c.cwd.as_deref(), Some("web"));
         assert!(c.args.iter().any(|a| matches!(a, Arg::Path(p) if p == "test/a")));
         assert!(c.args.iter().any(|a| matches!(a, Arg::Option(o) if o.name == "testNamePattern" && o.value == "adds|subtracts")));
@@ -86,11 +98,25 @@ mod tests {
 
     #[test]
     fn a_run_without_a_report_is_the_program_failing() {
-        let e = js_report::map_outcome("vitest", &Outcome::exited(1, "").with_stderr("Error: failed to load config")).unwrap_err();
+        let e = js_report::map_outcome(
+            "vitest",
+            &Outcome::exited(1, "").with_stderr("Error: failed to load config"),
+        )
+        .unwrap_err();
         assert_eq!(e.code, "exit_nonzero");
-        assert!(e.message.contains("no JSON report") && e.message.contains("failed to load config"), "{}", e.message);
+        assert!(
+            e.message.contains("no JSON report") && e.message.contains("failed to load config"),
+            "{}",
+            e.message
+        );
         let report = r#"{"numTotalTestSuites":1,"testResults":[{"name":"/r/a.test.js","status":"passed","assertionResults":[{"ancestorTitles":[],"title":"t","status":"passed","duration":1,"failureMessages":[]}]}]}"#;
-        let v = verbgate_plugin_sdk::serde_json::to_value(js_report::map_outcome("vitest", &Outcome::exited(0, report)).unwrap()).unwrap();
-        assert_eq!((v["status"].as_str(), v["counts"]["passed"].as_u64(), v["success"].as_bool()), (Some("passed"), Some(1), Some(true)));
+        let v = verbgate_plugin_sdk::serde_json::to_value(
+            js_report::map_outcome("vitest", &Outcome::exited(0, report)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (v["status"].as_str(), v["counts"]["passed"].as_u64(), v["success"].as_bool()),
+            (Some("passed"), Some(1), Some(true))
+        );
     }
 }

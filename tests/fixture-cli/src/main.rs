@@ -28,7 +28,8 @@ fn main() {
         }
         // Leave a trace that this command ran: create the file named.
         "touch" => {
-            std::fs::write(args.get(1).map(String::as_str).unwrap_or("touched"), b"ran\n").expect("touch");
+            std::fs::write(args.get(1).map(String::as_str).unwrap_or("touched"), b"ran\n")
+                .expect("touch");
         }
         "sleep" => {
             let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -78,13 +79,20 @@ fn main() {
         "family" => {
             let ms: String = args.get(1).cloned().unwrap_or_else(|| "0".into());
             let exe = std::env::current_exe().expect("own path");
-            let child = std::process::Command::new(exe).arg("sleep").arg(&ms).stdout(std::process::Stdio::null()).spawn().expect("grandchild");
+            let child = std::process::Command::new(exe)
+                .arg("sleep")
+                .arg(&ms)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("grandchild");
             println!("{{\"grandchild\":{}}}", child.id());
             let _ = std::io::stdout().flush();
             std::thread::sleep(std::time::Duration::from_millis(ms.parse().unwrap_or(0)));
         }
         other => {
-            eprintln!("verbgate-fixture-cli: unknown mode {other:?} (argv, sleep, exit, spew, entity)");
+            eprintln!(
+                "verbgate-fixture-cli: unknown mode {other:?} (argv, sleep, exit, spew, entity)"
+            );
             std::process::exit(2);
         }
     }
@@ -95,7 +103,11 @@ fn entity(rest: &[String]) {
     match rest.first().map(String::as_str) {
         Some("start") => {
             let pid = std::process::id();
-            let id = if rest.get(1).map(String::as_str) == Some("fail") { format!("bad-{pid}") } else { format!("E{pid}") };
+            let id = if rest.get(1).map(String::as_str) == Some("fail") {
+                format!("bad-{pid}")
+            } else {
+                format!("E{pid}")
+            };
             let _ = std::fs::create_dir_all(dir);
             let _ = std::fs::write(dir.join(format!("E{pid}.pid")), pid.to_string());
             println!("{{\"entity\":{}}}", quote(&id));
@@ -109,7 +121,12 @@ fn entity(rest: &[String]) {
                 eprintln!("no such entity: {id}");
                 std::process::exit(3);
             };
-            let ok = std::process::Command::new("kill").arg("-TERM").arg(pid.trim()).status().map(|s| s.success()).unwrap_or(false);
+            let ok = std::process::Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.trim())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
             let _ = std::fs::remove_file(&file);
             println!("{{\"killed\":{},\"reaped\":[{}],\"ok\":{ok}}}", quote(&id), pid.trim());
         }
@@ -128,7 +145,13 @@ fn argv(rest: &[String]) {
     env.sort();
     let argv: Vec<String> = rest.iter().map(|a| quote(a)).collect();
     let env: Vec<String> = env.iter().map(|(k, v)| format!("{}:{}", quote(k), quote(v))).collect();
-    println!("{{\"argv\":[{}],\"cwd\":{},\"env\":{{{}}},\"stdin\":{}}}", argv.join(","), quote(&cwd), env.join(","), quote(&stdin));
+    println!(
+        "{{\"argv\":[{}],\"cwd\":{},\"env\":{{{}}},\"stdin\":{}}}",
+        argv.join(","),
+        quote(&cwd),
+        env.join(","),
+        quote(&stdin)
+    );
 }
 
 /// A JSON string literal.

@@ -29,8 +29,16 @@ use crate::exec::run::Prepared;
 /// Files cargo and rustup read from every ancestor directory.
 /// (`Cargo.toml` too: cargo looks upward for a workspace root, whose
 /// `[patch]` entries and `target/` directory it then uses.)
-const CARGO_ANCESTOR_FILES: &[&str] =
-    &[".cargo", ".cargo/config.toml", ".cargo/config", "rust-toolchain.toml", "rust-toolchain", "Cargo.toml", "Cargo.lock", "target"];
+const CARGO_ANCESTOR_FILES: &[&str] = &[
+    ".cargo",
+    ".cargo/config.toml",
+    ".cargo/config",
+    "rust-toolchain.toml",
+    "rust-toolchain",
+    "Cargo.toml",
+    "Cargo.lock",
+    "target",
+];
 
 /// Why `path` (which exists) may not be trusted, if it may not: owned by
 /// someone other than the user or root, or writable by group or others.
@@ -56,7 +64,16 @@ pub fn untrusted_because(path: &Path) -> Option<String> {
 /// puts a directory on `sys.path`), and `conftest.py` files above are
 /// loaded unless `--confcutdir` stops them (the bundled plugin sets it; a
 /// third-party plan might not).
-const PYTEST_ANCESTOR_FILES: &[&str] = &["pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "conftest.py"];
+const PYTEST_ANCESTOR_FILES: &[&str] = &[
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+    "conftest.py",
+];
 
 /// Refuse a cargo plan if an ancestor of the root holds cargo or rustup
 /// configuration that someone else controls.
@@ -70,17 +87,29 @@ pub fn read_above_root(name: &str, program: &Path, root: &Path) -> Vec<PathBuf> 
         Some(super::guarded::Guarded::Pytest) => PYTEST_ANCESTOR_FILES,
         _ => return Vec::new(),
     };
-    root.ancestors().skip(1).flat_map(|dir| names.iter().map(move |n| dir.join(n))).filter(|p| p.is_file()).collect()
+    root.ancestors()
+        .skip(1)
+        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 pub fn check_cargo(root: &Path) -> Result<(), OpError> {
-    check_ancestors(root, CARGO_ANCESTOR_FILES, "cargo and rustup read it from every directory above the one they run in")
+    check_ancestors(
+        root,
+        CARGO_ANCESTOR_FILES,
+        "cargo and rustup read it from every directory above the one they run in",
+    )
 }
 
 /// Refuse a pytest plan if an ancestor of the root holds pytest
 /// configuration or a `conftest.py` that someone else controls.
 pub fn check_pytest(root: &Path) -> Result<(), OpError> {
-    check_ancestors(root, PYTEST_ANCESTOR_FILES, "pytest reads configuration and conftest.py from the directories above the one it runs in")
+    check_ancestors(
+        root,
+        PYTEST_ANCESTOR_FILES,
+        "pytest reads configuration and conftest.py from the directories above the one it runs in",
+    )
 }
 
 fn check_ancestors(root: &Path, names: &[&str], reads: &str) -> Result<(), OpError> {
@@ -170,10 +199,15 @@ mod tests {
         std::fs::create_dir(&root).unwrap();
         for name in ["pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py"] {
             let planted = top.join(name);
-            std::fs::write(&planted, "[pytest]\naddopts = -p evil\npythonpath = /tmp/evil\n").unwrap();
+            std::fs::write(&planted, "[pytest]\naddopts = -p evil\npythonpath = /tmp/evil\n")
+                .unwrap();
             std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
             let e = check_pytest(&root).unwrap_err();
-            assert_eq!((e.code, e.details["path"].as_str()), (ErrorCode::UntrustedConfig, planted.to_str()), "{name}");
+            assert_eq!(
+                (e.code, e.details["path"].as_str()),
+                (ErrorCode::UntrustedConfig, planted.to_str()),
+                "{name}"
+            );
             assert!(e.message.contains("pytest"), "{}", e.message);
             std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
             assert!(check_pytest(&root).is_ok(), "{name}: a file of yours is used as pytest would");
@@ -205,9 +239,16 @@ mod tests {
             }
             std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
             let e = check_cargo(&root).unwrap_err();
-            assert_eq!((e.code, e.details["path"].as_str()), (ErrorCode::UntrustedConfig, planted.to_str()), "{name}");
+            assert_eq!(
+                (e.code, e.details["path"].as_str()),
+                (ErrorCode::UntrustedConfig, planted.to_str()),
+                "{name}"
+            );
             std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
-            assert!(check_cargo(&root).is_ok(), "{name}: a manifest of yours is used as cargo would");
+            assert!(
+                check_cargo(&root).is_ok(),
+                "{name}: a manifest of yours is used as cargo would"
+            );
         }
     }
 
@@ -222,7 +263,8 @@ mod tests {
         assert!(check_cargo(&root).is_ok());
         std::fs::create_dir(top.join(".cargo")).unwrap();
         let planted = top.join(".cargo/config.toml");
-        std::fs::write(&planted, "[target.x86_64-unknown-linux-gnu]\nrunner = \"/tmp/evil\"\n").unwrap();
+        std::fs::write(&planted, "[target.x86_64-unknown-linux-gnu]\nrunner = \"/tmp/evil\"\n")
+            .unwrap();
         std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
         let e = check_cargo(&root).unwrap_err();
         assert_eq!(e.code, ErrorCode::UntrustedConfig);
@@ -235,7 +277,10 @@ mod tests {
             let toolchain = top.join("rust-toolchain.toml");
             std::fs::write(&toolchain, "[toolchain]\npath = \"/tmp/evil\"\n").unwrap();
             std::os::unix::fs::chown(&toolchain, Some(65534), None).unwrap();
-            assert_eq!(check_cargo(&root).unwrap_err().details["path"], toolchain.display().to_string());
+            assert_eq!(
+                check_cargo(&root).unwrap_err().details["path"],
+                toolchain.display().to_string()
+            );
         }
     }
 }

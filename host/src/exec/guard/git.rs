@@ -95,10 +95,15 @@ pub fn harden(p: &mut Prepared, root: &Path) -> Result<(), OpError> {
 /// Host-side hardening of a git plan: the plan's global options, the
 /// ceiling, the command-scope config, and the transports — `transports`
 /// for `fetch` and `push`, none for anything else.
-pub fn harden_with(p: &mut Prepared, root: &Path, transports: &[GitTransport]) -> Result<(), OpError> {
+pub fn harden_with(
+    p: &mut Prepared,
+    root: &Path,
+    transports: &[GitTransport],
+) -> Result<(), OpError> {
     let sub = check_global_options(&p.argv)?;
     let reaches_out = sub.is_some_and(|i| TRANSPORT_COMMANDS.contains(&p.argv[i].as_str()));
-    let allowed: Vec<&str> = if reaches_out { transports.iter().map(|t| t.as_str()).collect() } else { Vec::new() };
+    let allowed: Vec<&str> =
+        if reaches_out { transports.iter().map(|t| t.as_str()).collect() } else { Vec::new() };
     // `GIT_ALLOW_PROTOCOL` acts as `protocol.allow=never` plus an allow
     // list that no config scope can widen (git's transport.c reads it
     // before any `protocol.*` key). Empty: no transport at all.
@@ -107,8 +112,12 @@ pub fn harden_with(p: &mut Prepared, root: &Path, transports: &[GitTransport]) -
         let end = p.argv.iter().position(|a| a == "--").unwrap_or(p.argv.len());
         // Each word keeps its mark of whether the caller gave it.
         let caller = |j: usize| p.caller_words.get(j).copied().unwrap_or(false);
-        let mut words: Vec<(String, bool)> =
-            p.argv[..end].iter().enumerate().filter(|(j, a)| *j <= i || !a.starts_with("--ignore-submodules")).map(|(j, a)| (a.clone(), caller(j))).collect();
+        let mut words: Vec<(String, bool)> = p.argv[..end]
+            .iter()
+            .enumerate()
+            .filter(|(j, a)| *j <= i || !a.starts_with("--ignore-submodules"))
+            .map(|(j, a)| (a.clone(), caller(j)))
+            .collect();
         words.insert(i + 1, ("--ignore-submodules=dirty".into(), false));
         words.extend(p.argv[end..].iter().enumerate().map(|(k, a)| (a.clone(), caller(end + k))));
         (p.argv, p.caller_words) = words.into_iter().unzip();
@@ -125,7 +134,12 @@ pub fn harden_with(p: &mut Prepared, root: &Path, transports: &[GitTransport]) -
 /// Check the options before the subcommand; the subcommand's index.
 fn check_global_options(argv: &[String]) -> Result<Option<usize>, OpError> {
     let refuse = |opt: &str, why: &str| {
-        OpError::new(ErrorCode::PlanRefused, format!("the plan passes git the global option {opt:?}, which {why}")).with("program", "git").with("option", opt)
+        OpError::new(
+            ErrorCode::PlanRefused,
+            format!("the plan passes git the global option {opt:?}, which {why}"),
+        )
+        .with("program", "git")
+        .with("option", opt)
     };
     let mut i = 0;
     while let Some(a) = argv.get(i) {
@@ -136,7 +150,9 @@ fn check_global_options(argv: &[String]) -> Result<Option<usize>, OpError> {
             let kv = argv.get(i + 1).map(String::as_str).unwrap_or_default();
             let (key, value) = kv.split_once('=').unwrap_or((kv, "true"));
             let lower = key.to_ascii_lowercase();
-            let ok = SAFE_C.iter().any(|(k, vals)| *k == lower && vals.is_none_or(|vals| vals.contains(&value)));
+            let ok = SAFE_C
+                .iter()
+                .any(|(k, vals)| *k == lower && vals.is_none_or(|vals| vals.contains(&value)));
             if !ok {
                 return Err(refuse(&format!("-c {kv}"), "is not one of the inert settings a plan may pass (command-scope config can name programs)"));
             }
@@ -144,7 +160,10 @@ fn check_global_options(argv: &[String]) -> Result<Option<usize>, OpError> {
             continue;
         }
         if !SAFE_FLAGS.contains(&a.as_str()) {
-            return Err(refuse(a, "plans may not use (it changes which repository or programs git uses)"));
+            return Err(refuse(
+                a,
+                "plans may not use (it changes which repository or programs git uses)",
+            ));
         }
         i += 1;
     }
@@ -280,7 +299,9 @@ pub fn runs_program(key: &str, value: &str) -> Option<&'static str> {
     let lower = key.to_ascii_lowercase();
     let name = lower.rsplit('.').next().unwrap_or_default();
     if lower.contains('.') && !inert(&lower) && COMMAND_WORDS.iter().any(|w| name.contains(w)) {
-        return Some("its name says it names a command (keys like it run programs in git's documentation)");
+        return Some(
+            "its name says it names a command (keys like it run programs in git's documentation)",
+        );
     }
     None
 }
@@ -294,15 +315,28 @@ fn known_program_key(key: &str, value: &str) -> Option<&'static str> {
     };
     // git runs a helper `x` as `git credential-x` through the shell: any
     // character beyond a plain name's makes it a command line.
-    let shell_or_path = !value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    let shell_or_path =
+        !value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     Some(match (section, sub.is_some(), name) {
-        ("filter", true, "clean" | "smudge" | "process") => "a filter driver runs this program on file contents",
+        ("filter", true, "clean" | "smudge" | "process") => {
+            "a filter driver runs this program on file contents"
+        }
         ("diff", true, "command" | "textconv") => "a diff driver runs this program",
         ("diff", false, "external") => "an external diff program",
         ("merge", true, "driver") => "a merge driver runs this program",
         ("gpg", _, "program") => "a signature program",
         ("gpg", true, "defaultkeycommand") => "a signing-key program",
-        ("core", false, "sshcommand" | "askpass" | "editor" | "pager" | "hookspath" | "gitproxy" | "alternaterefscommand") => "names a program git runs",
+        (
+            "core",
+            false,
+            "sshcommand"
+            | "askpass"
+            | "editor"
+            | "pager"
+            | "hookspath"
+            | "gitproxy"
+            | "alternaterefscommand",
+        ) => "names a program git runs",
         ("core", false, "worktree") => "moves the work tree (it must stay inside the root)",
         ("sequence", false, "editor") => "an editor program",
         ("pager", _, _) => "a pager program",
@@ -312,13 +346,22 @@ fn known_program_key(key: &str, value: &str) -> Option<&'static str> {
         ("uploadpack", false, "packobjectshook") => "a pack hook program",
         ("difftool" | "mergetool", true, "cmd" | "path") => "a diff or merge tool",
         ("man" | "browser", true, "cmd" | "path") => "a viewer program",
-        ("remote", true, "url" | "pushurl") if value.contains("::") => "a remote helper transport (`<helper>::`)",
-        ("url", true, "insteadof" | "pushinsteadof") if sub.is_some_and(|s| s.contains("::")) => "rewrites URLs to a remote helper transport",
+        ("remote", true, "url" | "pushurl") if value.contains("::") => {
+            "a remote helper transport (`<helper>::`)"
+        }
+        ("url", true, "insteadof" | "pushinsteadof") if sub.is_some_and(|s| s.contains("::")) => {
+            "rewrites URLs to a remote helper transport"
+        }
         ("submodule", true, "update") if value.starts_with('!') => "a submodule update command",
         ("gc", false, "recentobjectshook") => "a program gc runs to keep objects",
         // The host forces it off, but a repository naming a hook program
         // is refused in its own right.
-        ("core", false, "fsmonitor") if !matches!(value.to_ascii_lowercase().as_str(), "" | "false" | "true" | "no" | "yes" | "off" | "on" | "0" | "1") => {
+        ("core", false, "fsmonitor")
+            if !matches!(
+                value.to_ascii_lowercase().as_str(),
+                "" | "false" | "true" | "no" | "yes" | "off" | "on" | "0" | "1"
+            ) =>
+        {
             "an fsmonitor hook program"
         }
         // A repository must not lift the host's `protocol.allow=never` for
@@ -328,7 +371,9 @@ fn known_program_key(key: &str, value: &str) -> Option<&'static str> {
         ("tar", true, "command") => "an archive compression program",
         ("trailer", true, "cmd" | "command") => "a program that makes a trailer",
         ("imap", false, "tunnel") => "a tunnel program",
-        ("sendemail", _, "smtpserver" | "sendmailcmd" | "tocmd" | "cccmd" | "headercmd") => "a mail program",
+        ("sendemail", _, "smtpserver" | "sendmailcmd" | "tocmd" | "cccmd" | "headercmd") => {
+            "a mail program"
+        }
         ("remote", true, "vcs") => "a remote helper program (`git-remote-<vcs>`)",
         ("guitool", true, "cmd") => "a GUI tool command",
         _ => return None,
@@ -405,7 +450,13 @@ mod tests {
         ] {
             assert!(runs_program(key, "sh -c evil").is_some(), "{key}");
         }
-        for key in ["http.proxy", "remote.origin.partialCloneFilter", "uploadpack.allowFilter", "credential.helper", "core.fsmonitorHookVersion"] {
+        for key in [
+            "http.proxy",
+            "remote.origin.partialCloneFilter",
+            "uploadpack.allowFilter",
+            "credential.helper",
+            "core.fsmonitorHookVersion",
+        ] {
             assert!(runs_program(key, "cache").is_none(), "{key} is inert");
         }
     }
@@ -413,8 +464,15 @@ mod tests {
     /// `git help --config`: every key git's documentation describes, built
     /// into git from its Documentation/config pages.
     fn documented_keys() -> Vec<String> {
-        let out = std::process::Command::new("git").args(["help", "--config"]).output().expect("git is installed (the git verbs need it)");
-        String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim().to_string()).filter(|l| l.contains('.')).collect()
+        let out = std::process::Command::new("git")
+            .args(["help", "--config"])
+            .output()
+            .expect("git is installed (the git verbs need it)");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .filter(|l| l.contains('.'))
+            .collect()
     }
 
     #[test]
@@ -422,7 +480,12 @@ mod tests {
         let keys = documented_keys();
         assert!(keys.len() > 500, "git help --config listed {} keys", keys.len());
         // A placeholder (`<driver>`, `<name>`, `*`) stands for any name.
-        let concrete = |k: &str| k.split('.').map(|p| if p.starts_with('<') || p == "*" { "x" } else { p }).collect::<Vec<_>>().join(".");
+        let concrete = |k: &str| {
+            k.split('.')
+                .map(|p| if p.starts_with('<') || p == "*" { "x" } else { p })
+                .collect::<Vec<_>>()
+                .join(".")
+        };
         let mut commands = 0;
         for key in &keys {
             let k = concrete(key).to_ascii_lowercase();
@@ -435,17 +498,25 @@ mod tests {
         assert!(commands >= 30, "only {commands} documented keys name a command: the word list no longer matches git's documentation");
         // Every reviewed exception is still a key git documents (a renamed
         // key would otherwise stay excused unseen).
-        let documented: Vec<String> = keys.iter().map(|k| concrete(k).to_ascii_lowercase()).collect();
+        let documented: Vec<String> =
+            keys.iter().map(|k| concrete(k).to_ascii_lowercase()).collect();
         // (`credential.<url>.*` and `http.<url>.*` document their per-URL
         // keys as one wildcard entry.)
-        for (pattern, why) in INERT.iter().filter(|(p, _)| !p.starts_with("credential.*.") && !p.starts_with("http.*.")) {
-            assert!(documented.contains(&pattern.replace('*', "x")), "{pattern} ({why}) is not a documented key any more");
+        for (pattern, why) in INERT
+            .iter()
+            .filter(|(p, _)| !p.starts_with("credential.*.") && !p.starts_with("http.*."))
+        {
+            assert!(
+                documented.contains(&pattern.replace('*', "x")),
+                "{pattern} ({why}) is not a documented key any more"
+            );
         }
     }
 
     #[test]
     fn plans_may_pass_only_inert_global_options() {
-        let ok = |a: &[&str]| check_global_options(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let ok =
+            |a: &[&str]| check_global_options(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert!(ok(&["-c", "core.fsmonitor=false", "status", "-c", "anything"]).is_ok());
         assert!(ok(&["--no-pager", "log"]).is_ok());
         for bad in [
@@ -469,7 +540,15 @@ mod tests {
         let mut p = Prepared {
             name: "git".into(),
             program: "/usr/bin/git".into(),
-            argv: argv(&["-c", "core.fsmonitor=false", "status", "--ignore-submodules=none", "-z", "--", "--ignore-submodules=none"]),
+            argv: argv(&[
+                "-c",
+                "core.fsmonitor=false",
+                "status",
+                "--ignore-submodules=none",
+                "-z",
+                "--",
+                "--ignore-submodules=none",
+            ]),
             cwd: root.into(),
             env: BTreeMap::new(),
             stdin: None,
@@ -479,7 +558,18 @@ mod tests {
             sandbox: None,
         };
         harden(&mut p, root).unwrap();
-        assert_eq!(p.argv, argv(&["-c", "core.fsmonitor=false", "status", "--ignore-submodules=dirty", "-z", "--", "--ignore-submodules=none"]));
+        assert_eq!(
+            p.argv,
+            argv(&[
+                "-c",
+                "core.fsmonitor=false",
+                "status",
+                "--ignore-submodules=dirty",
+                "-z",
+                "--",
+                "--ignore-submodules=none"
+            ])
+        );
         assert_eq!(p.env["GIT_CEILING_DIRECTORIES"], "/r");
         assert_eq!(p.env["GIT_NO_LAZY_FETCH"], "1");
         let mut log = Prepared { argv: argv(&["log", "-z"]), ..p.clone() };
@@ -515,10 +605,14 @@ mod tests {
             let mut p = prepared(a);
             harden_with(&mut p, root, &both).unwrap();
             assert_eq!(p.env["GIT_ALLOW_PROTOCOL"], want, "{a:?}");
-            assert_eq!(p.env["GIT_CONFIG_VALUE_4"], "never", "protocol.allow=never stays for {a:?}");
+            assert_eq!(
+                p.env["GIT_CONFIG_VALUE_4"], "never",
+                "protocol.allow=never stays for {a:?}"
+            );
         }
         let mut p = prepared(&["push", "origin"]);
-        harden_with(&mut p, root, &[GitTransport::Https, GitTransport::Ssh, GitTransport::File]).unwrap();
+        harden_with(&mut p, root, &[GitTransport::Https, GitTransport::Ssh, GitTransport::File])
+            .unwrap();
         assert_eq!(p.env["GIT_ALLOW_PROTOCOL"], "https:ssh:file");
         let mut p = prepared(&["fetch", "origin"]);
         harden(&mut p, root).unwrap();

@@ -53,7 +53,9 @@ struct Stamp([Option<FileId>; 2]);
 
 impl Stamp {
     fn of(path: &Path) -> Stamp {
-        let id = |m: std::fs::Metadata| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
+        let id = |m: std::fs::Metadata| {
+            (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+        };
         Stamp([std::fs::symlink_metadata(path).ok().map(id), std::fs::metadata(path).ok().map(id)])
     }
 }
@@ -122,7 +124,10 @@ fn not_a_repository(dir: &Path, root: &Path, said: &str) -> OpError {
 impl GitGuard {
     /// A guard trusting the listed repositories (work trees or git dirs).
     pub fn new(trusted: Vec<PathBuf>) -> GitGuard {
-        GitGuard { trusted: trusted.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect(), cache: Mutex::default() }
+        GitGuard {
+            trusted: trusted.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect(),
+            cache: Mutex::default(),
+        }
     }
 
     /// Refuse the plan if the repository git will use lies (in any part)
@@ -168,8 +173,11 @@ impl GitGuard {
             }
             d = dir.parent();
         }
-        let mut stamps: Vec<(PathBuf, Stamp)> = files.into_iter().map(|f| (f.clone(), Stamp::of(&f))).collect();
-        let cacheable = if self.trusted.iter().any(|t| layout.top.as_ref() == Some(t) || &layout.common_dir == t || &layout.git_dir == t) {
+        let mut stamps: Vec<(PathBuf, Stamp)> =
+            files.into_iter().map(|f| (f.clone(), Stamp::of(&f))).collect();
+        let cacheable = if self.trusted.iter().any(|t| {
+            layout.top.as_ref() == Some(t) || &layout.common_dir == t || &layout.git_dir == t
+        }) {
             true
         } else {
             let dirs = self.contained(&layout, root)?;
@@ -190,12 +198,23 @@ impl GitGuard {
     /// Run git with the plan's hardened environment and directory: success,
     /// stdout, and the start of stderr.
     async fn git(&self, p: &Prepared, args: &[&str]) -> Result<(bool, Vec<u8>, String), OpError> {
-        let q = Prepared { argv: args.iter().map(|s| s.to_string()).collect(), stdin: None, timeout: CHECK_TIMEOUT, truncate_stdout: false, ..p.clone() };
+        let q = Prepared {
+            argv: args.iter().map(|s| s.to_string()).collect(),
+            stdin: None,
+            timeout: CHECK_TIMEOUT,
+            truncate_stdout: false,
+            ..p.clone()
+        };
         let out = run_command(&q, CHECK_CAPTURE).await.map_err(|e| {
-            let msg = format!("cannot check the repository with `git {}`: {}", args.join(" "), e.message);
+            let msg =
+                format!("cannot check the repository with `git {}`: {}", args.join(" "), e.message);
             OpError::new(e.code, msg)
         })?;
-        Ok((out.exit_code == Some(0), out.stdout, String::from_utf8_lossy(&out.stderr).trim().chars().take(2000).collect()))
+        Ok((
+            out.exit_code == Some(0),
+            out.stdout,
+            String::from_utf8_lossy(&out.stderr).trim().chars().take(2000).collect(),
+        ))
     }
 
     /// Where the repository of `p`'s directory is, or (inner `Err`) what
@@ -204,7 +223,18 @@ impl GitGuard {
         // rev-parse prints as it goes: inside a git directory (`repo:
         // ".git"`) or a bare repository `--show-toplevel` fails after the
         // first two lines, which still say which repository git uses.
-        let (_, out, said) = self.git(p, &["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"]).await?;
+        let (_, out, said) = self
+            .git(
+                p,
+                &[
+                    "rev-parse",
+                    "--path-format=absolute",
+                    "--git-dir",
+                    "--git-common-dir",
+                    "--show-toplevel",
+                ],
+            )
+            .await?;
         let text = String::from_utf8_lossy(&out);
         let lines: Vec<&str> = text.lines().collect();
         let odd = || {
@@ -222,7 +252,11 @@ impl GitGuard {
             return Err(odd());
         }
         let canon = |s: &str| Path::new(s).canonicalize().map_err(|_| odd());
-        Ok(Ok(Layout { git_dir: canon(lines[0])?, common_dir: canon(lines[1])?, top: lines.get(2).map(|s| canon(s)).transpose()? }))
+        Ok(Ok(Layout {
+            git_dir: canon(lines[0])?,
+            common_dir: canon(lines[1])?,
+            top: lines.get(2).map(|s| canon(s)).transpose()?,
+        }))
     }
 
     /// The git directory, common directory, work tree, every symlink in the
@@ -230,7 +264,11 @@ impl GitGuard {
     /// the directories whose identity the verdict depends on.
     fn contained(&self, l: &Layout, root: &Path) -> Result<Vec<PathBuf>, OpError> {
         let repo = l.name();
-        for (what, dir) in [("git directory", Some(&l.git_dir)), ("git common directory", Some(&l.common_dir)), ("work tree", l.top.as_ref())] {
+        for (what, dir) in [
+            ("git directory", Some(&l.git_dir)),
+            ("git common directory", Some(&l.common_dir)),
+            ("work tree", l.top.as_ref()),
+        ] {
             if let Some(dir) = dir.filter(|d| !d.starts_with(root)) {
                 return Err(outside(&repo, what, dir, root));
             }
@@ -247,17 +285,30 @@ impl GitGuard {
         let mut stores = vec![(l.common_dir.join("objects"), 0usize)];
         while let Some((objects, depth)) = stores.pop() {
             if std::fs::symlink_metadata(objects.join("info/http-alternates")).is_ok() {
-                return Err(outside(&repo, "http alternates file", &objects.join("info/http-alternates"), root));
+                return Err(outside(
+                    &repo,
+                    "http alternates file",
+                    &objects.join("info/http-alternates"),
+                    root,
+                ));
             }
-            let Ok(text) = std::fs::read_to_string(objects.join("info/alternates")) else { continue };
-            for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let Ok(text) = std::fs::read_to_string(objects.join("info/alternates")) else {
+                continue;
+            };
+            for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
+            {
                 let alt = objects.join(line.trim_matches('"'));
                 let resolved = alt.canonicalize().unwrap_or_else(|_| lexical(&alt));
                 if !resolved.starts_with(root) {
                     return Err(outside(&repo, "alternate object store", &resolved, root));
                 }
                 if depth + 1 >= ALTERNATES_DEPTH {
-                    return Err(outside(&repo, "alternates chain (too deep to check)", &resolved, root));
+                    return Err(outside(
+                        &repo,
+                        "alternates chain (too deep to check)",
+                        &resolved,
+                        root,
+                    ));
                 }
                 walk_symlinks(&resolved, root, &repo, &mut visited, &mut seen)?;
                 stores.push((resolved, depth + 1));
@@ -269,12 +320,18 @@ impl GitGuard {
     /// Refuse program-naming keys in the repository's own config; the files
     /// the listing came from, and whether the verdict may be cached.
     async fn config(&self, p: &Prepared, l: &Layout) -> Result<(Vec<PathBuf>, bool), OpError> {
-        let (ok, out, err) = self.git(p, &["config", "--list", "--show-scope", "--show-origin", "-z"]).await?;
+        let (ok, out, err) =
+            self.git(p, &["config", "--list", "--show-scope", "--show-origin", "-z"]).await?;
         if !ok {
             // Nothing is cached and nothing runs: config git cannot read is
             // config nobody checked.
-            return Err(OpError::new(ErrorCode::ExitNonzero, format!("git cannot read the repository's config, so verbgate cannot check it: {err}"))
-                .with("stderr", err));
+            return Err(OpError::new(
+                ErrorCode::ExitNonzero,
+                format!(
+                    "git cannot read the repository's config, so verbgate cannot check it: {err}"
+                ),
+            )
+            .with("stderr", err));
         }
         let mut findings = Vec::new();
         let mut origins = Vec::new();
@@ -318,10 +375,17 @@ impl GitGuard {
 /// Refuse a symlink under `dir` (not following any) that leads outside
 /// `root`: git follows symlinked refs, object files and packs. Collects the
 /// directories walked (but the loose-object fan-out) into `seen`.
-fn walk_symlinks(dir: &Path, root: &Path, repo: &Path, visited: &mut usize, seen: &mut Vec<PathBuf>) -> Result<(), OpError> {
+fn walk_symlinks(
+    dir: &Path,
+    root: &Path,
+    repo: &Path,
+    visited: &mut usize,
+    seen: &mut Vec<PathBuf>,
+) -> Result<(), OpError> {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let fan_out = d.parent().is_some_and(|p| p.ends_with("objects")) && d.file_name().is_some_and(|n| n.len() == 2);
+        let fan_out = d.parent().is_some_and(|p| p.ends_with("objects"))
+            && d.file_name().is_some_and(|n| n.len() == 2);
         if !fan_out {
             seen.push(d.clone());
         }
@@ -345,7 +409,8 @@ fn walk_symlinks(dir: &Path, root: &Path, repo: &Path, visited: &mut usize, seen
                     lexical(&path.parent().unwrap_or(Path::new("/")).join(link))
                 });
                 if !target.starts_with(root) {
-                    return Err(outside(repo, "symlink", &path, root).with("target", target.display().to_string()));
+                    return Err(outside(repo, "symlink", &path, root)
+                        .with("target", target.display().to_string()));
                 }
             }
         }
@@ -375,7 +440,10 @@ mod tests {
     use crate::exec::guard::git::harden;
 
     fn git_path() -> PathBuf {
-        std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|d| d.join("git")).find(|p| p.is_file()).expect("git on PATH")
+        std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join("git"))
+            .find(|p| p.is_file())
+            .expect("git on PATH")
     }
 
     fn sh(dir: &Path, args: &[&str]) {
@@ -404,7 +472,12 @@ mod tests {
             program: git_path(),
             argv: vec!["status".into()],
             cwd: root.clone(),
-            env: [("PATH".to_string(), std::env::var("PATH").unwrap()), ("HOME".to_string(), root.display().to_string())].into_iter().collect(),
+            env: [
+                ("PATH".to_string(), std::env::var("PATH").unwrap()),
+                ("HOME".to_string(), root.display().to_string()),
+            ]
+            .into_iter()
+            .collect(),
             stdin: None,
             timeout: Duration::from_secs(10),
             truncate_stdout: false,
@@ -450,7 +523,10 @@ mod tests {
         let mut text = std::fs::read_to_string(root.join("cfg.txt")).unwrap();
         text.push_str("[filter \"x\"]\n\tclean = touch pwned\n");
         std::fs::write(root.join("cfg.txt"), text).unwrap();
-        assert_eq!(guard.check(&p, &root).await.unwrap_err().code, ErrorCode::RepoConfigRunsPrograms);
+        assert_eq!(
+            guard.check(&p, &root).await.unwrap_err().code,
+            ErrorCode::RepoConfigRunsPrograms
+        );
     }
 
     #[tokio::test]
@@ -460,16 +536,28 @@ mod tests {
         std::fs::create_dir(&victim).unwrap();
         sh(&victim, &["init", "-q"]);
         let guard = GitGuard::default();
-        std::os::unix::fs::symlink(victim.join(".git/HEAD"), root.join(".git/refs/heads/stolen")).unwrap();
+        std::os::unix::fs::symlink(victim.join(".git/HEAD"), root.join(".git/refs/heads/stolen"))
+            .unwrap();
         let e = guard.check(&p, &root).await.unwrap_err();
-        assert_eq!((e.code, e.details["path"].as_str()), (ErrorCode::RepoOutsideRoot, Some(root.join(".git/refs/heads/stolen").to_str().unwrap())));
+        assert_eq!(
+            (e.code, e.details["path"].as_str()),
+            (
+                ErrorCode::RepoOutsideRoot,
+                Some(root.join(".git/refs/heads/stolen").to_str().unwrap())
+            )
+        );
         std::fs::remove_file(root.join(".git/refs/heads/stolen")).unwrap();
         guard.check(&p, &root).await.unwrap();
         // A symlink added after a clean verdict was cached is still seen.
-        std::os::unix::fs::symlink(victim.join(".git/HEAD"), root.join(".git/refs/heads/later")).unwrap();
+        std::os::unix::fs::symlink(victim.join(".git/HEAD"), root.join(".git/refs/heads/later"))
+            .unwrap();
         assert_eq!(guard.check(&p, &root).await.unwrap_err().code, ErrorCode::RepoOutsideRoot);
         std::fs::remove_file(root.join(".git/refs/heads/later")).unwrap();
-        std::fs::write(root.join(".git/objects/info/alternates"), format!("{}\n", victim.join(".git/objects").display())).unwrap();
+        std::fs::write(
+            root.join(".git/objects/info/alternates"),
+            format!("{}\n", victim.join(".git/objects").display()),
+        )
+        .unwrap();
         let e = guard.check(&p, &root).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::RepoOutsideRoot);
         assert!(e.message.contains("alternate object store"), "{e}");
@@ -481,6 +569,9 @@ mod tests {
         let odd = root.join("a\nb");
         std::fs::create_dir(&odd).unwrap();
         p.cwd = odd;
-        assert_eq!(GitGuard::default().check(&p, &root).await.unwrap_err().code, ErrorCode::PlanRefused);
+        assert_eq!(
+            GitGuard::default().check(&p, &root).await.unwrap_err().code,
+            ErrorCode::PlanRefused
+        );
     }
 }

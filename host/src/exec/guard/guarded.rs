@@ -42,6 +42,8 @@ impl Guarded {
         // The declared name, the resolved file, and only then (a syscall per
         // op) what that file links to: `programs.vcs = "/usr/local/bin/g"` is
         // still git.
-        by_name(name).or_else(|| file_name(program)).or_else(|| program.canonicalize().ok().as_deref().and_then(file_name))
+        by_name(name)
+            .or_else(|| file_name(program))
+            .or_else(|| program.canonicalize().ok().as_deref().and_then(file_name))
     }
 }

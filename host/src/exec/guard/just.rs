@@ -30,18 +30,29 @@ pub fn check(justfile: &Path, root: &Path) -> Result<(), OpError> {
         if seen.len() >= FILES {
             return Err(refuse(&file, root, &format!("pulls in more than {FILES} files")));
         }
-        let meta = std::fs::metadata(&real).map_err(|e| refuse(&file, root, &format!("cannot be read ({e})")))?;
+        let meta = std::fs::metadata(&real)
+            .map_err(|e| refuse(&file, root, &format!("cannot be read ({e})")))?;
         if !meta.is_file() || meta.len() > FILE_BYTES {
-            return Err(refuse(&file, root, &format!("is not a regular file of at most {FILE_BYTES} bytes")));
+            return Err(refuse(
+                &file,
+                root,
+                &format!("is not a regular file of at most {FILE_BYTES} bytes"),
+            ));
         }
-        let text = std::fs::read(&real).map_err(|e| refuse(&file, root, &format!("cannot be read ({e})")))?;
+        let text = std::fs::read(&real)
+            .map_err(|e| refuse(&file, root, &format!("cannot be read ({e})")))?;
         let dir = real.parent().unwrap_or(root).to_path_buf();
         for item in imports(&String::from_utf8_lossy(&text)) {
             match item {
                 Import::Path(p) => queue.push(dir.join(p)),
                 Import::Module(name) => {
                     // just's search for a module without a path.
-                    for candidate in [format!("{name}.just"), format!("{name}/mod.just"), format!("{name}/justfile"), format!("{name}/.justfile")] {
+                    for candidate in [
+                        format!("{name}.just"),
+                        format!("{name}/mod.just"),
+                        format!("{name}/justfile"),
+                        format!("{name}/.justfile"),
+                    ] {
                         let c = dir.join(&candidate);
                         if std::fs::symlink_metadata(&c).is_ok() {
                             queue.push(c);
@@ -75,20 +86,32 @@ enum Import {
 fn imports(text: &str) -> Vec<Import> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let rest = if let Some(r) = keyword(line, "import") { Some((r, false)) } else { keyword(line, "mod").map(|r| (r, true)) };
+        let rest = if let Some(r) = keyword(line, "import") {
+            Some((r, false))
+        } else {
+            keyword(line, "mod").map(|r| (r, true))
+        };
         let Some((rest, is_mod)) = rest else { continue };
         let rest = rest.trim_start();
         if is_mod {
-            let name_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')).unwrap_or(rest.len());
+            let name_end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(rest.len());
             let (name, after) = rest.split_at(name_end);
             let after = after.trim();
             if after.is_empty() || after.starts_with('#') {
                 out.push(Import::Module(name.to_string()));
                 continue;
             }
-            out.push(string_literal(after).map_or_else(|| Import::Unjudgeable(line.to_string()), Import::Path));
+            out.push(
+                string_literal(after)
+                    .map_or_else(|| Import::Unjudgeable(line.to_string()), Import::Path),
+            );
         } else {
-            out.push(string_literal(rest).map_or_else(|| Import::Unjudgeable(line.to_string()), Import::Path));
+            out.push(
+                string_literal(rest)
+                    .map_or_else(|| Import::Unjudgeable(line.to_string()), Import::Path),
+            );
         }
     }
     out
@@ -108,7 +131,12 @@ fn string_literal(s: &str) -> Option<String> {
     let body = &s[1..];
     let end = body.find(quote)?;
     let (path, after) = (&body[..end], body[end + 1..].trim());
-    if !(after.is_empty() || after.starts_with('#')) || path.contains('\\') || path.contains("{{") || path.starts_with('~') || path.is_empty() {
+    if !(after.is_empty() || after.starts_with('#'))
+        || path.contains('\\')
+        || path.contains("{{")
+        || path.starts_with('~')
+        || path.is_empty()
+    {
         return None;
     }
     Some(path.to_string())
@@ -116,7 +144,9 @@ fn string_literal(s: &str) -> Option<String> {
 
 /// `file` resolved (links followed) and inside `root`.
 fn inside(file: &Path, root: &Path) -> Result<PathBuf, OpError> {
-    let real = file.canonicalize().map_err(|e| refuse(file, root, &format!("cannot be resolved ({e})")))?;
+    let real = file
+        .canonicalize()
+        .map_err(|e| refuse(file, root, &format!("cannot be resolved ({e})")))?;
     if !real.starts_with(root) {
         return Err(refuse(file, root, &format!("leads outside the root (to {})", real.display())));
     }

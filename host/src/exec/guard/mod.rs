@@ -31,9 +31,9 @@
 //! [`rg::WALK_ENTRIES`]).
 
 pub mod ancestors;
-mod guarded;
 pub mod git;
 pub mod git_repo;
+mod guarded;
 pub mod just;
 pub mod rg;
 
@@ -47,8 +47,10 @@ use crate::error::{ErrorCode, OpError};
 /// Programs that run code from the repository they work in by design
 /// (build scripts, proc macros, recipes, test files, hooks): a verb that
 /// declares one is marked `runs_repository_code` in `help` and the catalog.
-pub const RUNS_REPOSITORY_CODE: &[&str] =
-    &["cargo", "just", "make", "npm", "npx", "pnpm", "yarn", "node", "pytest", "python", "python3", "tox", "nox", "sh", "bash", "gradle", "mvn"];
+pub const RUNS_REPOSITORY_CODE: &[&str] = &[
+    "cargo", "just", "make", "npm", "npx", "pnpm", "yarn", "node", "pytest", "python", "python3",
+    "tox", "nox", "sh", "bash", "gradle", "mvn",
+];
 
 /// Whether a verb declaring `programs` runs repository code.
 pub fn runs_repository_code<'a>(mut programs: impl Iterator<Item = &'a str>) -> bool {
@@ -68,7 +70,10 @@ impl Guards {
     /// config says.
     /// `git_transports` are the transports `git fetch` and `git push` may
     /// use (`[git] transports`); every other git command gets none.
-    pub fn new(trusted_repos: Vec<PathBuf>, git_transports: Vec<crate::config::GitTransport>) -> Guards {
+    pub fn new(
+        trusted_repos: Vec<PathBuf>,
+        git_transports: Vec<crate::config::GitTransport>,
+    ) -> Guards {
         Guards { git: git_repo::GitGuard::new(trusted_repos), git_transports }
     }
 
@@ -95,9 +100,14 @@ impl Guards {
                 // A walk of the searched tree: blocking I/O, off the
                 // runtime's threads.
                 let (p, root) = (p.clone(), root.to_path_buf());
-                tokio::task::spawn_blocking(move || rg::check(&p, &root))
-                    .await
-                    .unwrap_or_else(|e| Err(OpError::new(ErrorCode::Internal, format!("the rg ignore-file check failed: {e}"))))
+                tokio::task::spawn_blocking(move || rg::check(&p, &root)).await.unwrap_or_else(
+                    |e| {
+                        Err(OpError::new(
+                            ErrorCode::Internal,
+                            format!("the rg ignore-file check failed: {e}"),
+                        ))
+                    },
+                )
             }
             _ => Ok(()),
         }
@@ -132,9 +142,21 @@ mod tests {
         std::fs::write(&real, "").unwrap();
         let alias = tmp.path().join("vcs");
         std::os::unix::fs::symlink(&real, &alias).unwrap();
-        assert_eq!(Guarded::of(&prepared("vcs", &alias)), Some(Guarded::Git), "a link to git is git");
-        assert_eq!(Guarded::of(&prepared("git", Path::new("/nonexistent/x"))), Some(Guarded::Git), "the declared name counts");
-        assert_eq!(Guarded::of(&prepared("tool", &tmp.path().join("cargo"))), Some(Guarded::Cargo), "the file name counts");
+        assert_eq!(
+            Guarded::of(&prepared("vcs", &alias)),
+            Some(Guarded::Git),
+            "a link to git is git"
+        );
+        assert_eq!(
+            Guarded::of(&prepared("git", Path::new("/nonexistent/x"))),
+            Some(Guarded::Git),
+            "the declared name counts"
+        );
+        assert_eq!(
+            Guarded::of(&prepared("tool", &tmp.path().join("cargo"))),
+            Some(Guarded::Cargo),
+            "the file name counts"
+        );
         assert_eq!(Guarded::of(&prepared("search", &tmp.path().join("rg"))), Some(Guarded::Rg));
         assert_eq!(Guarded::of(&prepared("tool", &real.with_file_name("tool"))), None);
     }

@@ -60,8 +60,19 @@ pub fn check(p: &Prepared, root: &Path) -> Result<(), OpError> {
         return Ok(());
     }
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let mut walk = Walk { root: &root, cwd: &p.cwd, follow: options.follow, entries: 0, checked: HashSet::new(), walked: HashSet::new() };
-    let mut starts: Vec<PathBuf> = searched(p, &options).into_iter().filter_map(|s| s.canonicalize().ok()).filter(|s| s.starts_with(&root)).collect();
+    let mut walk = Walk {
+        root: &root,
+        cwd: &p.cwd,
+        follow: options.follow,
+        entries: 0,
+        checked: HashSet::new(),
+        walked: HashSet::new(),
+    };
+    let mut starts: Vec<PathBuf> = searched(p, &options)
+        .into_iter()
+        .filter_map(|s| s.canonicalize().ok())
+        .filter(|s| s.starts_with(&root))
+        .collect();
     starts.sort();
     starts.dedup();
     for start in &starts {
@@ -113,7 +124,9 @@ fn searched(p: &Prepared, options: &Options) -> Vec<PathBuf> {
     match &options.after_marker {
         Some(words) if !words.is_empty() => words.iter().map(|w| p.cwd.join(w)).collect(),
         Some(_) => vec![p.cwd.clone()],
-        None => std::iter::once(p.cwd.clone()).chain(p.argv.iter().filter(|w| !w.starts_with('-')).map(|w| p.cwd.join(w))).collect(),
+        None => std::iter::once(p.cwd.clone())
+            .chain(p.argv.iter().filter(|w| !w.starts_with('-')).map(|w| p.cwd.join(w)))
+            .collect(),
     }
 }
 
@@ -199,8 +212,13 @@ impl Walk<'_> {
         let Ok(meta) = std::fs::metadata(&dot_git) else { return Ok(()) };
         if meta.is_dir() {
             let info = dot_git.join("info");
-            if inside && std::fs::symlink_metadata(&info).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(refuse(self.root, &info, "is a symbolic link, which rg follows to read `info/exclude` wherever it leads"));
+            if inside && std::fs::symlink_metadata(&info).is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return Err(refuse(
+                    self.root,
+                    &info,
+                    "is a symbolic link, which rg follows to read `info/exclude` wherever it leads",
+                ));
             }
             return check_file(self.root, &info.join("exclude"), inside);
         }
@@ -216,7 +234,8 @@ impl Walk<'_> {
         let commondir_file = gitdir.join("commondir");
         check_file(self.root, &commondir_file, false)?;
         let Some(common) = first_line(&commondir_file) else { return Ok(()) };
-        let common = if common.starts_with('.') { gitdir.join(common) } else { self.cwd.join(common) };
+        let common =
+            if common.starts_with('.') { gitdir.join(common) } else { self.cwd.join(common) };
         check_file(self.root, &common.join("info/exclude"), false)
     }
 }
@@ -228,7 +247,9 @@ fn check_file(root: &Path, path: &Path, strict: bool) -> Result<(), OpError> {
     if strict {
         let Ok(lstat) = std::fs::symlink_metadata(path) else { return Ok(()) };
         if lstat.file_type().is_symlink() {
-            let target = std::fs::read_link(path).map(|t| format!(" (to {})", t.display())).unwrap_or_default();
+            let target = std::fs::read_link(path)
+                .map(|t| format!(" (to {})", t.display()))
+                .unwrap_or_default();
             return Err(refuse(
                 root,
                 path,
@@ -246,7 +267,14 @@ fn check_file(root: &Path, path: &Path, strict: bool) -> Result<(), OpError> {
 
 fn check_size(root: &Path, path: &Path, meta: &Metadata) -> Result<(), OpError> {
     if meta.len() > IGNORE_FILE_BYTES {
-        return Err(refuse(root, path, &format!("is {} bytes, more than the 1 MiB an ignore file rg reads may have", meta.len())));
+        return Err(refuse(
+            root,
+            path,
+            &format!(
+                "is {} bytes, more than the 1 MiB an ignore file rg reads may have",
+                meta.len()
+            ),
+        ));
     }
     Ok(())
 }
@@ -335,7 +363,15 @@ mod tests {
 
     #[test]
     fn ignore_files_linked_anywhere_inside_the_searched_tree_are_refused() {
-        for link in [".gitignore", ".ignore", ".rgignore", "src/deep/.gitignore", ".hidden/.ignore", ".git/info/exclude", "node_modules/x/.gitignore"] {
+        for link in [
+            ".gitignore",
+            ".ignore",
+            ".rgignore",
+            "src/deep/.gitignore",
+            ".hidden/.ignore",
+            ".git/info/exclude",
+            "node_modules/x/.gitignore",
+        ] {
             let (_tmp, above, root) = tree();
             let path = root.join(link);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -346,7 +382,10 @@ mod tests {
             assert!(check(&plan(&root, &["--"]), &root).is_err(), "{link}");
             // rg --no-ignore reads none of them.
             assert!(check(&plan(&root, &["--no-ignore", "--"]), &root).is_ok(), "{link}");
-            assert!(check(&plan(&root, &["--no-ignore", "--ignore", "--"]), &root).is_err(), "{link}: --ignore undoes it");
+            assert!(
+                check(&plan(&root, &["--no-ignore", "--ignore", "--"]), &root).is_err(),
+                "{link}: --ignore undoes it"
+            );
         }
     }
 
@@ -360,7 +399,12 @@ mod tests {
         assert!(check(&plan(&root, &["--"]), &root).is_ok());
         symlink("src/.gitignore", root.join(".gitignore")).unwrap();
         let e = check(&plan(&root, &["--"]), &root).unwrap_err();
-        assert!(e.message.contains("symbolic link (to src/.gitignore)") && e.message.contains("ignored: true"), "{}", e.message);
+        assert!(
+            e.message.contains("symbolic link (to src/.gitignore)")
+                && e.message.contains("ignored: true"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -369,7 +413,8 @@ mod tests {
         std::fs::create_dir(root.join("src/.rgignore")).unwrap();
         assert_eq!(code_and_path(check(&plan(&root, &["--"]), &root)).1, "src/.rgignore");
         std::fs::remove_dir(root.join("src/.rgignore")).unwrap();
-        std::fs::write(root.join(".gitignore"), vec![b'a'; IGNORE_FILE_BYTES as usize + 1]).unwrap();
+        std::fs::write(root.join(".gitignore"), vec![b'a'; IGNORE_FILE_BYTES as usize + 1])
+            .unwrap();
         let e = check(&plan(&root, &["--"]), &root).unwrap_err();
         assert!(e.message.contains("more than the 1 MiB"), "{}", e.message);
         std::fs::write(root.join(".gitignore"), vec![b'a'; IGNORE_FILE_BYTES as usize]).unwrap();
@@ -397,13 +442,26 @@ mod tests {
         std::fs::create_dir_all(main.join("info")).unwrap();
         std::fs::create_dir_all(main.join("worktrees/wt")).unwrap();
         std::fs::write(main.join("worktrees/wt/commondir"), "../..\n").unwrap();
-        std::fs::write(root.join(".git"), format!("gitdir: {}\n", main.join("worktrees/wt").display())).unwrap();
+        std::fs::write(
+            root.join(".git"),
+            format!("gitdir: {}\n", main.join("worktrees/wt").display()),
+        )
+        .unwrap();
         std::fs::write(main.join("info/exclude"), "# the usual\n").unwrap();
-        assert!(check(&plan(&root, &["--"]), &root).is_ok(), "a regular exclude file outside the root is read as rg reads it");
+        assert!(
+            check(&plan(&root, &["--"]), &root).is_ok(),
+            "a regular exclude file outside the root is read as rg reads it"
+        );
         std::fs::remove_file(main.join("info/exclude")).unwrap();
         symlink("/dev/zero", main.join("info/exclude")).unwrap();
         let (code, shown) = code_and_path(check(&plan(&root, &["--"]), &root));
-        assert_eq!((code, shown), (ErrorCode::PlanRefused, main.join("worktrees/wt/../../info/exclude").display().to_string()));
+        assert_eq!(
+            (code, shown),
+            (
+                ErrorCode::PlanRefused,
+                main.join("worktrees/wt/../../info/exclude").display().to_string()
+            )
+        );
         // The `commondir` file itself is read line by line too.
         std::fs::remove_file(main.join("worktrees/wt/commondir")).unwrap();
         symlink("/dev/zero", main.join("worktrees/wt/commondir")).unwrap();
@@ -417,10 +475,16 @@ mod tests {
     fn above_the_root_links_are_followed_but_must_lead_to_small_regular_files() {
         let (_tmp, above, root) = tree();
         symlink(above.join("secret"), above.join(".gitignore")).unwrap();
-        assert!(check(&plan(&root, &["--"]), &root).is_ok(), "a ~/.gitignore kept elsewhere is yours");
+        assert!(
+            check(&plan(&root, &["--"]), &root).is_ok(),
+            "a ~/.gitignore kept elsewhere is yours"
+        );
         symlink("/dev/zero", above.join(".ignore")).unwrap();
         let (code, shown) = code_and_path(check(&plan(&root, &["--"]), &root));
-        assert_eq!((code, shown), (ErrorCode::PlanRefused, above.join(".ignore").display().to_string()));
+        assert_eq!(
+            (code, shown),
+            (ErrorCode::PlanRefused, above.join(".ignore").display().to_string())
+        );
         std::fs::remove_file(above.join(".ignore")).unwrap();
         // The repository the root lies in: its exclude file.
         std::fs::create_dir_all(above.join(".git/info")).unwrap();
@@ -460,7 +524,10 @@ mod tests {
 
     #[test]
     fn options_are_read_before_the_marker_only() {
-        let argv: Vec<String> = ["--no-ignore", "--follow", "--", "--ignore", "x"].iter().map(|s| s.to_string()).collect();
+        let argv: Vec<String> = ["--no-ignore", "--follow", "--", "--ignore", "x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let o = options(&argv);
         assert!(o.no_ignore && o.follow);
         assert_eq!(o.after_marker, Some(vec!["--ignore".to_string(), "x".to_string()]));

@@ -41,7 +41,10 @@ const END_WAIT: Duration = Duration::from_secs(3);
 
 /// The grace period `args` ask for, clamped.
 pub fn grace(args: &KillArgs) -> Duration {
-    args.grace_seconds.filter(|s| !s.is_nan()).map(|s| Duration::from_secs_f64(s.clamp(0.0, MAX_GRACE_SECONDS))).unwrap_or(DEFAULT_GRACE)
+    args.grace_seconds
+        .filter(|s| !s.is_nan())
+        .map(|s| Duration::from_secs_f64(s.clamp(0.0, MAX_GRACE_SECONDS)))
+        .unwrap_or(DEFAULT_GRACE)
 }
 
 /// Kill job `args.id` (or prefix) by signals.
@@ -96,7 +99,10 @@ pub async fn run(store: &Store, args: &KillArgs) -> Result<Value, OpError> {
     // The supervisor records the end; if it is gone too, record it here.
     let start = Instant::now();
     loop {
-        let now = store.get(&marked.id).map_err(db_error)?.ok_or_else(|| OpError::new(ErrorCode::NotFound, "the job vanished"))?;
+        let now = store
+            .get(&marked.id)
+            .map_err(db_error)?
+            .ok_or_else(|| OpError::new(ErrorCode::NotFound, "the job vanished"))?;
         if now.status().terminal() {
             return Ok(ended(&now, signalled, escalated));
         }
@@ -110,7 +116,9 @@ pub async fn run(store: &Store, args: &KillArgs) -> Result<Value, OpError> {
         } else if start.elapsed() > END_WAIT {
             // Still preparing: the supervisor will see the request and stop
             // the program as soon as it starts.
-            return Ok(json!({ "id": now.id, "killed": false, "kill_requested": true, "signalled": signalled, "job": now.to_json() }));
+            return Ok(
+                json!({ "id": now.id, "killed": false, "kill_requested": true, "signalled": signalled, "job": now.to_json() }),
+            );
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -157,10 +165,16 @@ pub fn entity_refusal(job: &Job, entity: &str, why: &str) -> OpError {
 }
 
 /// [`Store::update`] off the async runtime.
-pub async fn blocking(store: &Store, id: &str, change: impl Fn(&mut Job) + Send + 'static) -> Result<Job, OpError> {
+pub async fn blocking(
+    store: &Store,
+    id: &str,
+    change: impl Fn(&mut Job) + Send + 'static,
+) -> Result<Job, OpError> {
     let (s, id) = (store.clone(), id.to_string());
     tokio::task::spawn_blocking(move || s.update(&id, change))
         .await
         .map_err(|e| OpError::new(ErrorCode::Internal, e.to_string()))?
-        .map_err(|e| OpError::new(ErrorCode::Internal, format!("cannot record the kill on the job: {e:#}")))
+        .map_err(|e| {
+            OpError::new(ErrorCode::Internal, format!("cannot record the kill on the job: {e:#}"))
+        })
 }

@@ -13,8 +13,8 @@ pub mod wait;
 
 use serde::Deserialize;
 
-pub use args::{IdArgs, KillArgs, ListArgs, OutputArgs, WaitArgs};
 use crate::error::{ErrorCode, OpError};
+pub use args::{IdArgs, KillArgs, ListArgs, OutputArgs, WaitArgs};
 
 /// One job operation with its arguments.
 #[derive(Debug, Clone, Deserialize)]
@@ -41,7 +41,8 @@ pub enum JobOp {
 }
 
 /// Every operation name.
-pub const NAMES: &[&str] = &["job.status", "job.list", "job.output", "job.result", "job.wait", "job.kill"];
+pub const NAMES: &[&str] =
+    &["job.status", "job.list", "job.output", "job.result", "job.wait", "job.kill"];
 
 /// Whether the operation named `name` changes anything (a kill); the others
 /// only read the job store. The audit trail makes an acting op's row
@@ -54,12 +55,18 @@ impl JobOp {
     /// Parse host call `name` with JSON `args`.
     pub fn parse(name: &str, args: &str) -> Result<JobOp, OpError> {
         if !NAMES.contains(&name) {
-            return Err(OpError::new(ErrorCode::Unavailable, format!("host operation `{name}` does not exist")).with("call", name));
+            return Err(OpError::new(
+                ErrorCode::Unavailable,
+                format!("host operation `{name}` does not exist"),
+            )
+            .with("call", name));
         }
-        let args: serde_json::Value =
-            serde_json::from_str(args).map_err(|e| OpError::new(ErrorCode::InvalidOutput, format!("host call args are not JSON: {e}")))?;
-        serde_json::from_value(serde_json::json!({ "op": name, "args": args }))
-            .map_err(|e| OpError::new(ErrorCode::InvalidArgs, format!("`{name}`: {e}")).with("call", name))
+        let args: serde_json::Value = serde_json::from_str(args).map_err(|e| {
+            OpError::new(ErrorCode::InvalidOutput, format!("host call args are not JSON: {e}"))
+        })?;
+        serde_json::from_value(serde_json::json!({ "op": name, "args": args })).map_err(|e| {
+            OpError::new(ErrorCode::InvalidArgs, format!("`{name}`: {e}")).with("call", name)
+        })
     }
 }
 
@@ -72,13 +79,21 @@ mod tests {
     fn operations_parse_once_with_their_defaults() {
         let JobOp::List(l) = JobOp::parse("job.list", "{}").unwrap() else { panic!() };
         assert_eq!((l.limit, l.status, l.verb), (20, None, None));
-        let JobOp::Output(o) = JobOp::parse("job.output", r#"{"id":"ab"}"#).unwrap() else { panic!() };
+        let JobOp::Output(o) = JobOp::parse("job.output", r#"{"id":"ab"}"#).unwrap() else {
+            panic!()
+        };
         assert_eq!((o.stream, o.offset, o.limit), (crate::jobs::model::Stream::Stdout, 0, 65536));
-        let JobOp::List(l) = JobOp::parse("job.list", r#"{"status":"timed_out"}"#).unwrap() else { panic!() };
+        let JobOp::List(l) = JobOp::parse("job.list", r#"{"status":"timed_out"}"#).unwrap() else {
+            panic!()
+        };
         assert_eq!(l.status, Some(Status::TimedOut));
         let e = JobOp::parse("job.list", r#"{"status":"sleeping"}"#).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidArgs);
         assert_eq!(JobOp::parse("job.nope", "{}").unwrap_err().code, ErrorCode::Unavailable);
-        assert_eq!(JobOp::parse("job.status", "{}").unwrap_err().code, ErrorCode::InvalidArgs, "an id is required");
+        assert_eq!(
+            JobOp::parse("job.status", "{}").unwrap_err().code,
+            ErrorCode::InvalidArgs,
+            "an id is required"
+        );
     }
 }

@@ -43,14 +43,20 @@ impl Window {
                 v.clamp(lo, hi)
             }
         };
-        Window { ids: args.ids.clone(), max_wait: num(args.max_wait_seconds, 25.0, 0.0, 300.0), poll: num(args.poll_interval_seconds, 1.0, 0.05, 10.0) }
+        Window {
+            ids: args.ids.clone(),
+            max_wait: num(args.max_wait_seconds, 25.0, 0.0, 300.0),
+            poll: num(args.poll_interval_seconds, 1.0, 0.05, 10.0),
+        }
     }
 }
 
 async fn observe_all(store: &Store, ids: &[String]) -> Vec<Observation> {
     let store = store.clone();
     let ids = ids.to_vec();
-    tokio::task::spawn_blocking(move || ids.iter().map(|id| observe(&store, id)).collect()).await.unwrap_or_default()
+    tokio::task::spawn_blocking(move || ids.iter().map(|id| observe(&store, id)).collect())
+        .await
+        .unwrap_or_default()
 }
 
 /// Run `job.wait`.
@@ -66,7 +72,9 @@ pub async fn run(store: &Store, args: &Window) -> Result<Value, OpError> {
     }
     loop {
         let pending = obs.iter().any(|o| o.class == Some(Class::Pending));
-        let special = obs.iter().any(|o| matches!(o.class, Some(Class::StoppedWithoutEnd | Class::UnresolvedSpawn)));
+        let special = obs
+            .iter()
+            .any(|o| matches!(o.class, Some(Class::StoppedWithoutEnd | Class::UnresolvedSpawn)));
         let now = Instant::now();
         if now >= deadline {
             break;
@@ -83,13 +91,20 @@ pub async fn run(store: &Store, args: &Window) -> Result<Value, OpError> {
         }
         // Wait for the next poll tick, checking cheaply for recorded ends.
         let tick = (now + poll).min(deadline);
-        let pending_ids: Vec<String> = obs.iter().filter(|o| o.class == Some(Class::Pending)).filter_map(|o| o.job.as_ref().map(|j| j.id.clone())).collect();
+        let pending_ids: Vec<String> = obs
+            .iter()
+            .filter(|o| o.class == Some(Class::Pending))
+            .filter_map(|o| o.job.as_ref().map(|j| j.id.clone()))
+            .collect();
         while Instant::now() < tick {
             tokio::time::sleep(END_CHECK.min(tick.saturating_duration_since(Instant::now()))).await;
             let s = store.clone();
             let ids = pending_ids.clone();
-            let ended =
-                tokio::task::spawn_blocking(move || s.statuses(&ids)).await.ok().and_then(Result::ok).is_some_and(|st| st.iter().any(|(_, s)| s.terminal()));
+            let ended = tokio::task::spawn_blocking(move || s.statuses(&ids))
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .is_some_and(|st| st.iter().any(|(_, s)| s.terminal()));
             if ended {
                 break;
             }
@@ -97,7 +112,12 @@ pub async fn run(store: &Store, args: &Window) -> Result<Value, OpError> {
         waited = true;
         obs = observe_all(store, &args.ids).await;
     }
-    let list = |c: Class| -> Vec<String> { obs.iter().filter(|o| o.class == Some(c)).filter_map(|o| o.job.as_ref().map(|j| j.id.clone())).collect() };
+    let list = |c: Class| -> Vec<String> {
+        obs.iter()
+            .filter(|o| o.class == Some(c))
+            .filter_map(|o| o.job.as_ref().map(|j| j.id.clone()))
+            .collect()
+    };
     let pending = list(Class::Pending);
     let all_terminal = obs.iter().all(|o| o.class == Some(Class::Terminal));
     Ok(json!({
@@ -125,11 +145,19 @@ mod tests {
 
     #[test]
     fn clamps_are_applied() {
-        let a = Window::new(&WaitArgs { ids: vec!["a".into()], max_wait_seconds: Some(9999.0), poll_interval_seconds: Some(0.0) });
+        let a = Window::new(&WaitArgs {
+            ids: vec!["a".into()],
+            max_wait_seconds: Some(9999.0),
+            poll_interval_seconds: Some(0.0),
+        });
         assert_eq!((a.max_wait, a.poll), (300.0, 0.05));
         let d = Window::new(&WaitArgs::default());
         assert_eq!((d.max_wait, d.poll), (25.0, 1.0));
-        let n = Window::new(&WaitArgs { ids: vec![], max_wait_seconds: Some(-3.0), poll_interval_seconds: Some(60.0) });
+        let n = Window::new(&WaitArgs {
+            ids: vec![],
+            max_wait_seconds: Some(-3.0),
+            poll_interval_seconds: Some(60.0),
+        });
         assert_eq!((n.max_wait, n.poll), (0.0, 10.0));
     }
 
@@ -141,19 +169,31 @@ mod tests {
         done.finish(End::Succeeded, Reason::ExitedZero, (Some(0), None));
         store.insert(&done).unwrap();
         let mut gone = sample("000002gone");
-        gone.state = State::Running(Started { pid: i32::MAX as i64 - 7, pid_start: Some(1), started_ms: 1 }); // no such process
+        gone.state =
+            State::Running(Started { pid: i32::MAX as i64 - 7, pid_start: Some(1), started_ms: 1 }); // no such process
         gone.supervisor_pid = Some(i32::MAX as i64 - 8);
         store.insert(&gone).unwrap();
         let mut old = sample("000003prep");
         old.created_ms = now_ms() - 60_000;
         store.insert(&old).unwrap();
         let mut me = sample("000004live");
-        me.state = State::Running(Started { pid: i32::MAX as i64 - 9, pid_start: Some(1), started_ms: 1 });
+        me.state =
+            State::Running(Started { pid: i32::MAX as i64 - 9, pid_start: Some(1), started_ms: 1 });
         me.supervisor_pid = Some(std::process::id() as i64);
         me.supervisor_start = crate::jobs::process::start_time(std::process::id() as i64);
         store.insert(&me).unwrap();
 
-        let args = Window { ids: vec!["000001".into(), "000002".into(), "000003".into(), "000004".into(), "nope".into()], max_wait: 0.0, poll: 0.05 };
+        let args = Window {
+            ids: vec![
+                "000001".into(),
+                "000002".into(),
+                "000003".into(),
+                "000004".into(),
+                "nope".into(),
+            ],
+            max_wait: 0.0,
+            poll: 0.05,
+        };
         let v = run(&store, &args).await.unwrap();
         assert_eq!(v["terminal"], json!(["000001done", "000002gone"]));
         assert_eq!(v["unresolved_spawn"], json!(["000003prep"]));
@@ -181,9 +221,13 @@ mod tests {
         let mut old = sample("00000aprep");
         old.created_ms = now_ms() - 60_000;
         store.insert(&old).unwrap();
-        let snap = run(&store, &Window { ids: vec!["00000a".into()], max_wait: 0.0, poll: 0.5 }).await.unwrap();
+        let snap = run(&store, &Window { ids: vec!["00000a".into()], max_wait: 0.0, poll: 0.5 })
+            .await
+            .unwrap();
         assert!(snap["waited_ms"].as_u64().unwrap() < 400, "{snap}");
-        let floored = run(&store, &Window { ids: vec!["00000a".into()], max_wait: 5.0, poll: 0.3 }).await.unwrap();
+        let floored = run(&store, &Window { ids: vec!["00000a".into()], max_wait: 5.0, poll: 0.3 })
+            .await
+            .unwrap();
         let ms = floored["waited_ms"].as_u64().unwrap();
         assert!((300..2000).contains(&ms), "one poll floor, got {ms} ms");
         assert_eq!(floored["timed_out"], false);

@@ -24,13 +24,16 @@ pub fn boot_id() -> Option<String> {
 /// (true when `/proc` cannot be read: then only `kill` can tell).
 pub fn group_has_live_member(pgid: i64) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else { return true };
-    entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))).any(|e| {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
-        let Some(close) = stat.rfind(')') else { return false };
-        // After the command name: state, ppid, pgrp.
-        let mut fields = stat[close + 1..].split_ascii_whitespace();
-        let state = fields.next();
-        let group = fields.nth(1).and_then(|g| g.parse::<i64>().ok());
-        group == Some(pgid) && !matches!(state, Some("Z" | "X"))
-    })
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .any(|e| {
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
+            let Some(close) = stat.rfind(')') else { return false };
+            // After the command name: state, ppid, pgrp.
+            let mut fields = stat[close + 1..].split_ascii_whitespace();
+            let state = fields.next();
+            let group = fields.nth(1).and_then(|g| g.parse::<i64>().ok());
+            group == Some(pgid) && !matches!(state, Some("Z" | "X"))
+        })
 }

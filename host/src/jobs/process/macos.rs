@@ -38,7 +38,15 @@ pub fn boot_id() -> Option<String> {
     let mut len = buf.len();
     let name = c"kern.bootsessionuuid";
     // SAFETY: name is NUL-terminated; buf and len describe a writable buffer.
-    let r = unsafe { libc::sysctlbyname(name.as_ptr(), buf.as_mut_ptr().cast(), &mut len, std::ptr::null_mut(), 0) };
+    let r = unsafe {
+        libc::sysctlbyname(
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
     if r != 0 {
         return None;
     }
@@ -66,6 +74,7 @@ pub fn group_has_live_member(pgid: i64) -> bool {
 /// `/proc` shows every process; with `arg` 0 a zombie is not found at all.
 fn is_live(pid: libc::pid_t) -> bool {
     // SAFETY: PROC_PIDT_SHORTBSDINFO writes a proc_bsdshortinfo.
-    let info: Option<libc::proc_bsdshortinfo> = unsafe { pid_info(pid.into(), libc::PROC_PIDT_SHORTBSDINFO) };
+    let info: Option<libc::proc_bsdshortinfo> =
+        unsafe { pid_info(pid.into(), libc::PROC_PIDT_SHORTBSDINFO) };
     info.is_some_and(|i| i.pbsi_status != libc::SZOMB)
 }

@@ -46,7 +46,8 @@ pub fn alive(pid: Option<i64>, start: Option<i64>) -> bool {
 /// match an unrelated process.
 pub fn boot_id() -> Option<String> {
     static BOOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    BOOT.get_or_init(|| platform::boot_id().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())).clone()
+    BOOT.get_or_init(|| platform::boot_id().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+        .clone()
 }
 
 /// Whether `pid` is provably the process recorded as (`pid`, `start`) in
@@ -95,7 +96,10 @@ pub fn signal_group(pgid: i64, signal: i32) {
 
 /// Milliseconds since the epoch.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// A new job id: 12 hex digits of epoch milliseconds then 8 random hex
@@ -107,7 +111,12 @@ pub fn new_job_id() -> String {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
     h.write_u32(std::process::id());
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
     format!("{:012x}{:08x}", now_ms(), h.finish() as u32)
 }
 
@@ -130,8 +139,14 @@ mod tests {
         let start = start_time(me);
         let boot = boot_id().expect("the platform's boot id");
         assert!(verified(Some(me), start, Some(&boot)));
-        assert!(verified(Some(me), start, None), "a record from before boot ids counts by start time");
-        assert!(!verified(Some(me), start, Some("another-boot")), "another boot's record is never ours");
+        assert!(
+            verified(Some(me), start, None),
+            "a record from before boot ids counts by start time"
+        );
+        assert!(
+            !verified(Some(me), start, Some("another-boot")),
+            "another boot's record is never ours"
+        );
         assert!(!verified(Some(me), None, Some(&boot)), "no start time proves nothing");
         assert!(!verified(Some(me), start.map(|s| s + 1), Some(&boot)));
     }
@@ -139,7 +154,8 @@ mod tests {
     #[test]
     fn a_group_is_alive_while_a_member_runs_and_not_once_only_zombies_remain() {
         use std::os::unix::process::CommandExt;
-        let mut child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let mut child =
+            std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
         let pgid = child.id() as i64;
         assert!(group_alive(pgid));
         signal_group(pgid, libc::SIGKILL);

@@ -38,15 +38,30 @@ mod tests {
     #[test]
     fn the_answer_is_a_count_of_pids_not_bytes() {
         // One live member: the wrapper returns 1 (a byte count would be 4).
-        assert!(any_live(1, &[501, 0, 0, 0], live_set(&[501])), "a group of one live process is alive");
-        assert!(any_live(3, &[501, 502, 503, 0], live_set(&[503])), "the third of three members counts");
-        assert!(any_live(5, &[1, 2, 3, 4, 505, 0, 0, 0], live_set(&[505])), "the fifth of five members counts");
+        assert!(
+            any_live(1, &[501, 0, 0, 0], live_set(&[501])),
+            "a group of one live process is alive"
+        );
+        assert!(
+            any_live(3, &[501, 502, 503, 0], live_set(&[503])),
+            "the third of three members counts"
+        );
+        assert!(
+            any_live(5, &[1, 2, 3, 4, 505, 0, 0, 0], live_set(&[505])),
+            "the fifth of five members counts"
+        );
     }
 
     #[test]
     fn only_the_listed_pids_are_read() {
-        assert!(!any_live(2, &[501, 502, 503], live_set(&[503])), "a stale pid past the count is not a member");
-        assert!(any_live(99, &[501, 502], live_set(&[502])), "a count beyond the buffer is clamped to it");
+        assert!(
+            !any_live(2, &[501, 502, 503], live_set(&[503])),
+            "a stale pid past the count is not a member"
+        );
+        assert!(
+            any_live(99, &[501, 502], live_set(&[502])),
+            "a count beyond the buffer is clamped to it"
+        );
     }
 
     #[test]
