@@ -385,3 +385,27 @@ fn a_wait_cancelled_by_the_client_leaves_the_record_unchanged() {
     assert_eq!(after["status"], "running");
     env.op("job.kill", json!({"id": &id, "grace_seconds": 0}));
 }
+
+#[test]
+fn a_jobs_supervisor_leaves_the_session_of_whoever_started_it() {
+    // The supervisor is started without a `pre_exec` hook (which would fork
+    // the whole server) and calls setsid itself: it must lead a session of
+    // its own, so the job outlives the starting process and its terminal.
+    let env = jobs_env();
+    let id = spawn(&env, json!({"sleep_ms": 30000}));
+    let mut supervisor = None;
+    for _ in 0..200 {
+        let s = env.op("job.status", json!({"id": &id}));
+        if let Some(pid) = s["result"]["supervisor_pid"].as_i64() {
+            supervisor = Some(pid);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let pid = supervisor.expect("the job records its supervisor") as libc::pid_t;
+    // SAFETY: getsid takes a pid and touches no memory.
+    let (theirs, ours) = unsafe { (libc::getsid(pid), libc::getsid(0)) };
+    assert_eq!(theirs, pid, "the supervisor leads its own session");
+    assert_ne!(theirs, ours, "not ours");
+    assert_eq!(env.op("job.kill", json!({"id": &id}))["ok"], true);
+}

@@ -25,7 +25,6 @@ pub mod supervisor;
 mod testhook;
 
 use serde_json::Value;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -147,14 +146,10 @@ impl Jobs {
             cmd.arg("--sandbox").arg(serde_json::to_string(profile).unwrap_or_default());
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        // SAFETY: setsid is async-signal-safe; it detaches the supervisor
-        // from our session so it outlives us and our terminal.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setsid();
-                Ok(())
-            });
-        }
+        // The supervisor leaves our session itself, first thing
+        // ([`supervisor::supervise`]): a `pre_exec` hook here would force
+        // std to fork this whole process (milliseconds with wasmtime's pool
+        // mapped) instead of posix_spawn.
         match cmd.spawn() {
             Ok(mut child) => {
                 // Reap it when it ends, so it never lingers as a zombie of ours.

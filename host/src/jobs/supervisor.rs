@@ -41,6 +41,13 @@ const RECORD_ATTEMPTS: u32 = 10;
 
 /// Run the supervisor for job `id`. Returns a process exit code.
 pub fn supervise(state_dir: &Path, id: &str, sandbox: Option<&str>) -> i32 {
+    // Leave the session of whoever started the job, so the supervisor (and
+    // the job) outlive it and its terminal. It was started without a
+    // process group of its own, so it is no group leader and setsid works.
+    // SAFETY: setsid takes no arguments and touches no memory of ours.
+    unsafe {
+        libc::setsid();
+    }
     match supervise_inner(state_dir, id, sandbox) {
         Ok(()) => 0,
         Err(e) => {

@@ -103,11 +103,13 @@ impl Confinement {
     /// before `exec`.
     pub fn spawn<C: Spawn>(&self, cmd: &mut C) -> std::io::Result<C::Child> {
         #[cfg(target_os = "linux")]
-        return self.inner.spawn(cmd);
+        {
+            self.inner.spawn(cmd)
+        }
         #[cfg(target_os = "macos")]
         {
             self.inner.install(cmd.std());
-            return cmd.start();
+            cmd.start()
         }
         #[cfg(not(any(target_os = "linux", target_os = "macos")))]
         {
