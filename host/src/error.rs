@@ -298,9 +298,37 @@ mod tests {
     fn wire_names_round_trip_and_match_serde() {
         for code in ErrorCode::ALL {
             assert_eq!(ErrorCode::from_wire(code.as_str()), Some(*code));
-            let via_serde = serde_json::to_value(code).unwrap();
-            assert_eq!(via_serde, Value::String(code.as_str().into()));
+            assert_eq!(serde_json::to_value(code).unwrap(), Value::String(code.as_str().into()));
         }
+        for code in LoadCode::ALL {
+            assert_eq!(LoadCode::from_wire(code.as_str()), Some(*code));
+            assert_eq!(serde_json::to_value(code).unwrap(), Value::String(code.as_str().into()));
+        }
+    }
+
+    /// docs/errors.md.
+    fn errors_md() -> String {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+    }
+
+    /// Fail unless `documented` names each of `real` once and nothing else.
+    fn in_step(what: &str, documented: &[String], real: &[&str]) {
+        let missing: Vec<&&str> =
+            real.iter().filter(|c| !documented.iter().any(|d| d == *c)).collect();
+        let unknown: Vec<&String> =
+            documented.iter().filter(|d| !real.contains(&d.as_str())).collect();
+        let twice: Vec<&String> = documented
+            .iter()
+            .enumerate()
+            .filter(|(i, d)| documented[..*i].contains(d))
+            .map(|(_, d)| d)
+            .collect();
+        assert!(
+            missing.is_empty() && unknown.is_empty() && twice.is_empty(),
+            "{what} is out of step with host/src/error.rs:\n  codes it does not document: {missing:?}\n  \
+             codes it documents that do not exist: {unknown:?}\n  codes it documents twice: {twice:?}"
+        );
     }
 
     /// The codes of docs/errors.md's table (`| code | meaning | what to do |`),
@@ -328,35 +356,8 @@ mod tests {
 
     #[test]
     fn docs_errors_md_lists_every_code_and_no_other() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
-        let text =
-            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-        let documented = documented_codes(&text);
         let real: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
-        let missing: Vec<&&str> =
-            real.iter().filter(|c| !documented.iter().any(|d| d == *c)).collect();
-        let unknown: Vec<&String> =
-            documented.iter().filter(|d| ErrorCode::from_wire(d).is_none()).collect();
-        let twice: Vec<&String> = documented
-            .iter()
-            .enumerate()
-            .filter(|(i, d)| documented[..*i].contains(d))
-            .map(|(_, d)| d)
-            .collect();
-        assert!(
-            missing.is_empty() && unknown.is_empty() && twice.is_empty(),
-            "docs/errors.md is out of step with ErrorCode (host/src/error.rs):\n  codes it does not document: {missing:?}\n  \
-             codes it documents that do not exist: {unknown:?}\n  codes it documents twice: {twice:?}"
-        );
-    }
-
-    #[test]
-    fn load_code_wire_names_round_trip_and_match_serde() {
-        for code in LoadCode::ALL {
-            assert_eq!(LoadCode::from_wire(code.as_str()), Some(*code));
-            let via_serde = serde_json::to_value(code).unwrap();
-            assert_eq!(via_serde, Value::String(code.as_str().into()));
-        }
+        in_step("docs/errors.md (ErrorCode)", &documented_codes(&errors_md()), &real);
     }
 
     /// The codes listed in docs/errors.md's "Load-time codes" section, one
@@ -385,27 +386,11 @@ mod tests {
 
     #[test]
     fn docs_errors_md_lists_every_load_code_and_no_other() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
-        let text =
-            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-        let documented = documented_load_codes(&text);
-        let missing: Vec<&str> = LoadCode::ALL
-            .iter()
-            .map(|c| c.as_str())
-            .filter(|c| !documented.iter().any(|d| d == c))
-            .collect();
-        let unknown: Vec<&String> =
-            documented.iter().filter(|d| LoadCode::from_wire(d).is_none()).collect();
-        let twice: Vec<&String> = documented
-            .iter()
-            .enumerate()
-            .filter(|(i, d)| documented[..*i].contains(d))
-            .map(|(_, d)| d)
-            .collect();
-        assert!(
-            missing.is_empty() && unknown.is_empty() && twice.is_empty(),
-            "docs/errors.md's Load-time codes are out of step with LoadCode (host/src/error.rs):\n  codes it does not list: {missing:?}\n  \
-             codes it lists that do not exist: {unknown:?}\n  codes it lists twice: {twice:?}"
+        let real: Vec<&str> = LoadCode::ALL.iter().map(|c| c.as_str()).collect();
+        in_step(
+            "docs/errors.md's Load-time codes (LoadCode)",
+            &documented_load_codes(&errors_md()),
+            &real,
         );
     }
 
