@@ -306,16 +306,6 @@ pub enum EffectPattern {
     Undeclared,
 }
 
-impl EffectPattern {
-    /// The name as written in verbgate.toml.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EffectPattern::Effect(e) => e.as_str(),
-            EffectPattern::Undeclared => UNDECLARED,
-        }
-    }
-}
-
 impl<'de> Deserialize<'de> for EffectPattern {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         use crate::runtime::model::Effect;

@@ -5,13 +5,13 @@
 //! allow list only narrows that surface further, for ops *and* for help, so
 //! a narrowed client can neither run nor discover a verb outside it: such a
 //! verb answers `unknown_verb` exactly as a verb that does not exist, with
-//! suggestions drawn only from what the caller reaches.
+//! suggestions drawn only from what the caller reaches (enforced in
+//! [`super::resolve`] for ops and in [`super::help`]).
 
 use std::sync::Arc;
 
 use super::ask::{Asker, Grants};
 pub use crate::audit::Transport;
-use crate::error::{ErrorCode, OpError};
 use crate::registry::fence;
 
 /// The caller of one request: who it is, what it may reach, how it came,
@@ -96,15 +96,5 @@ impl Caller {
     /// name, not an alias).
     pub fn permits(&self, verb: &str) -> bool {
         fence::allowed(verb, self.allow.as_deref())
-    }
-
-    /// The error for a verb outside this caller's allow list.
-    pub fn refusal(&self, verb: &str) -> OpError {
-        OpError::new(
-            ErrorCode::NotAllowed,
-            format!("`{verb}` is outside the allow list of the token `{}`; ask the operator for a token that allows it", self.name),
-        )
-        .with("verb", verb)
-        .with("caller", self.name.as_str())
     }
 }
