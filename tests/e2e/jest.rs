@@ -5,7 +5,7 @@
 //! `jest --json`; selection by typed parameters only.
 
 use serde_json::{json, Value};
-use verbgate_tests::{require_test_tool, Env};
+use verbgate_tests::{js_outcomes, js_test, require_test_tool, Env};
 
 /// An environment whose root is a copy of the fixture suite.
 fn suite_env() -> Env {
@@ -22,22 +22,6 @@ fn run_job(env: &Env, args: Value) -> Value {
     let r = env.run_job("jest.run", args);
     assert_eq!(r["ok"], true, "{r}");
     r["result"]["result"].clone()
-}
-
-fn outcomes(r: &Value) -> Vec<(String, String, String)> {
-    let mut v: Vec<(String, String, String)> = r["tests"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{r}"))
-        .iter()
-        .map(|t| {
-            let file = t["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
-            let name: Vec<&str> =
-                t["name"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
-            (file, name.join(" > "), t["outcome"].as_str().unwrap().to_string())
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]
@@ -60,20 +44,12 @@ fn every_outcome_is_mapped_from_jest_json() {
     .iter()
     .map(|(f, n, o)| (f.to_string(), n.to_string(), o.to_string()))
     .collect();
-    assert_eq!(outcomes(&r), want, "{r}");
+    assert_eq!(js_outcomes(&r), want, "{r}");
     assert_eq!(
         r["counts"],
         json!({"passed": 1, "failed": 2, "skipped": 1, "todo": 1, "error": 1, "total": 6})
     );
-    let test = |title: &str| {
-        r["tests"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"].as_array().unwrap().last() == Some(&json!(title)))
-            .unwrap()
-            .clone()
-    };
+    let test = |title: &str| js_test(&r, title);
     let fails = test("fails");
     let file = env.root.join("test/outcomes.test.js").display().to_string();
     assert_eq!(

@@ -5,7 +5,7 @@
 //! vitest's JSON reporter; selection by typed parameters only.
 
 use serde_json::{json, Value};
-use verbgate_tests::{require_test_tool, Env};
+use verbgate_tests::{js_outcomes, js_test, require_test_tool, Env};
 
 /// An environment whose root is a copy of the fixture suite.
 fn suite_env() -> Env {
@@ -24,21 +24,6 @@ fn run_job(env: &Env, args: Value) -> Value {
     r["result"]["result"].clone()
 }
 
-/// `(file name, describe path + title, outcome)` of each entry.
-fn outcomes(r: &Value) -> Vec<(String, String, String)> {
-    r["tests"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{r}"))
-        .iter()
-        .map(|t| {
-            let file = t["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
-            let name: Vec<&str> =
-                t["name"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
-            (file, name.join(" > "), t["outcome"].as_str().unwrap().to_string())
-        })
-        .collect()
-}
-
 #[test]
 fn every_outcome_is_mapped_from_the_json_reporter() {
     let env = suite_env();
@@ -48,8 +33,7 @@ fn every_outcome_is_mapped_from_the_json_reporter() {
         (json!(false), json!(1), json!("error")),
         "{r}"
     );
-    let mut got = outcomes(&r);
-    got.sort();
+    let got = js_outcomes(&r);
     let want: Vec<(String, String, String)> = [
         ("broken.test.js", "", "error"),
         ("outcomes.test.js", "math > adds", "passed"),
@@ -67,15 +51,7 @@ fn every_outcome_is_mapped_from_the_json_reporter() {
         json!({"passed": 1, "failed": 2, "skipped": 1, "todo": 1, "error": 1, "total": 6})
     );
 
-    let test = |title: &str| {
-        r["tests"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"].as_array().unwrap().last() == Some(&json!(title)))
-            .unwrap()
-            .clone()
-    };
+    let test = |title: &str| js_test(&r, title);
     let fails = test("fails");
     let file = env.root.join("test/outcomes.test.js").display().to_string();
     assert_eq!(

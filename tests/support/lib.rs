@@ -631,3 +631,34 @@ pub fn copy_tree(from: &Path, to: &Path) {
         std::fs::copy(from, to).unwrap();
     }
 }
+
+/// A JavaScript test runner's mapped result (`jest.run`, `vitest.run`, one
+/// `js-report` shape): `(file name, describe path > title, outcome)` of
+/// each test, sorted.
+pub fn js_outcomes(r: &serde_json::Value) -> Vec<(String, String, String)> {
+    let mut v: Vec<(String, String, String)> = r["tests"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|t| {
+            let file = t["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
+            let name: Vec<&str> =
+                t["name"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+            (file, name.join(" > "), t["outcome"].as_str().unwrap().to_string())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The test titled `title` (the last part of its name) in a JavaScript
+/// test runner's mapped result.
+pub fn js_test(r: &serde_json::Value, title: &str) -> serde_json::Value {
+    r["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"].as_array().unwrap().last() == Some(&serde_json::json!(title)))
+        .unwrap_or_else(|| panic!("no test titled {title:?}: {r}"))
+        .clone()
+}
