@@ -106,9 +106,6 @@ impl Dispatcher {
         self.recheck(verb, caller, &mut slot, &planned).await?;
 
         // 7. run: the audit row is durable before anything acts.
-        if planned.acts() {
-            self.ledger.begin(caller, verb, trail).await?;
-        }
         let mut result = match self.run(verb, &args_text, &planned, caller, trail).await? {
             Ran::Started(job) => job,
             // 8. map: the plugin's result, checked against its schema.

@@ -1,7 +1,8 @@
 //! Stage 7 of an op: run what was planned, prepared and agreed to — a
 //! program to its end (with an `exec-read` plan's read-back), a job, or a
-//! native job operation. The op's audit row is durable before this stage
-//! begins ([`super::record::Ledger::begin`]).
+//! native job operation. The op's audit row is made durable here, before
+//! anything acts ([`super::record::Ledger::begin`]); a program's private
+//! `TMPDIR` and sandbox are made while that row is being committed.
 
 use serde_json::{json, Value};
 
@@ -10,7 +11,7 @@ use super::prepare::{Planned, RunKind};
 use super::record::Trail;
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
-use crate::exec::{run_command, Prepared};
+use crate::exec::{run_command, Launch, Prepared};
 use crate::jobs::SpawnRequest;
 use crate::registry::Verb;
 use crate::runtime::model::{Command, Outcome};
@@ -37,24 +38,34 @@ impl Dispatcher {
     ) -> Result<Ran, OpError> {
         let component = &verb.plugin.component;
         let first = planned.steps.first();
-        match (&planned.run, first) {
-            (RunKind::Exec, Some(step)) => {
-                // map-result's instance is made while the program runs.
-                let (outcome, ready) = tokio::join!(
-                    run_command(&step.prepared, self.run_limits.capture_bytes),
-                    self.runtime.ready(component)
-                );
-                Ok(Ran::Ended(outcome?, ready))
+        let begin = async {
+            match planned.acts() {
+                true => self.ledger.begin(caller, verb, trail).await,
+                false => Ok(()),
             }
-            (RunKind::ExecRead, Some(step)) => {
-                let then = planned.steps.get(1).expect("an exec-read plan has its read-back");
-                let (outcome, ready) = tokio::join!(
-                    self.run_then_read(verb, &step.prepared, &then.command, &then.prepared),
-                    self.runtime.ready(component)
-                );
+        };
+        match (&planned.run, first) {
+            (RunKind::Exec | RunKind::ExecRead, Some(step)) => {
+                // The row's commit (on a blocking thread) and the program's
+                // directory and sandbox (here) are made side by side.
+                let (begun, launch) = tokio::join!(begin, async { Launch::new(&step.prepared) });
+                begun?;
+                let launch = launch?;
+                let capture = self.run_limits.capture_bytes;
+                // map-result's instance is made while the program runs.
+                let (outcome, ready) = if let RunKind::ExecRead = planned.run {
+                    let then = planned.steps.get(1).expect("an exec-read plan has its read-back");
+                    tokio::join!(
+                        self.run_then_read(verb, launch, &then.command, &then.prepared),
+                        self.runtime.ready(component)
+                    )
+                } else {
+                    tokio::join!(launch.run(capture), self.runtime.ready(component))
+                };
                 Ok(Ran::Ended(outcome?, ready))
             }
             (RunKind::Spawn { time_limit }, Some(step)) => {
+                begin.await?;
                 let job = self.jobs()?.spawn(SpawnRequest {
                     owner: &caller.owner,
                     verb: &verb.name,
@@ -71,6 +82,7 @@ impl Dispatcher {
                 })))
             }
             (RunKind::Host(call), _) => {
+                begin.await?;
                 let result = self.host_call(verb, call, caller, trail).await?;
                 Ok(Ran::Ended(
                     Outcome {
@@ -97,12 +109,12 @@ impl Dispatcher {
     async fn run_then_read(
         &self,
         verb: &Verb,
-        run: &Prepared,
+        run: Launch<'_>,
         read_back: &Command,
         checked: &Prepared,
     ) -> Result<Outcome, OpError> {
         let capture = self.run_limits.capture_bytes;
-        let mut outcome = run_command(run, capture).await?;
+        let mut outcome = run.run(capture).await?;
         if outcome.exit_code == Some(0) && !outcome.stdout_truncated {
             let again = self.prepare(verb, read_back).await.map_err(read_back_failed)?;
             if again != *checked {

@@ -8,9 +8,11 @@
 //! - [`guard`]: program-specific defences against hostile repository
 //!   content (git config, ancestor cargo config, just's parent search).
 //! - [`run`]: a cleared environment, bounded capture, a timeout that kills
-//!   the whole process group.
+//!   the whole process group; [`child`] runs the program's life on a
+//!   blocking thread.
 
 pub mod argv;
+mod child;
 pub mod confine;
 pub mod env;
 pub mod guard;
@@ -20,4 +22,4 @@ pub mod run;
 pub use argv::render_argv;
 pub use guard::Guards;
 pub use programs::Programs;
-pub use run::{run_command, Prepared, RunLimits};
+pub use run::{run_command, Launch, Prepared, RunLimits};

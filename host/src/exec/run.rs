@@ -7,10 +7,10 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use std::time::{Duration, Instant};
 
 use super::argv::render_argv;
+use super::child::{self, Bounds, Failure, Group};
 use super::confine::confine_dir;
 use crate::error::{ErrorCode, OpError};
 use crate::runtime::model::{Arg, Command, Outcome};
@@ -126,180 +126,144 @@ impl Prepared {
     }
 }
 
-/// Kills a process group when dropped, unless disarmed: a cancelled or
-/// failed run never leaves its processes behind.
-struct GroupGuard(Option<i32>);
+/// Abandons a run when dropped before its end: a cancelled op never
+/// leaves its processes behind.
+struct Abandon(Option<std::sync::Arc<Group>>);
 
-impl GroupGuard {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // SAFETY: killpg only sends a signal; pgid is the group our
-            // child leads (process_group(0)), never 0 or 1.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-impl Drop for GroupGuard {
+impl Drop for Abandon {
     fn drop(&mut self) {
-        self.kill();
+        if let Some(group) = self.0.take() {
+            group.abandon();
+        }
     }
 }
 
 /// Run a prepared command to completion (confined by its sandbox profile,
 /// with a private `TMPDIR` removed after it).
 pub async fn run_command(p: &Prepared, capture_bytes: usize) -> Result<Outcome, OpError> {
-    let mut std_cmd = std::process::Command::new(&p.program);
-    std::os::unix::process::CommandExt::process_group(
-        std_cmd.args(&p.argv).env_clear().envs(&p.env).current_dir(&p.cwd),
-        0,
-    );
-    // The temporary directory is removed when the run is over, whatever
-    // happened; the confinement (its ruleset descriptor) must outlive the
-    // spawn.
-    let confined = match &p.sandbox {
-        Some(profile) => {
-            let tmp = crate::sandbox::RunTmp::new()?;
-            let confinement = crate::sandbox::Confinement::new(profile, tmp.path())?;
-            std_cmd.env("TMPDIR", tmp.path());
-            Some((tmp, confinement))
-        }
-        None => None,
-    };
-    let mut cmd = tokio::process::Command::from(std_cmd);
-    cmd.stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let spawned = match &confined {
-        Some((_, confinement)) => confinement.spawn(&mut cmd),
-        None => cmd.spawn(),
-    };
-    let _tmp = confined.map(|(tmp, _)| tmp);
-    let mut child = spawned.map_err(|e| {
-        let confined = if p.sandbox.is_some() { " (in its sandbox)" } else { "" };
-        OpError::new(
-            ErrorCode::LaunchFailed,
-            format!("cannot start {}{confined}: {e}", p.program.display()),
-        )
-        .with("program", p.program.display().to_string())
-    })?;
-    let mut guard = GroupGuard(child.id().map(|id| id as i32).filter(|id| *id > 1));
+    Launch::new(p)?.run(capture_bytes).await
+}
 
-    if let (Some(bytes), Some(mut stdin)) = (p.stdin.clone(), child.stdin.take()) {
-        tokio::spawn(async move {
-            // A program that exits without reading its input is not an error.
-            let _ = stdin.write_all(&bytes).await;
-        });
-    }
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let stderr = child.stderr.take().expect("stderr is piped");
+/// A prepared command made ready to start: its private `TMPDIR` made and
+/// its sandbox built, nothing started. Dispatch makes it while the op's
+/// audit row is being committed (the row must be durable before the
+/// program starts, not before its directory exists); dropped unstarted, it
+/// removes the directory.
+pub struct Launch<'a> {
+    p: &'a Prepared,
+    cmd: std::process::Command,
+    confined: Option<(crate::sandbox::RunTmp, crate::sandbox::Confinement)>,
+}
 
-    let pgid = guard.0;
-    let truncate = p.truncate_stdout;
-    let mut truncated = false;
-    let work = async {
-        let read_stdout = async {
-            match read_bounded(stdout, capture_bytes).await {
-                Err(Capture::Overflow(kept)) if truncate => {
-                    // Keep what fits and stop the program: it would block
-                    // on a pipe nobody reads any more.
-                    if let Some(pgid) = pgid {
-                        // SAFETY: as in GroupGuard::kill.
-                        unsafe {
-                            libc::killpg(pgid, libc::SIGKILL);
-                        }
-                    }
-                    truncated = true;
-                    Ok(kept)
-                }
-                other => other,
+impl<'a> Launch<'a> {
+    /// Make `p` ready to start.
+    pub fn new(p: &'a Prepared) -> Result<Launch<'a>, OpError> {
+        let mut cmd = std::process::Command::new(&p.program);
+        std::os::unix::process::CommandExt::process_group(
+            cmd.args(&p.argv).env_clear().envs(&p.env).current_dir(&p.cwd),
+            0,
+        );
+        cmd.stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // The confinement (its ruleset descriptor) must outlive the start.
+        let confined = match &p.sandbox {
+            Some(profile) => {
+                let tmp = crate::sandbox::RunTmp::new()?;
+                let confinement = crate::sandbox::Confinement::new(profile, tmp.path())?;
+                cmd.env("TMPDIR", tmp.path());
+                Some((tmp, confinement))
             }
+            None => None,
         };
-        let (out, err) = tokio::join!(read_stdout, read_bounded(stderr, capture_bytes));
-        (out, err, child.wait().await)
-    };
-    let (out, err, status) = match tokio::time::timeout(p.timeout, work).await {
-        Ok(r) => r,
-        Err(_) => {
-            guard.kill();
-            return Err(OpError::new(
-                ErrorCode::Timeout,
-                format!(
-                    "`{}` ran longer than {} ms and was killed (with its process group)",
-                    p.name,
-                    p.timeout.as_millis()
-                ),
-            )
-            .with("timeout_ms", p.timeout.as_millis() as u64));
-        }
-    };
-    for (stream, r) in [("stdout", &out), ("stderr", &err)] {
-        if let Err(Capture::Read(e)) = r {
-            guard.kill();
-            return Err(OpError::new(
-                ErrorCode::Internal,
-                format!("reading `{}`'s {stream} failed: {e}; the output is incomplete, so nothing was mapped", p.name),
-            )
-            .with("stream", stream));
-        }
-        if let Err(Capture::Overflow(_)) = r {
-            guard.kill();
-            return Err(OpError::new(
-                ErrorCode::OutputOverflow,
-                format!("`{}` wrote more than {capture_bytes} bytes to {stream}; narrow the request (fewer items, a path) so the output fits", p.name),
-            )
-            .with("stream", stream)
-            .with("limit_bytes", capture_bytes));
-        }
+        Ok(Launch { p, cmd, confined })
     }
-    let status = status.map_err(|e| {
-        OpError::new(ErrorCode::Internal, format!("cannot wait for `{}`: {e}", p.name))
-    })?;
-    // The program ended normally; whatever it left running in its group is
-    // its own business (it may be a legitimate daemon), so disarm.
-    guard.0 = None;
-    use std::os::unix::process::ExitStatusExt;
-    Ok(Outcome {
-        exit_code: status.code(),
-        signal: status.signal(),
-        stdout: out.unwrap_or_default(),
-        stderr: err.unwrap_or_default(),
-        host_result: None,
-        running: false,
-        stdout_truncated: truncated,
-        read_back: None,
-    })
+
+    /// Start the program and run it to its end, capturing up to
+    /// `capture_bytes` a stream.
+    ///
+    /// Its whole life is spent on a blocking thread ([`super::child`]);
+    /// this task only awaits its end. That thread removes the private
+    /// `TMPDIR` after handing the outcome over, off the op's path (an
+    /// `rmdir` costs about 0.1 ms on ext4), and only once the program is
+    /// reaped.
+    pub async fn run(self, capture_bytes: usize) -> Result<Outcome, OpError> {
+        let Launch { p, mut cmd, confined } = self;
+        let bounds = Bounds {
+            capture: capture_bytes,
+            truncate_stdout: p.truncate_stdout,
+            deadline: Instant::now() + p.timeout,
+        };
+        let group = std::sync::Arc::new(Group::default());
+        let mut abandon = Abandon(Some(group.clone()));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let stdin = p.stdin.clone();
+        tokio::task::spawn_blocking(move || {
+            let (tmp, confinement) = match confined {
+                Some((tmp, c)) => (Some(tmp), Some(c)),
+                None => (None, None),
+            };
+            let start = || match &confinement {
+                Some(c) => c.spawn(&mut cmd),
+                None => cmd.spawn(),
+            };
+            let _ = tx.send(child::run(start, stdin, &bounds, &group));
+            drop(tmp);
+        });
+        let ran = rx.await;
+        // Ended (or its thread is gone): nothing is left to abandon.
+        abandon.0 = None;
+        let ran = ran.map_err(|_| {
+            OpError::new(ErrorCode::Internal, format!("the thread running `{}` panicked", p.name))
+        })?;
+        let finished = ran.map_err(|failure| failed(p, capture_bytes, failure))?;
+        use std::os::unix::process::ExitStatusExt;
+        Ok(Outcome {
+            exit_code: finished.status.code(),
+            signal: finished.status.signal(),
+            stdout: finished.stdout,
+            stderr: finished.stderr,
+            host_result: None,
+            running: false,
+            stdout_truncated: finished.truncated,
+            read_back: None,
+        })
+    }
 }
 
-/// Why a stream's capture stopped before its end.
-#[derive(Debug)]
-enum Capture {
-    /// The stream produced more than the bound; holds the first `bound` bytes.
-    Overflow(Vec<u8>),
-    /// Reading failed: what was read is incomplete and must not pass as
-    /// the whole output.
-    Read(String),
-}
-
-async fn read_bounded(mut r: impl AsyncRead + Unpin, cap: usize) -> Result<Vec<u8>, Capture> {
-    let mut buf = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        match r.read(&mut chunk).await {
-            Ok(0) => return Ok(buf),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Capture::Read(e.to_string())),
-            Ok(n) => {
-                if buf.len() + n > cap {
-                    let fits = cap - buf.len();
-                    buf.extend_from_slice(&chunk[..fits]);
-                    return Err(Capture::Overflow(buf));
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
+/// The op's error for a run that ended without a whole output.
+fn failed(p: &Prepared, capture_bytes: usize, failure: Failure) -> OpError {
+    match failure {
+        Failure::Start(e) => {
+            let confined = if p.sandbox.is_some() { " (in its sandbox)" } else { "" };
+            OpError::new(
+                ErrorCode::LaunchFailed,
+                format!("cannot start {}{confined}: {e}", p.program.display()),
+            )
+            .with("program", p.program.display().to_string())
+        }
+        Failure::Timeout => OpError::new(
+            ErrorCode::Timeout,
+            format!(
+                "`{}` ran longer than {} ms and was killed (with its process group)",
+                p.name,
+                p.timeout.as_millis()
+            ),
+        )
+        .with("timeout_ms", p.timeout.as_millis() as u64),
+        Failure::Read(stream, e) => OpError::new(
+            ErrorCode::Internal,
+            format!("reading `{}`'s {stream} failed: {e}; the output is incomplete, so nothing was mapped", p.name),
+        )
+        .with("stream", stream),
+        Failure::Overflow(stream) => OpError::new(
+            ErrorCode::OutputOverflow,
+            format!("`{}` wrote more than {capture_bytes} bytes to {stream}; narrow the request (fewer items, a path) so the output fits", p.name),
+        )
+        .with("stream", stream)
+        .with("limit_bytes", capture_bytes),
+        Failure::Wait(e) => {
+            OpError::new(ErrorCode::Internal, format!("cannot wait for `{}`: {e}", p.name))
         }
     }
 }
@@ -353,6 +317,40 @@ mod tests {
         assert_eq!(e.code, ErrorCode::Timeout);
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!marker.exists(), "a process of the group outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_run_kills_its_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        let script =
+            format!("(sleep 1; touch {}) & sleep 1; touch {}", marker.display(), marker.display());
+        let p = prepared("/bin/sh", &["-c", &script], 10_000);
+        // The op is dropped (its request cancelled) while the program runs.
+        let dropped = tokio::time::timeout(Duration::from_millis(200), run_command(&p, 1024)).await;
+        assert!(dropped.is_err(), "the run should still have been going");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!marker.exists(), "a process of a cancelled run outlived it");
+    }
+
+    #[tokio::test]
+    async fn a_program_that_closes_its_streams_still_meets_its_deadline() {
+        let started = std::time::Instant::now();
+        let p = prepared("/bin/sh", &["-c", "exec >&- 2>&-; sleep 30"], 300);
+        let e = run_command(&p, 1024).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::Timeout);
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn stdin_is_given_and_both_streams_are_read_together() {
+        let mut p =
+            prepared("/bin/sh", &["-c", "cat; head -c 200000 /dev/zero >&2; echo end"], 5000);
+        p.stdin = Some(b"given".to_vec());
+        let o = run_command(&p, 1 << 20).await.unwrap();
+        assert_eq!(o.stdout, b"givenend\n");
+        assert_eq!(o.stderr.len(), 200_000);
+        assert_eq!(o.exit_code, Some(0));
     }
 
     #[tokio::test]

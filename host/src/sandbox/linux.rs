@@ -22,7 +22,6 @@ use seccompiler::{
 };
 
 use super::profile::Profile;
-use super::spawn::Spawn;
 use super::support::Support;
 
 /// The Landlock ABI the kernel speaks (`None`: no Landlock).
@@ -188,18 +187,15 @@ impl Confinement {
     /// forking a server that holds wasmtime's pool costs milliseconds of
     /// page-table copying; spawned from the confined thread, std uses
     /// posix_spawn (`CLONE_VM | CLONE_VFORK`) and nothing is copied.
-    pub fn spawn<C: Spawn>(&self, cmd: &mut C) -> std::io::Result<C::Child> {
+    pub fn spawn(&self, cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
         let ruleset = self.ruleset.as_ref().map(|f| f.as_raw_fd());
         let filter: &BpfProgram = &self.filter;
-        // A tokio command registers its child with the runtime that awaits it.
-        let runtime = tokio::runtime::Handle::try_current().ok();
         std::thread::scope(|scope| {
             let confined = std::thread::Builder::new()
                 .name("verbgate-confined-start".into())
                 .spawn_scoped(scope, move || {
-                    let _runtime = runtime.as_ref().map(tokio::runtime::Handle::enter);
                     confine_this_thread(ruleset, filter)?;
-                    cmd.start()
+                    cmd.spawn()
                 })?;
             confined.join().unwrap_or_else(|_| {
                 Err(std::io::Error::other("the thread that starts a confined program panicked"))

@@ -26,7 +26,6 @@
 //! off (`[sandbox] mode = "off"`): never a silent unconfined run.
 
 pub mod profile;
-mod spawn;
 mod support;
 
 #[cfg(target_os = "linux")]
@@ -37,7 +36,6 @@ pub mod macos;
 use std::path::{Path, PathBuf};
 
 pub use profile::Profile;
-pub use spawn::Spawn;
 pub use support::Support;
 
 use crate::error::{ErrorCode, OpError};
@@ -101,15 +99,15 @@ impl Confinement {
     /// failure. Linux: from a thread that confined itself (no `fork`, see
     /// [`linux::Confinement::spawn`]); macOS: installed in the child right
     /// before `exec`.
-    pub fn spawn<C: Spawn>(&self, cmd: &mut C) -> std::io::Result<C::Child> {
+    pub fn spawn(&self, cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
         #[cfg(target_os = "linux")]
         {
             self.inner.spawn(cmd)
         }
         #[cfg(target_os = "macos")]
         {
-            self.inner.install(cmd.std());
-            cmd.start()
+            self.inner.install(cmd);
+            cmd.spawn()
         }
         #[cfg(not(any(target_os = "linux", target_os = "macos")))]
         {
