@@ -67,6 +67,11 @@ impl Trail {
         self.program = Some((prepared.program.display().to_string(), Words::of(prepared)));
     }
 
+    /// Note the row [`Ledger::begin`] (or a [`Commit`]) made durable.
+    pub fn began(&mut self, row: i64) {
+        self.row = Some(row);
+    }
+
     /// Note an `exec-read` plan's read-back command.
     pub fn reads_back(&mut self, prepared: &Prepared) {
         self.read_back = Some((prepared.program.display().to_string(), Words::of(prepared)));
@@ -232,31 +237,38 @@ impl Ledger {
         verb: &Verb,
         trail: &mut Trail,
     ) -> Result<(), OpError> {
+        let Some(commit) = self.commit(caller, verb, trail)? else { return Ok(()) };
+        let path = commit.store.path().to_path_buf();
+        let written = tokio::task::spawn_blocking(move || commit.write()).await;
+        let id = written.map_err(|e| unrecorded(&verb.name, &e.to_string(), &path))??;
+        trail.began(id);
+        Ok(())
+    }
+
+    /// [`Ledger::begin`] as a [`Commit`] to write on a thread of the
+    /// caller's choosing (the one that starts the program: no hop back and
+    /// forth), then hand to [`Trail::began`]. `None`: the trail is off.
+    /// Fails at once if the request was cancelled.
+    pub fn commit(
+        &self,
+        caller: &Caller,
+        verb: &Verb,
+        trail: &Trail,
+    ) -> Result<Option<Commit>, OpError> {
         if trail.cancelled.as_ref().is_some_and(|c| c.load(Ordering::SeqCst)) {
             return Err(OpError::new(
                 ErrorCode::Unavailable,
                 format!("the request was cancelled before `{}` began (it was waiting for its turn or a person); nothing ran", verb.name),
             ));
         }
-        let Some(writer) = &self.writer else { return Ok(()) };
-        let record = self.row(caller, &verb.name, Some(verb), RowOutcome::Started, trail);
-        let store = writer.store();
-        let row = trail.row;
-        let written = tokio::task::spawn_blocking(move || match row {
-            Some(id) => store.update(id, &record).map(|()| id),
-            None => store.append(&record),
-        })
-        .await;
-        match written {
-            Ok(Ok(id)) => {
-                trail.row = Some(id);
-                Ok(())
-            }
-            Ok(Err(e)) => Err(unrecorded(&verb.name, &e.to_string(), writer.store().path())),
-            Err(e) => Err(unrecorded(&verb.name, &e.to_string(), writer.store().path())),
-        }
+        let Some(writer) = &self.writer else { return Ok(None) };
+        Ok(Some(Commit {
+            record: self.row(caller, &verb.name, Some(verb), RowOutcome::Started, trail),
+            row: trail.row,
+            store: writer.store(),
+            verb: verb.name.clone(),
+        }))
     }
-
     /// Queue the op's final row for the writer (or the update of the row
     /// [`begin`](Self::begin) wrote). Nothing ran without a durable row,
     /// so a failing write here loses only the end of a recorded op (its
@@ -289,17 +301,38 @@ impl Ledger {
     }
 }
 
+/// An op's row, ready to be made durable before the op acts
+/// ([`Ledger::commit`]).
+pub struct Commit {
+    record: Record,
+    row: Option<i64>,
+    store: Arc<AuditStore>,
+    verb: String,
+}
+
+impl Commit {
+    /// Write the row (or update the op's earlier one) and commit it; its
+    /// id. Blocking: SQLite may wait up to its busy timeout.
+    pub fn write(self) -> Result<i64, OpError> {
+        let written = match self.row {
+            Some(id) => self.store.update(id, &self.record).map(|()| id),
+            None => self.store.append(&self.record),
+        };
+        written.map_err(|e| unrecorded(&self.verb, &e.to_string(), self.store.path()))
+    }
+}
+
 /// `audit_unavailable`: the row could not be made durable, so nothing ran.
 fn unrecorded(verb: &str, why: &str, path: &std::path::Path) -> OpError {
+    let path = path.display().to_string();
     OpError::new(
         ErrorCode::AuditUnavailable,
         format!(
-            "`{verb}` did not run: its audit row could not be written to {} ({why}), and no op runs unrecorded. Free disk space or end what holds the database locked, then send the op again",
-            path.display()
+            "`{verb}` did not run: its audit row could not be written to {path} ({why}), and no op runs unrecorded. Free disk space or end what holds the database locked, then send the op again",
         ),
     )
     .with("verb", verb)
-    .with("path", path.display().to_string())
+    .with("path", path)
 }
 
 #[cfg(test)]

@@ -1,17 +1,19 @@
 //! Stage 7 of an op: run what was planned, prepared and agreed to — a
 //! program to its end (with an `exec-read` plan's read-back), a job, or a
 //! native job operation. The op's audit row is made durable here, before
-//! anything acts ([`super::record::Ledger::begin`]); a program's private
-//! `TMPDIR` and sandbox are made while that row is being committed.
+//! anything acts ([`super::record::Ledger::begin`]); a program's row is
+//! committed by the thread that then starts it, while its private `TMPDIR`
+//! and sandbox are made ([`crate::exec::run_after`]).
 
 use serde_json::{json, Value};
 
 use super::caller::Caller;
 use super::prepare::{Planned, RunKind};
+use super::record::Commit;
 use super::record::Trail;
 use super::Dispatcher;
 use crate::error::{ErrorCode, OpError};
-use crate::exec::{run_command, Launch, Prepared};
+use crate::exec::{run_after, run_command, Launch, Prepared};
 use crate::jobs::SpawnRequest;
 use crate::registry::Verb;
 use crate::runtime::model::{Command, Outcome};
@@ -38,34 +40,40 @@ impl Dispatcher {
     ) -> Result<Ran, OpError> {
         let component = &verb.plugin.component;
         let first = planned.steps.first();
-        let begin = async {
-            match planned.acts() {
-                true => self.ledger.begin(caller, verb, trail).await,
-                false => Ok(()),
-            }
-        };
         match (&planned.run, first) {
             (RunKind::Exec | RunKind::ExecRead, Some(step)) => {
-                // The row's commit (on a blocking thread) and the program's
-                // directory and sandbox (here) are made side by side.
-                let (begun, launch) = tokio::join!(begin, async { Launch::new(&step.prepared) });
-                begun?;
-                let launch = launch?;
+                // The row is committed on the thread that then starts the
+                // program, while the program's directory and sandbox are
+                // made here.
+                let commit = self.ledger.commit(caller, verb, trail)?;
                 let capture = self.run_limits.capture_bytes;
+                let first_run = async {
+                    let (row, outcome) = run_after(
+                        &step.prepared,
+                        capture,
+                        async { Launch::new(&step.prepared) },
+                        move || commit.map(Commit::write).transpose(),
+                    )
+                    .await?;
+                    if let Some(row) = row {
+                        trail.began(row);
+                    }
+                    outcome
+                };
                 // map-result's instance is made while the program runs.
                 let (outcome, ready) = if let RunKind::ExecRead = planned.run {
                     let then = planned.steps.get(1).expect("an exec-read plan has its read-back");
                     tokio::join!(
-                        self.run_then_read(verb, launch, &then.command, &then.prepared),
+                        self.run_then_read(verb, first_run, &then.command, &then.prepared),
                         self.runtime.ready(component)
                     )
                 } else {
-                    tokio::join!(launch.run(capture), self.runtime.ready(component))
+                    tokio::join!(first_run, self.runtime.ready(component))
                 };
                 Ok(Ran::Ended(outcome?, ready))
             }
             (RunKind::Spawn { time_limit }, Some(step)) => {
-                begin.await?;
+                self.begin(planned, verb, caller, trail).await?;
                 let job = self.jobs()?.spawn(SpawnRequest {
                     owner: &caller.owner,
                     verb: &verb.name,
@@ -82,7 +90,7 @@ impl Dispatcher {
                 })))
             }
             (RunKind::Host(call), _) => {
-                begin.await?;
+                self.begin(planned, verb, caller, trail).await?;
                 let result = self.host_call(verb, call, caller, trail).await?;
                 Ok(Ran::Ended(
                     Outcome {
@@ -100,6 +108,22 @@ impl Dispatcher {
         }
     }
 
+    /// Make the op's row durable before a job starts or a host operation
+    /// acts (one that only reads, like `job.status`, queues its row at the
+    /// end instead).
+    async fn begin(
+        &self,
+        planned: &Planned,
+        verb: &Verb,
+        caller: &Caller,
+        trail: &mut Trail,
+    ) -> Result<(), OpError> {
+        match planned.acts() {
+            true => self.ledger.begin(caller, verb, trail).await,
+            false => Ok(()),
+        }
+    }
+
     /// Run an `exec-read` plan: `run`, then — only when it exited 0 with
     /// its stdout whole — the read-back, whose outcome rides along as
     /// `read_back`. The write may have changed what the checks saw (a
@@ -109,12 +133,12 @@ impl Dispatcher {
     async fn run_then_read(
         &self,
         verb: &Verb,
-        run: Launch<'_>,
+        run: impl std::future::Future<Output = Result<Outcome, OpError>>,
         read_back: &Command,
         checked: &Prepared,
     ) -> Result<Outcome, OpError> {
         let capture = self.run_limits.capture_bytes;
-        let mut outcome = run.run(capture).await?;
+        let mut outcome = run.await?;
         if outcome.exit_code == Some(0) && !outcome.stdout_truncated {
             let again = self.prepare(verb, read_back).await.map_err(read_back_failed)?;
             if again != *checked {

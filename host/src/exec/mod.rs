@@ -22,4 +22,4 @@ pub mod run;
 pub use argv::render_argv;
 pub use guard::Guards;
 pub use programs::Programs;
-pub use run::{run_command, Launch, Prepared, RunLimits};
+pub use run::{run_after, run_command, Launch, Prepared, RunLimits};

@@ -188,46 +188,107 @@ impl<'a> Launch<'a> {
     /// `rmdir` costs about 0.1 ms on ext4), and only once the program is
     /// reaped.
     pub async fn run(self, capture_bytes: usize) -> Result<Outcome, OpError> {
-        let Launch { p, mut cmd, confined } = self;
-        let bounds = Bounds {
-            capture: capture_bytes,
-            truncate_stdout: p.truncate_stdout,
-            deadline: Instant::now() + p.timeout,
+        let p = self.p;
+        let (_, outcome) = run_after(p, capture_bytes, async { Ok(self) }, || Ok(())).await?;
+        outcome
+    }
+}
+
+/// Run `first` on the thread that will run `p`, and then — only if it
+/// succeeded — `p` itself, made ready by `launch` on this task meanwhile.
+/// What `first` gave comes back with the program's outcome; if `first`
+/// failed, nothing ran and its error is returned.
+///
+/// Dispatch commits the op's audit row as `first`: the row is durable
+/// before the program starts, its commit overlaps making the program's
+/// directory and sandbox, and no thread hop lies between the two.
+pub async fn run_after<'a, T: Send + 'static>(
+    p: &'a Prepared,
+    capture_bytes: usize,
+    launch: impl std::future::Future<Output = Result<Launch<'a>, OpError>>,
+    first: impl FnOnce() -> Result<T, OpError> + Send + 'static,
+) -> Result<(T, Result<Outcome, OpError>), OpError> {
+    let bounds = Bounds {
+        capture: capture_bytes,
+        truncate_stdout: p.truncate_stdout,
+        deadline: Instant::now() + p.timeout,
+    };
+    let group = std::sync::Arc::new(Group::default());
+    let mut abandon = Abandon(Some(group.clone()));
+    let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Option<Ready>>(1);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let stdin = p.stdin.clone();
+    tokio::task::spawn_blocking(move || {
+        let t = match first() {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
         };
-        let group = std::sync::Arc::new(Group::default());
-        let mut abandon = Abandon(Some(group.clone()));
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let stdin = p.stdin.clone();
-        tokio::task::spawn_blocking(move || {
-            let (tmp, confinement) = match confined {
-                Some((tmp, c)) => (Some(tmp), Some(c)),
-                None => (None, None),
-            };
-            let start = || match &confinement {
-                Some(c) => c.spawn(&mut cmd),
-                None => cmd.spawn(),
-            };
-            let _ = tx.send(child::run(start, stdin, &bounds, &group));
-            drop(tmp);
-        });
-        let ran = rx.await;
-        // Ended (or its thread is gone): nothing is left to abandon.
-        abandon.0 = None;
-        let ran = ran.map_err(|_| {
-            OpError::new(ErrorCode::Internal, format!("the thread running `{}` panicked", p.name))
-        })?;
-        let finished = ran.map_err(|failure| failed(p, capture_bytes, failure))?;
-        use std::os::unix::process::ExitStatusExt;
-        Ok(Outcome {
-            exit_code: finished.status.code(),
-            signal: finished.status.signal(),
-            stdout: finished.stdout,
-            stderr: finished.stderr,
-            host_result: None,
-            running: false,
-            stdout_truncated: finished.truncated,
-            read_back: None,
-        })
+        // `None`: making the launch failed (the task reports why), or the
+        // op was dropped; either way nothing starts.
+        let Some(Ready { mut cmd, confined }) = ready_rx.recv().ok().flatten() else {
+            let _ = tx.send(Ok((t, None)));
+            return;
+        };
+        let (tmp, confinement) = match confined {
+            Some((tmp, c)) => (Some(tmp), Some(c)),
+            None => (None, None),
+        };
+        let start = || match &confinement {
+            Some(c) => c.spawn(&mut cmd),
+            None => cmd.spawn(),
+        };
+        let _ = tx.send(Ok((t, Some(child::run(start, stdin, &bounds, &group)))));
+        drop(tmp);
+    });
+    let not_made = match launch.await {
+        Ok(l) => {
+            let _ = ready_tx.send(Some(Ready { cmd: l.cmd, confined: l.confined }));
+            None
+        }
+        Err(e) => {
+            let _ = ready_tx.send(None);
+            Some(e)
+        }
+    };
+    let ran = rx.await;
+    // Ended (or its thread is gone): nothing is left to abandon.
+    abandon.0 = None;
+    let ran = ran.map_err(|_| {
+        OpError::new(ErrorCode::Internal, format!("the thread running `{}` panicked", p.name))
+    })?;
+    let (t, finished) = ran?;
+    let outcome = match (finished, not_made) {
+        (Some(finished), _) => finished.map(outcome).map_err(|f| failed(p, capture_bytes, f)),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(OpError::new(
+            ErrorCode::Internal,
+            format!("`{}` was made ready but never started; please report it", p.name),
+        )),
+    };
+    Ok((t, outcome))
+}
+
+/// What the thread that starts a program needs of its [`Launch`].
+struct Ready {
+    cmd: std::process::Command,
+    confined: Option<(crate::sandbox::RunTmp, crate::sandbox::Confinement)>,
+}
+
+/// The outcome of a program that ran to its end.
+fn outcome(finished: child::Finished) -> Outcome {
+    use std::os::unix::process::ExitStatusExt;
+    Outcome {
+        exit_code: finished.status.code(),
+        signal: finished.status.signal(),
+        stdout: finished.stdout,
+        stderr: finished.stderr,
+        host_result: None,
+        running: false,
+        stdout_truncated: finished.truncated,
+        read_back: None,
     }
 }
 
