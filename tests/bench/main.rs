@@ -865,6 +865,11 @@ async fn main() -> Result<()> {
         println!("git.status, sandbox {mode}: {:.3} ms", median(t));
         return Ok(());
     }
+    if std::env::var_os("VERBGATE_BENCH_AUDIT_ONLY").is_some() {
+        let r = policy_audit_cost().await?;
+        println!("{}: {:.2} µs (without: {:.0} µs)", r.figure, r.value, r.baseline);
+        return Ok(());
+    }
     if std::env::var_os("VERBGATE_BENCH_E2E_ONLY").is_some() {
         for r in [on_worker(exec_end_to_end()).await?, on_worker(sandbox_cost()).await?] {
             println!(

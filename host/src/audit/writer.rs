@@ -6,7 +6,7 @@
 //! every row still queued before it returns. A process killed by a signal
 //! can lose the rows of its last few milliseconds.
 
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -81,6 +81,8 @@ impl AuditWriter {
     pub fn flush(&self) {
         drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
         if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // It may be parked, gathering: the closed channel ends that.
+            thread.thread().unpark();
             if thread.join().is_err() {
                 tracing::error!("the audit writer panicked; rows may be missing");
             }
@@ -97,15 +99,31 @@ impl Drop for AuditWriter {
 fn write_loop(store: &AuditStore, rx: &Receiver<Write>) {
     while let Ok(first) = rx.recv() {
         let mut rows = vec![first];
+        // Gather without waiting on the channel: a receiver blocked in it
+        // is woken by every send (a futex wake on the op's thread, for
+        // each row), while a parked thread is woken only by `flush`, which
+        // ends the gathering at once (the channel is then closed).
         let until = std::time::Instant::now() + GATHER;
-        while rows.len() < BATCH {
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            // A closed channel (the dispatcher is gone) ends the gathering
-            // at once: what is queued is written and the loop then ends.
-            match rx.recv_timeout(left) {
-                Ok(r) => rows.push(r),
-                Err(_) => break,
+        let mut open = true;
+        while open && rows.len() < BATCH {
+            loop {
+                match rx.try_recv() {
+                    Ok(r) => rows.push(r),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        open = false;
+                        break;
+                    }
+                }
+                if rows.len() >= BATCH {
+                    break;
+                }
             }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if !open || left.is_zero() || rows.len() >= BATCH {
+                break;
+            }
+            std::thread::park_timeout(left);
         }
         if let Err(e) = store.write_all(&rows) {
             tracing::error!(error = %e, rows = rows.len(), "cannot write the audit trail");
@@ -117,6 +135,32 @@ fn write_loop(store: &AuditStore, rx: &Receiver<Write>) {
 mod tests {
     use super::*;
     use crate::audit::{Filter, RowOutcome, Transport};
+
+    #[test]
+    fn a_queued_row_lands_while_the_writer_runs_on() {
+        // The writer gathers parked, not blocked on the channel: nothing
+        // but its own timeout wakes it for the rows after the first, which
+        // must still land without a flush.
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(AuditStore::open(&dir.path().join("state")).unwrap());
+        let writer = AuditWriter::start(store.clone());
+        let row = |verb: &str| Record {
+            transport: Transport::Cli,
+            caller: "local".into(),
+            verb: verb.into(),
+            outcome: RowOutcome::Ok,
+            ..Record::default()
+        };
+        writer.record(row("v.first"));
+        writer.record(row("v.second"));
+        let count = || store.query(&Filter { limit: 10, ..Filter::default() }).unwrap().len();
+        let waited = std::time::Instant::now();
+        while count() < 2 && waited.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(count(), 2, "both rows are written while the writer lives");
+        drop(writer);
+    }
 
     #[test]
     fn every_queued_row_is_written_by_the_time_the_writer_is_dropped() {
