@@ -12,7 +12,7 @@
 //! about as much as std.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::process::{Child, ExitStatus};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -26,11 +26,12 @@ pub struct Group {
 
 #[derive(Debug, Default)]
 struct GroupState {
-    /// The group's id while its leader is not yet reaped (its pid cannot
-    /// be reused until then, so a kill never reaches a stranger).
-    pgid: Option<i32>,
-    /// Whoever awaited the run went away: a group started after this is
-    /// killed at once.
+    /// The program's pid, which is also its group's id, while it is not
+    /// yet reaped (its pid cannot be reused until then, so a kill never
+    /// reaches a stranger).
+    pid: Option<i32>,
+    /// Whoever awaited the run went away: nothing starts from now on, and
+    /// a program already starting is killed at once.
     abandoned: bool,
 }
 
@@ -39,59 +40,69 @@ impl Group {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The run started its program, leader of group `pgid`. False (and the
-    /// group killed) when the run was already abandoned.
-    fn started(&self, pgid: i32) -> bool {
+    /// Whether the run was abandoned before its program started.
+    fn abandoned(&self) -> bool {
+        self.lock().abandoned
+    }
+
+    /// The run started its program, `pid`. False (and the program
+    /// killed) when the run was abandoned meanwhile.
+    fn started(&self, pid: i32) -> bool {
         let mut state = self.lock();
-        state.pgid = Some(pgid).filter(|p| *p > 1);
+        state.pid = Some(pid).filter(|p| *p > 1);
         if state.abandoned {
-            kill_group(state.pgid);
+            kill(state.pid);
             return false;
         }
         true
     }
 
-    /// Kill the group now (its leader is not reaped yet).
+    /// Kill the program and its group now (the program is not reaped yet).
     fn kill(&self) {
-        kill_group(self.lock().pgid);
+        kill(self.lock().pid);
     }
 
-    /// Wait for the leader and reap it. Under the lock: no kill can come
-    /// between the reaping (after which its id may be reused) and the
-    /// group's forgetting; what the program left running in its group is
-    /// its own business from then on (it may be a legitimate daemon).
+    /// Reap the program, which has exited (so this does not wait). Under
+    /// the lock: no kill can come between the reaping (after which its
+    /// pid may be reused) and the group's forgetting it; what the program
+    /// left running in its group is its own business from then on (it may
+    /// be a legitimate daemon).
     fn reap(&self, child: &mut Child) -> std::io::Result<ExitStatus> {
         let mut state = self.lock();
         let status = child.wait();
-        state.pgid = None;
+        state.pid = None;
         status
     }
 
-    /// [`Group::reap`] if the leader has exited, without waiting.
+    /// [`Group::reap`] if the program has exited, without waiting.
     fn try_reap(&self, child: &mut Child) -> std::io::Result<Option<ExitStatus>> {
         let mut state = self.lock();
         let status = child.try_wait()?;
         if status.is_some() {
-            state.pgid = None;
+            state.pid = None;
         }
         Ok(status)
     }
 
     /// Whoever awaited the run is gone (the op was cancelled): kill the
-    /// group if it runs, and any group started from now on.
+    /// program if it runs, and any started from now on.
     pub fn abandon(&self) {
         let mut state = self.lock();
         state.abandoned = true;
-        kill_group(state.pgid);
+        kill(state.pid);
     }
 }
 
-fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid {
-        // SAFETY: killpg only sends a signal; pgid is a group our child
-        // leads (process_group(0)), never 0 or 1, and not yet reaped.
+/// SIGKILL to the program's group and to the program itself: a program
+/// may leave its group (`setpgid`) and must still die at its deadline.
+fn kill(pid: Option<i32>) {
+    if let Some(pid) = pid {
+        // SAFETY: killpg and kill only send a signal; `pid` is our child
+        // (it leads the group it was started in, process_group(0)), never
+        // 0 or 1, and not yet reaped.
         unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
+            libc::killpg(pid, libc::SIGKILL);
+            libc::kill(pid, libc::SIGKILL);
         }
     }
 }
@@ -103,8 +114,8 @@ pub struct Bounds {
     /// Keep stdout's first `capture` bytes and stop the program, instead of
     /// failing.
     pub truncate_stdout: bool,
-    /// When the program is killed.
-    pub deadline: Instant,
+    /// How long the program may run, counted from its start.
+    pub timeout: Duration,
 }
 
 /// Why a run ended without a whole output.
@@ -144,22 +155,34 @@ pub fn run(
     bounds: &Bounds,
     group: &Group,
 ) -> Result<Finished, Failure> {
+    if group.abandoned() {
+        return Err(Failure::Start(std::io::Error::other("the op was cancelled before it began")));
+    }
     let mut child = start().map_err(Failure::Start)?;
+    let deadline = Instant::now() + bounds.timeout;
     if !group.started(child.id() as i32) {
-        let _ = child.wait();
+        // Killed by `started`: the wait is short.
+        let _ = group.reap(&mut child);
         return Err(Failure::Start(std::io::Error::other("the op was cancelled")));
     }
     if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
         // A program that exits without reading its input is not an error.
-        std::thread::spawn(move || {
+        let writer = std::thread::Builder::new().name("verbgate-stdin".into()).spawn(move || {
             let _ = pipe.write_all(&bytes);
         });
+        if let Err(e) = writer {
+            group.kill();
+            let _ = finish(&mut child, group);
+            return Err(Failure::Start(std::io::Error::other(format!(
+                "cannot start the thread that writes its input: {e}"
+            ))));
+        }
     }
-    let pumped = pump(&mut child, bounds, group);
+    let pumped = pump(&mut child, bounds, deadline, group);
     if pumped.is_err() {
         group.kill();
     }
-    let status = reap(&mut child, bounds.deadline, group);
+    let status = reap(&mut child, deadline, group);
     let (stdout, stderr, truncated) = pumped?;
     let status = status?;
     Ok(Finished { status, stdout, stderr, truncated })
@@ -187,6 +210,7 @@ impl<T: Read + AsRawFd + Send> ReadFd for T {
 fn pump(
     child: &mut Child,
     bounds: &Bounds,
+    deadline: Instant,
     group: &Group,
 ) -> Result<(Vec<u8>, Vec<u8>, bool), Failure> {
     let mut streams = [
@@ -213,7 +237,7 @@ fn pump(
             let [out, err] = streams;
             return Ok((out.kept, err.kept, truncated));
         }
-        let ready = wait_ready(&mut fds, bounds.deadline)?;
+        let ready = wait_ready(&mut fds, deadline)?;
         if !ready {
             return Err(Failure::Timeout);
         }
@@ -256,7 +280,7 @@ fn wait_ready(fds: &mut [libc::pollfd], deadline: Instant) -> Result<bool, Failu
         }
         // Rounded up: a poll that returns a hair before the deadline only
         // loops once more.
-        let ms = left.as_millis().min(i32::MAX as u128) as i32 + 1;
+        let ms = left.as_millis().min(i32::MAX as u128 - 1) as i32 + 1;
         // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if n > 0 {
@@ -265,23 +289,34 @@ fn wait_ready(fds: &mut [libc::pollfd], deadline: Instant) -> Result<bool, Failu
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(Failure::Read("stdout", format!("poll failed: {e}")));
+                return Err(Failure::Wait(format!("poll on its output failed: {e}")));
             }
         }
     }
 }
 
-/// Wait for the program's end (killing its group at the deadline) and
-/// reap it. Its streams are closed by now; a program that closed them and
-/// kept running is waited for until the deadline.
+/// Wait for the program's end (killing it and its group at the deadline)
+/// and reap it. Its streams are closed by now; a program that closed them
+/// and kept running is waited for until the deadline.
 fn reap(child: &mut Child, deadline: Instant, group: &Group) -> Result<ExitStatus, Failure> {
     let wait = |e: std::io::Error| Failure::Wait(e.to_string());
     if let Some(status) = exited_by(child, deadline, group).map_err(wait)? {
         return Ok(status);
     }
     group.kill();
-    group.reap(child).map_err(wait)?;
+    finish(child, group).map_err(wait)?;
     Err(Failure::Timeout)
+}
+
+/// Reap a program that was sent SIGKILL: wait for its exit without the
+/// group's lock (an abandoning task must never block on it), then reap.
+fn finish(child: &mut Child, group: &Group) -> std::io::Result<ExitStatus> {
+    loop {
+        let far = Instant::now() + Duration::from_secs(3600);
+        if let Some(status) = exited_by(child, far, group)? {
+            return Ok(status);
+        }
+    }
 }
 
 /// The program's status once it has exited (reaped), or `None` if it
@@ -292,6 +327,7 @@ fn exited_by(
     deadline: Instant,
     group: &Group,
 ) -> std::io::Result<Option<ExitStatus>> {
+    use std::os::fd::{FromRawFd, OwnedFd};
     // SAFETY: pidfd_open takes a pid and flags; the child is ours and not
     // reaped, so the pid is its.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
@@ -303,7 +339,9 @@ fn exited_by(
     let mut fds = [libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
     match wait_ready(&mut fds, deadline) {
         Ok(true) => group.reap(child).map(Some),
-        _ => Ok(None),
+        Ok(false) => Ok(None),
+        // poll itself failed: ask the slow way rather than call it a timeout.
+        Err(_) => exited_by_polling(child, deadline, group),
     }
 }
 

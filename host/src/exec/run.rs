@@ -7,7 +7,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::argv::render_argv;
 use super::child::{self, Bounds, Failure, Group};
@@ -130,6 +130,13 @@ impl Prepared {
 /// leaves its processes behind.
 struct Abandon(Option<std::sync::Arc<Group>>);
 
+impl Abandon {
+    /// The run ended: nothing is left to abandon.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
 impl Drop for Abandon {
     fn drop(&mut self) {
         if let Some(group) = self.0.take() {
@@ -208,28 +215,30 @@ pub async fn run_after<'a, T: Send + 'static>(
     launch: impl std::future::Future<Output = Result<Launch<'a>, OpError>>,
     first: impl FnOnce() -> Result<T, OpError> + Send + 'static,
 ) -> Result<(T, Result<Outcome, OpError>), OpError> {
-    let bounds = Bounds {
-        capture: capture_bytes,
-        truncate_stdout: p.truncate_stdout,
-        deadline: Instant::now() + p.timeout,
-    };
+    let bounds =
+        Bounds { capture: capture_bytes, truncate_stdout: p.truncate_stdout, timeout: p.timeout };
     let group = std::sync::Arc::new(Group::default());
-    let mut abandon = Abandon(Some(group.clone()));
+    // Armed until the program's end is known: dropped before (the op was
+    // cancelled) or with the runner gone, it kills the program.
+    let abandon = Abandon(Some(group.clone()));
     let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Option<Ready>>(1);
+    let (first_tx, first_rx) = tokio::sync::oneshot::channel();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let stdin = p.stdin.clone();
-    tokio::task::spawn_blocking(move || {
-        let t = match first() {
-            Ok(t) => t,
+    on_runner_thread(&p.name, move || {
+        match first() {
+            Ok(t) => {
+                let _ = first_tx.send(Ok(t));
+            }
             Err(e) => {
-                let _ = tx.send(Err(e));
+                let _ = first_tx.send(Err(e));
                 return;
             }
-        };
+        }
         // `None`: making the launch failed (the task reports why), or the
         // op was dropped; either way nothing starts.
         let Some(Ready { mut cmd, confined }) = ready_rx.recv().ok().flatten() else {
-            let _ = tx.send(Ok((t, None)));
+            let _ = tx.send(None);
             return;
         };
         let (tmp, confinement) = match confined {
@@ -240,9 +249,9 @@ pub async fn run_after<'a, T: Send + 'static>(
             Some(c) => c.spawn(&mut cmd),
             None => cmd.spawn(),
         };
-        let _ = tx.send(Ok((t, Some(child::run(start, stdin, &bounds, &group)))));
+        let _ = tx.send(Some(child::run(start, stdin, &bounds, &group)));
         drop(tmp);
-    });
+    })?;
     let not_made = match launch.await {
         Ok(l) => {
             let _ = ready_tx.send(Some(Ready { cmd: l.cmd, confined: l.confined }));
@@ -253,22 +262,57 @@ pub async fn run_after<'a, T: Send + 'static>(
             Some(e)
         }
     };
-    let ran = rx.await;
-    // Ended (or its thread is gone): nothing is left to abandon.
-    abandon.0 = None;
-    let ran = ran.map_err(|_| {
-        OpError::new(ErrorCode::Internal, format!("the thread running `{}` panicked", p.name))
-    })?;
-    let (t, finished) = ran?;
-    let outcome = match (finished, not_made) {
-        (Some(finished), _) => finished.map(outcome).map_err(|f| failed(p, capture_bytes, f)),
-        (None, Some(e)) => Err(e),
-        (None, None) => Err(OpError::new(
+    let gone =
+        || OpError::new(ErrorCode::Internal, format!("the thread running `{}` panicked", p.name));
+    let t = first_rx.await.map_err(|_| gone())??;
+    let outcome = match (rx.await, not_made) {
+        (Ok(Some(finished)), _) => {
+            abandon.disarm();
+            finished.map(outcome).map_err(|f| failed(p, capture_bytes, f))
+        }
+        (Ok(None), Some(e)) => Err(e),
+        (Ok(None), None) => Err(OpError::new(
             ErrorCode::Internal,
             format!("`{}` was made ready but never started; please report it", p.name),
         )),
+        // The runner died with the program perhaps running: `abandon`
+        // kills it as it is dropped here.
+        (Err(_), _) => Err(gone()),
     };
     Ok((t, outcome))
+}
+
+/// Runs of programs on tokio's blocking pool at once. The pool also
+/// serves the stdio transport and the audit trail; past this share, a run
+/// gets a thread of its own, so long programs cannot starve them.
+const POOLED_RUNS: usize = 64;
+
+/// Run `f` (a program's whole life) on a thread that may block: a pooled
+/// one when few runs hold the pool, else a new one.
+fn on_runner_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), OpError> {
+    static POOLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    /// Gives the pool's share back however `f` ends.
+    struct Share;
+    impl Drop for Share {
+        fn drop(&mut self) {
+            POOLED.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    if POOLED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < POOLED_RUNS {
+        let share = Share;
+        tokio::task::spawn_blocking(move || {
+            let _share = share;
+            f();
+        });
+        return Ok(());
+    }
+    drop(Share);
+    std::thread::Builder::new().name("verbgate-run".into()).spawn(f).map(drop).map_err(|e| {
+        OpError::new(
+            ErrorCode::LaunchFailed,
+            format!("cannot start `{name}`: no thread to run it on ({e})"),
+        )
+    })
 }
 
 /// What the thread that starts a program needs of its [`Launch`].
@@ -392,6 +436,45 @@ mod tests {
         assert!(dropped.is_err(), "the run should still have been going");
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!marker.exists(), "a process of a cancelled run outlived it");
+    }
+
+    #[tokio::test]
+    async fn a_program_that_leaves_its_group_still_dies_at_its_deadline() {
+        // Seen before the fix: a program that moves itself into another
+        // process group (here, the test's own) escaped the group kill, and
+        // the run waited for it for ever.
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!(
+            "import os, time\nopen({:?}, 'w').write(str(os.getpid()))\nos.setpgid(0, os.getpgid(os.getppid()))\nos.close(1); os.close(2)\ntime.sleep(30)",
+            pid_file.display().to_string()
+        );
+        let p = prepared("/usr/bin/python3", &["-c", &script], 500);
+        let ran = tokio::time::timeout(Duration::from_secs(20), run_command(&p, 1024)).await;
+        let e = ran.expect("the run must end at its deadline").unwrap_err();
+        assert_eq!(e.code, ErrorCode::Timeout);
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the program outlived its deadline"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn more_runs_at_once_than_the_pool_share_all_finish() {
+        let mut runs = tokio::task::JoinSet::new();
+        for _ in 0..POOLED_RUNS + 8 {
+            runs.spawn(async {
+                let p = prepared("/bin/sh", &["-c", "sleep 0.3; echo done"], 20_000);
+                run_command(&p, 1024).await
+            });
+        }
+        let mut done = 0;
+        while let Some(r) = runs.join_next().await {
+            assert_eq!(r.unwrap().unwrap().stdout, b"done\n");
+            done += 1;
+        }
+        assert_eq!(done, POOLED_RUNS + 8);
     }
 
     #[tokio::test]

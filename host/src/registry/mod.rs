@@ -270,6 +270,7 @@ fn load_side_by_side(
     let done: Vec<std::sync::Mutex<Option<_>>> =
         jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len());
+    runtime.prepare_cache();
     let work = || loop {
         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let Some((bytes, digest)) = jobs.get(i) else { break };

@@ -72,6 +72,17 @@ impl CompileCache {
         dir.join(format!("{digest}-{}.cwasm", self.engine_key))
     }
 
+    /// Make (or check, and replace if it fails) the cache's key now, once:
+    /// loads on several threads then all find the same key, instead of
+    /// racing to replace a bad one (which costs them their entries).
+    pub fn prepare_key(&self) {
+        if let Some(dir) = &self.dir {
+            if let Err(e) = mac_key(dir) {
+                tracing::warn!(dir = %dir.display(), error = %format!("{e:#}"), "compile cache unusable: compiling without it");
+            }
+        }
+    }
+
     /// Whether compiled code for `digest` is stored as a regular file (a
     /// load would be a hit unless the entry fails its checks).
     pub fn is_cached(&self, digest: &str) -> bool {

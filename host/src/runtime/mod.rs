@@ -227,6 +227,12 @@ impl Runtime {
         self.prelink(component, &shape.wit_version, cache)
     }
 
+    /// Make the compile cache's key ready before loading on several
+    /// threads ([`cache::CompileCache::prepare_key`]).
+    pub fn prepare_cache(&self) {
+        self.cache.prepare_key();
+    }
+
     /// Whether compiled code for `digest` is in the compile cache, so that
     /// loading it takes milliseconds rather than seconds.
     pub fn is_cached(&self, digest: &str) -> bool {
