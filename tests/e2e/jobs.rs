@@ -83,6 +83,31 @@ fn failures_and_time_limits_are_recorded_with_reasons() {
 }
 
 #[test]
+fn a_job_that_leaves_its_process_group_still_stops_at_its_time_limit() {
+    // The attack: the job's first process moves itself into its parent's
+    // group, so a kill of the group it was started in misses it. Seen
+    // before the mend: the job ran on past its limit, still `running`.
+    let env = jobs_env();
+    let id = spawn(&env, json!({"escape_ms": 30000, "time_limit_ms": 500}));
+    let w = wait(&env, &[&id], 15.0);
+    assert_eq!(w["all_terminal"], true, "{w}");
+    assert_eq!(w["jobs"][0]["status"], "timed_out", "{w}");
+    let out = env.op("job.output", json!({"id": &id}));
+    let line: Value = serde_json::from_str(out["result"]["data"].as_str().unwrap().trim()).unwrap();
+    assert_eq!(line["escaped"], true, "the program did leave its group: {line}");
+    let pid = line["pid"].as_u64().unwrap();
+    let gone = (0..100).any(|_| {
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+        if alive {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        !alive
+    });
+    assert!(gone, "the job's process {pid} outlived its time limit");
+}
+
+#[test]
 fn a_bounded_wait_expires_without_error_and_without_changing_the_job() {
     let env = jobs_env();
     let id = spawn(&env, json!({"sleep_ms": 4000}));

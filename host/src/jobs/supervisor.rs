@@ -75,6 +75,58 @@ fn confine(
     Ok(Some((tmp, confinement)))
 }
 
+/// The job's first process, as the supervisor signals it: its process
+/// group, and the process itself — a program may leave its group
+/// (`setpgid` into another of the session) and must still stop at its
+/// limit. On Linux the process is signalled through a pidfd opened while
+/// it was surely not yet reaped, so a signal never reaches a stranger that
+/// reused its pid (the wait thread may reap it at any moment).
+struct Leader {
+    pid: i64,
+    #[cfg(target_os = "linux")]
+    pidfd: Option<std::os::fd::OwnedFd>,
+}
+
+impl Leader {
+    fn of(child: &Child) -> Leader {
+        let pid = child.id() as i64;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::FromRawFd;
+            // SAFETY: pidfd_open takes a pid and flags; the child is ours
+            // and not yet waited for, so the pid is its.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+            // SAFETY: the kernel just returned this descriptor to us.
+            let pidfd = (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) });
+            Leader { pid, pidfd }
+        }
+        #[cfg(not(target_os = "linux"))]
+        Leader { pid }
+    }
+
+    /// Send `signal` to the group and to the process (without a pidfd —
+    /// macOS, old kernels — to the group only).
+    fn signal(&self, signal: i32) {
+        signal_group(self.pid, signal);
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.pidfd {
+            use std::os::fd::AsRawFd;
+            // SAFETY: pidfd_send_signal takes a descriptor we own, a signal
+            // number and no info; once the process is reaped it fails
+            // with ESRCH and signals nobody.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    signal,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0u32,
+                );
+            }
+        }
+    }
+}
+
 /// Why the supervisor stopped the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -198,6 +250,7 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         }
     };
     let pid = child.id() as i64;
+    let leader = Leader::of(&child);
     let program = Started { pid, pid_start: start_time(pid), started_ms: now_ms() };
     // Copy output from the start, so the program never waits on a full pipe
     // while the store is being written.
@@ -240,7 +293,7 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
     };
     let mut stopped_for_kill = false;
     if started.status() != Status::Running || started.kill_requested_ms.is_some() {
-        signal_group(pid, libc::SIGKILL);
+        leader.signal(libc::SIGKILL);
         stopped_for_kill = true;
     }
 
@@ -250,7 +303,7 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         let _ = tx.send(Event::Exited(status, now_ms()));
     });
     let limit = job.time_limit_ms.map(Duration::from_millis);
-    let (mut run, status, exit_ms) = watch(&rx, pid, limit)?;
+    let (mut run, status, exit_ms) = watch(&rx, &leader, limit)?;
     // The program is gone; keep what its leftover children still write, for
     // a moment.
     let until = Instant::now() + DRAIN_AFTER_EXIT;
@@ -300,7 +353,7 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
 /// exited.
 fn watch(
     rx: &Receiver<Event>,
-    pid: i64,
+    leader: &Leader,
     limit: Option<Duration>,
 ) -> anyhow::Result<(Run, std::io::Result<std::process::ExitStatus>, i64)> {
     let mut run = Run::default();
@@ -309,7 +362,7 @@ fn watch(
     let stop_now = |run: &mut Run, stop: Stop, kill_at: &mut Option<Instant>| {
         if run.stop.is_none() {
             run.stop = Some(stop);
-            signal_group(pid, libc::SIGTERM);
+            leader.signal(libc::SIGTERM);
             *kill_at = Some(Instant::now() + TERM_GRACE);
         }
     };
@@ -325,7 +378,7 @@ fn watch(
                     if run.stop.is_none() {
                         stop_now(&mut run, Stop::TimeLimit, &mut kill_at);
                     } else {
-                        signal_group(pid, libc::SIGKILL);
+                        leader.signal(libc::SIGKILL);
                         kill_at = None;
                     }
                     continue;
@@ -355,7 +408,7 @@ fn unrecorded_start(
     cause: anyhow::Error,
 ) -> anyhow::Result<()> {
     let pid = started.pid;
-    signal_group(pid, libc::SIGKILL);
+    Leader::of(&child).signal(libc::SIGKILL);
     let status = child.wait();
     let msg = format!("the program started (pid {pid}) but recording that failed ({cause:#}); it was stopped rather than left running unsupervised");
     let exit = status.as_ref().map(|s| (s.code(), s.signal())).unwrap_or((None, None));

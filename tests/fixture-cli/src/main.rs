@@ -9,6 +9,7 @@
 //! - `spew BYTES` — writes BYTES of the repeating digits `0123456789` to stdout
 //! - `stubborn MS` — ignores SIGTERM, then sleeps
 //! - `family MS` — starts a grandchild (`sleep MS`), prints its pid, sleeps
+//! - `escape MS` — leaves its process group for its parent's, prints its pid, sleeps
 //! - `entity start [fail]` — an "entity CLI" run: prints `{"entity": ID}`, records
 //!   its pid under `.fixture-entities/` in the cwd, then runs until killed
 //!   (`fail` prints an id its own kill will not find)
@@ -70,6 +71,16 @@ fn main() {
             }
             let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
             println!("{{\"stubborn\":true}}");
+            let _ = std::io::stdout().flush();
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        // A program may leave the group it was started in (only a session
+        // leader cannot): a kill of that group alone misses it.
+        "escape" => {
+            // SAFETY: setpgid/getpgid/getppid take and return plain ids.
+            let moved = unsafe { libc::setpgid(0, libc::getpgid(libc::getppid())) };
+            let ms: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            println!("{{\"escaped\":{},\"pid\":{}}}", moved == 0, std::process::id());
             let _ = std::io::stdout().flush();
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }
