@@ -5,7 +5,7 @@
 //! gate's answers (401, 403, 413, expired sessions).
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -58,25 +58,7 @@ fn post(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> Head {
     s.write_all(req.as_bytes()).unwrap();
     // The server may answer (413) before it has read the whole body.
     let _ = s.write_all(body);
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match s.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => break,
-        }
-    }
-    let text = String::from_utf8_lossy(&head).to_string();
-    let mut lines = text.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
+    let (status, headers) = verbgate_tests::read_http_head(&mut s);
     Head { status, headers }
 }
 

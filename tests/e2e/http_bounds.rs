@@ -140,31 +140,8 @@ fn send(
     req.push_str("\r\n");
     s.write_all(req.as_bytes()).unwrap();
     let _ = s.write_all(body);
-    let (status, headers) = read_head(&mut s);
+    let (status, headers) = verbgate_tests::read_http_head(&mut s);
     (s, status, headers)
-}
-
-fn read_head(s: &mut TcpStream) -> (u16, Vec<(String, String)>) {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match s.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => break,
-        }
-    }
-    let text = String::from_utf8_lossy(&head).to_string();
-    let mut lines = text.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    (status, headers)
 }
 
 /// One request, its whole answer (chunked bodies de-chunked loosely: the

@@ -11,6 +11,31 @@ use std::process::{Command, Output};
 
 pub mod mcp;
 
+/// Read an HTTP/1.1 response's status line and headers from `s`, byte by
+/// byte (the body is left unread): the status and the headers, trimmed.
+pub fn read_http_head(s: &mut impl std::io::Read) -> (u16, Vec<(String, String)>) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_string();
+    let mut lines = text.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    (status, headers)
+}
+
 /// The workspace's `target/` directory.
 pub fn target_dir() -> PathBuf {
     bin_dir().parent().expect("target dir").to_path_buf()

@@ -99,15 +99,10 @@ impl AuditStore {
     pub fn open(state_dir: &Path) -> Result<AuditStore> {
         ensure_private_dir(state_dir)?;
         let path = state_dir.join("audit.db");
+        // 0600 before SQLite opens it (its -wal/-shm files copy the mode),
+        // made without following a link planted in its place.
         if !path.exists() {
-            use std::os::unix::fs::OpenOptionsExt;
-            // 0600 before SQLite opens it: its -wal/-shm files copy the mode.
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)?;
+            crate::private_files::create_private_file_once(&path, b"")?;
         }
         let meta = std::fs::symlink_metadata(&path)?;
         crate::private_files::check_private(&path, &meta).map_err(|e| anyhow::anyhow!("{e}"))?;

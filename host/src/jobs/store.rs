@@ -100,16 +100,10 @@ impl Store {
     pub fn open(state_dir: &Path) -> anyhow::Result<Store> {
         ensure_private_dir(state_dir)?;
         let path = state_dir.join("jobs.db");
+        // 0600 before SQLite opens it (its -wal/-shm files copy the mode),
+        // made without following a link planted in its place.
         if !path.exists() {
-            use std::os::unix::fs::OpenOptionsExt;
-            // Create it 0600 first: SQLite gives its -wal/-shm files the
-            // database file's permissions.
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)?;
+            crate::private_files::create_private_file_once(&path, b"")?;
         }
         let store = Store {
             path,
