@@ -104,26 +104,19 @@ fn write_loop(store: &AuditStore, rx: &Receiver<Write>) {
         // each row), while a parked thread is woken only by `flush`, which
         // ends the gathering at once (the channel is then closed).
         let until = std::time::Instant::now() + GATHER;
-        let mut open = true;
-        while open && rows.len() < BATCH {
-            loop {
-                match rx.try_recv() {
-                    Ok(r) => rows.push(r),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        open = false;
+        while rows.len() < BATCH {
+            match rx.try_recv() {
+                Ok(r) => rows.push(r),
+                // Closed: what is queued is written and the loop then ends.
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {
+                    let left = until.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
                         break;
                     }
-                }
-                if rows.len() >= BATCH {
-                    break;
+                    std::thread::park_timeout(left);
                 }
             }
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            if !open || left.is_zero() || rows.len() >= BATCH {
-                break;
-            }
-            std::thread::park_timeout(left);
         }
         if let Err(e) = store.write_all(&rows) {
             tracing::error!(error = %e, rows = rows.len(), "cannot write the audit trail");

@@ -51,7 +51,7 @@ impl Dispatcher {
                     let (row, outcome) = run_after(
                         &step.prepared,
                         capture,
-                        async { Launch::new(&step.prepared) },
+                        || Launch::new(&step.prepared),
                         move || commit.map(Commit::write).transpose(),
                     )
                     .await?;

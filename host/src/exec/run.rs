@@ -196,13 +196,14 @@ impl<'a> Launch<'a> {
     /// reaped.
     pub async fn run(self, capture_bytes: usize) -> Result<Outcome, OpError> {
         let p = self.p;
-        let (_, outcome) = run_after(p, capture_bytes, async { Ok(self) }, || Ok(())).await?;
+        let (_, outcome) = run_after(p, capture_bytes, || Ok(self), || Ok(())).await?;
         outcome
     }
 }
 
 /// Run `first` on the thread that will run `p`, and then — only if it
-/// succeeded — `p` itself, made ready by `launch` on this task meanwhile.
+/// succeeded — `p` itself, made ready by `launch` on this task meanwhile
+/// (after the thread was handed `first`, so the two overlap).
 /// What `first` gave comes back with the program's outcome; if `first`
 /// failed, nothing ran and its error is returned.
 ///
@@ -212,7 +213,7 @@ impl<'a> Launch<'a> {
 pub async fn run_after<'a, T: Send + 'static>(
     p: &'a Prepared,
     capture_bytes: usize,
-    launch: impl std::future::Future<Output = Result<Launch<'a>, OpError>>,
+    launch: impl FnOnce() -> Result<Launch<'a>, OpError>,
     first: impl FnOnce() -> Result<T, OpError> + Send + 'static,
 ) -> Result<(T, Result<Outcome, OpError>), OpError> {
     let bounds =
@@ -252,7 +253,7 @@ pub async fn run_after<'a, T: Send + 'static>(
         let _ = tx.send(Some(child::run(start, stdin, &bounds, &group)));
         drop(tmp);
     })?;
-    let not_made = match launch.await {
+    let not_made = match launch() {
         Ok(l) => {
             let _ = ready_tx.send(Some(Ready { cmd: l.cmd, confined: l.confined }));
             None
