@@ -8,7 +8,7 @@
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The most `limits.plugin_concurrent_calls` may be: each call reserves
 /// about 8 GiB of address space, so 4096 calls already need 32 TiB.
@@ -561,6 +561,10 @@ impl Config {
             Some(h) => h.clone(),
             None => default_home()?,
         };
+        // Every later check compares paths: a relative home, or one reached
+        // through a link, must compare as where it really is.
+        let home = canonical(&home)
+            .with_context(|| format!("cannot resolve VERBGATE_HOME {}", home.display()))?;
         let file_path = over.config.clone().or_else(|| {
             let p = home.join("verbgate.toml");
             p.exists().then_some(p)
@@ -655,6 +659,84 @@ impl Config {
     /// `$VERBGATE_HOME/state`: the job store.
     pub fn state_dir(&self) -> PathBuf {
         self.home.join("state")
+    }
+}
+
+/// The home lies inside the root (or the root inside the home): programs
+/// verbgate runs in the root, and read verbs' path arguments, would reach
+/// its keys, tokens, trust store and config. Code `sandbox_unavailable`.
+#[derive(Debug, Clone)]
+pub struct HomeInRoot {
+    /// The home (canonical).
+    pub home: PathBuf,
+    /// The root (canonical).
+    pub root: PathBuf,
+}
+
+impl HomeInRoot {
+    /// The stable error code for this refusal.
+    pub fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::SandboxUnavailable
+    }
+}
+
+impl std::fmt::Display for HomeInRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (inner, outer, what) = if self.home.starts_with(&self.root) {
+            (&self.home, &self.root, "verbgate's home (VERBGATE_HOME) lies inside the root")
+        } else {
+            (&self.root, &self.home, "the root lies inside verbgate's home (VERBGATE_HOME)")
+        };
+        write!(
+            f,
+            "{what}: {} is within {}, so the programs verbgate starts there could read or rewrite its keys, tokens and verbgate.toml. verbgate did not start. Serve a root that does not hold the home (--root), or move the home out of it (VERBGATE_HOME)",
+            inner.display(),
+            outer.display()
+        )
+    }
+}
+
+impl std::error::Error for HomeInRoot {}
+
+impl Config {
+    /// Refuse a home inside the root, or a root inside the home (both
+    /// canonical, so a link or a relative path does not hide it): checked
+    /// by every command that runs programs in the root, before it loads
+    /// anything.
+    pub fn check_home_apart_from_root(&self) -> Result<(), HomeInRoot> {
+        if self.home.starts_with(&self.root) || self.root.starts_with(&self.home) {
+            return Err(HomeInRoot { home: self.home.clone(), root: self.root.clone() });
+        }
+        Ok(())
+    }
+}
+
+/// `path` absolute (against the current directory) with every link
+/// resolved; the part that does not exist yet (a home made on first use)
+/// is appended, without `..`, to its deepest existing ancestor's real path.
+fn canonical(path: &Path) -> Result<PathBuf> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().context("cannot read the current directory")?.join(path)
+    };
+    let mut missing = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            let mut out = real;
+            for part in missing.iter().rev() {
+                out.push(part);
+            }
+            return Ok(out);
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                at = parent;
+            }
+            _ => bail!("{} has a `..` or no existing ancestor", abs.display()),
+        }
     }
 }
 

@@ -41,6 +41,7 @@ mod python_sdk;
 mod rg;
 mod ruff;
 mod sandbox;
+mod sandbox_kernel;
 mod tasks;
 mod trust;
 mod tsc;

@@ -38,6 +38,7 @@ impl Context {
     /// `mode` says so (the server, so that none delays the others).
     pub async fn load_with(g: &GlobalArgs, mode: LoadMode) -> Result<Context> {
         let config = Arc::new(Config::load(&g.overrides())?);
+        config.check_home_apart_from_root()?;
         let runtime =
             Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
         let loaded = Registry::load_with(&config, runtime.clone(), mode).await?;

@@ -108,6 +108,12 @@ enum Command {
 
 /// Entry point for the binary.
 pub fn main() -> ExitCode {
+    // Before anything else runs: no core file, not dumpable, no inherited
+    // descriptor reaches a program (see sandbox::self_protect).
+    if let Err(e) = crate::sandbox::self_protect::protect_this_process() {
+        eprintln!("verbgate: cannot protect this process from the programs it starts: {e}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -126,7 +132,15 @@ pub fn main() -> ExitCode {
                 Some(f) => {
                     serde_json::json!({ "code": f.code().as_str(), "message": format!("{e:#}"), "path": f.path, "fix": f.fix })
                 }
-                None => serde_json::json!({ "code": "internal", "message": format!("{e:#}") }),
+                None => match e.downcast_ref::<crate::config::HomeInRoot>() {
+                    Some(h) => serde_json::json!({
+                        "code": h.code().as_str(),
+                        "message": format!("{e:#}"),
+                        "home": h.home.display().to_string(),
+                        "root": h.root.display().to_string(),
+                    }),
+                    None => serde_json::json!({ "code": "internal", "message": format!("{e:#}") }),
+                },
             };
             print_json(&serde_json::json!({ "ok": false, "error": error }));
             ExitCode::FAILURE

@@ -81,42 +81,107 @@ pub fn probe() -> Support {
     Support { mechanism: Some("landlock+seccomp"), landlock_abi: Some(v), covers, missing: None }
 }
 
-/// The seccomp programs, compiled once: with and without the network.
-fn filter(network: bool) -> Result<Arc<BpfProgram>, String> {
-    static WITH: std::sync::OnceLock<Result<Arc<BpfProgram>, String>> = std::sync::OnceLock::new();
-    static WITHOUT: std::sync::OnceLock<Result<Arc<BpfProgram>, String>> =
-        std::sync::OnceLock::new();
-    let cell = if network { &WITH } else { &WITHOUT };
-    cell.get_or_init(|| compile(network)).clone()
+/// Which sockets a profile may open (seccomp's `socket` rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sockets {
+    /// None at all (`socketpair` stays: it names no address and reaches
+    /// only the two ends it makes). A UNIX socket reaches any pathname
+    /// socket the program can name — the user's ssh-agent, a D-Bus bus,
+    /// docker's — and Landlock (ABI < 9) does not see its `connect`.
+    None,
+    /// UNIX sockets only (an operator's `unix_sockets = true`).
+    Unix,
+    /// Every family (`network`).
+    All,
 }
 
-fn compile(network: bool) -> Result<Arc<BpfProgram>, String> {
+impl Sockets {
+    /// The sockets `profile` may open.
+    pub fn of(profile: &Profile) -> Sockets {
+        if profile.network {
+            Sockets::All
+        } else if profile.unix_sockets {
+            Sockets::Unix
+        } else {
+            Sockets::None
+        }
+    }
+}
+
+/// The seccomp programs, compiled once per kind of socket allowance.
+fn filter(sockets: Sockets) -> Result<Arc<BpfProgram>, String> {
+    type Cell = std::sync::OnceLock<Result<Arc<BpfProgram>, String>>;
+    static CELLS: [Cell; 3] = [Cell::new(), Cell::new(), Cell::new()];
+    CELLS[sockets as usize].get_or_init(|| compile(sockets)).clone()
+}
+
+/// The system calls refused whatever their arguments.
+const ALWAYS_REFUSED: &[i64] = &[
+    // Debugging other processes, and io_uring, whose requests the socket
+    // rule below cannot see.
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_io_uring_setup,
+    // The kernel keyrings: the user's keyring is shared by all their
+    // processes (keys added by ssh, kinit, ecryptfs) and Landlock does not
+    // see it.
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    // inotify watches report names and uses of files in directories the
+    // program may not list (Landlock checks the watched path only for
+    // read, which `/home` and `~` need for a path walk); fanotify likewise.
+    libc::SYS_inotify_add_watch,
+    libc::SYS_fanotify_init,
+];
+
+/// Calls that act on another process named by pid: refused unless the pid
+/// argument (`arg`) is 0, "myself". Landlock scopes signals and ptrace,
+/// not these: `prlimit` sets another process's limits (a file-size limit
+/// kills the server with SIGXFSZ; a core limit makes it dump its memory
+/// into the root), the others change its scheduling.
+const OWN_PID_ONLY: &[(i64, u8)] = &[
+    (libc::SYS_prlimit64, 0),
+    (libc::SYS_sched_setaffinity, 0),
+    (libc::SYS_sched_setscheduler, 0),
+    (libc::SYS_sched_setparam, 0),
+    (libc::SYS_sched_setattr, 0),
+];
+
+fn compile(sockets: Sockets) -> Result<Arc<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| format!("seccomp cannot filter on {}: {e}", std::env::consts::ARCH))?;
+    let e = |e: seccompiler::BackendError| e.to_string();
+    let ne = |arg: u8, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, value).map_err(e)
+    };
+    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(e);
     let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
-        std::collections::BTreeMap::new();
-    // Always refused: no debugging of other processes, and no io_uring,
-    // whose requests the socket rule below cannot see.
-    for call in [
-        libc::SYS_ptrace,
-        libc::SYS_process_vm_readv,
-        libc::SYS_process_vm_writev,
-        libc::SYS_io_uring_setup,
-    ] {
-        rules.insert(call, vec![]);
+        ALWAYS_REFUSED.iter().map(|call| (*call, vec![])).collect();
+    for (call, arg) in OWN_PID_ONLY {
+        rules.insert(*call, vec![rule(vec![ne(*arg, 0)?])?]);
     }
-    if !network {
-        let not_unix = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            libc::AF_UNIX as u64,
-        )
-        .map_err(|e| e.to_string())?;
-        rules.insert(
-            libc::SYS_socket,
-            vec![SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?],
-        );
+    // setpriority(which, who, prio) and ioprio_set(which, who, prio):
+    // only "this process" (`PRIO_PROCESS`/`IOPRIO_WHO_PROCESS`, who 0) —
+    // a process group or every process of the user is outside the tree.
+    const IOPRIO_WHO_PROCESS: u64 = 1;
+    rules.insert(
+        libc::SYS_setpriority,
+        vec![rule(vec![ne(0, libc::PRIO_PROCESS as u64)?])?, rule(vec![ne(1, 0)?])?],
+    );
+    rules.insert(
+        libc::SYS_ioprio_set,
+        vec![rule(vec![ne(0, IOPRIO_WHO_PROCESS)?])?, rule(vec![ne(1, 0)?])?],
+    );
+    match sockets {
+        Sockets::All => {}
+        Sockets::Unix => {
+            rules.insert(libc::SYS_socket, vec![rule(vec![ne(0, libc::AF_UNIX as u64)?])?]);
+        }
+        Sockets::None => {
+            rules.insert(libc::SYS_socket, vec![]);
+        }
     }
     let filter = SeccompFilter::new(
         rules,
@@ -172,7 +237,7 @@ impl Confinement {
                 .map_err(|e| format!("Landlock refused a rule for {}: {e}", path.display()))?;
         }
         let ruleset: Option<OwnedFd> = created.into();
-        Ok(Confinement { ruleset, filter: filter(profile.network)? })
+        Ok(Confinement { ruleset, filter: filter(Sockets::of(profile))? })
     }
 
     /// Start `cmd` confined, without forking this process: a thread of its
@@ -210,6 +275,7 @@ fn confine_this_thread(
     ruleset: Option<std::os::fd::RawFd>,
     filter: &BpfProgram,
 ) -> std::io::Result<()> {
+    drop_capabilities()?;
     // SAFETY: prctl and landlock_restrict_self take plain integers; the
     // ruleset descriptor is open (owned by the confinement, which outlives
     // this call).
@@ -232,6 +298,68 @@ fn confine_this_thread(
     })
 }
 
+/// `capget`/`capset`'s header (`_LINUX_CAPABILITY_VERSION_3`: two words).
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// One word of `capget`/`capset`'s data.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+/// Give up every capability this thread holds, and every one a program it
+/// starts could gain: as root, a confined program would otherwise keep
+/// them all (Landlock confines files, not `sethostname`, `settimeofday`,
+/// `finit_module` of a readable module, or `CAP_DAC_OVERRIDE` on files a
+/// profile lets it read). The bounding set is emptied first (that needs
+/// `CAP_SETPCAP`, still held), so an `exec` — where root otherwise gets
+/// its capabilities back — grants none; then the thread's own sets, and
+/// the ambient set. Only this thread: capabilities are per thread.
+/// Without capabilities (an ordinary user) there is nothing to drop.
+fn drop_capabilities() -> std::io::Result<()> {
+    let mut header = CapHeader { version: CAP_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget writes two CapData words for version 3, which `data` has.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let held = data.iter().any(|d| d.effective | d.permitted | d.inheritable != 0);
+    if !held {
+        return Ok(());
+    }
+    // SAFETY: plain integer prctl calls on this thread's own sets.
+    unsafe {
+        for cap in 0..64 {
+            // EINVAL past the kernel's last capability: done.
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                    break;
+                }
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    let mut header = CapHeader { version: CAP_VERSION_3, pid: 0 };
+    let none = [CapData::default(); 2];
+    // SAFETY: capset reads two CapData words for version 3.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header, none.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +373,7 @@ mod tests {
             write: vec!["/dev/null".into()],
             network: false,
             signals: false,
+            unix_sockets: false,
         };
         let mut cmd = std::process::Command::new("/usr/bin/python3");
         cmd.arg("-c").arg(code).arg(arg).stderr(std::process::Stdio::null());
@@ -286,6 +415,101 @@ mod tests {
         }
         let _ = target.kill();
         let _ = target.wait();
+    }
+
+    /// The attacks of issue 36 on what Landlock does not see, each seen
+    /// succeeding unconfined (so the attack is real on this machine) and
+    /// refused confined; and the same calls on the program itself still
+    /// work (a program may set its own limits and priority).
+    #[test]
+    fn sockets_keyrings_watches_and_other_processes_are_refused() {
+        if kernel_abi().is_none_or(|v| v < 6) {
+            panic!("this test needs Landlock ABI 6+ (the machines verbgate is tested on have it)");
+        }
+        let mut target = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = target.id().to_string();
+        let dir = tempfile::tempdir().unwrap();
+        // A pathname socket outside the profile: the user's ssh-agent.
+        let agent = dir.path().join("agent.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&agent).unwrap();
+        let agent = agent.display().to_string();
+        let syscall = "import ctypes, os, sys\nl = ctypes.CDLL(None, use_errno=True)\n";
+        let keyctl = format!(
+            "{syscall}sys.exit(0 if l.syscall({}, 0, -4, 1) >= 0 else 1)",
+            libc::SYS_keyctl
+        );
+        let add_key = format!(
+            "{syscall}sys.exit(0 if l.syscall({}, b'user', b'verbgate-test', b'x', 1, -4) >= 0 else 1)",
+            libc::SYS_add_key
+        );
+        let watched = dir.path().display().to_string();
+        let inotify = format!(
+            "{syscall}fd = l.inotify_init1(0)\nsys.exit(0 if fd >= 0 and l.inotify_add_watch(fd, {watched:?}.encode(), 0xfff) >= 0 else 1)"
+        );
+        let unix =
+            format!("import socket; s = socket.socket(socket.AF_UNIX); s.connect({agent:?})");
+        let prlimit = "import resource, sys; resource.prlimit(int(sys.argv[1]), resource.RLIMIT_CORE, (0, 0))";
+        let renice = "import os, sys; os.setpriority(os.PRIO_PROCESS, int(sys.argv[1]), 19)";
+        let renice_user = "import os; os.setpriority(os.PRIO_USER, os.getuid(), 0)";
+        let affinity = "import os, sys; os.sched_setaffinity(int(sys.argv[1]), {0})";
+        let environ = "import sys; open('/proc/%s/environ' % sys.argv[1], 'rb').read()";
+        let mut breaches = Vec::new();
+        for (what, code) in [
+            ("a connection to a UNIX socket outside the root", unix.as_str()),
+            ("reading the user's keyring", keyctl.as_str()),
+            ("adding a key to the user's keyring", add_key.as_str()),
+            ("an inotify watch on a directory outside the profile", inotify.as_str()),
+            ("prlimit on a process outside", prlimit),
+            ("setpriority on a process outside", renice),
+            ("setpriority on every process of the user", renice_user),
+            ("sched_setaffinity on a process outside", affinity),
+            ("reading another process's environment", environ),
+        ] {
+            assert_eq!(
+                python(code, &pid, false),
+                Some(0),
+                "unconfined, {what} works (the attack is real)"
+            );
+            if python(code, &pid, true) == Some(0) {
+                breaches.push(what);
+            }
+        }
+        assert!(breaches.is_empty(), "confined, these must be refused: {breaches:?}");
+        for (what, code) in [
+            ("a socketpair", "import socket; socket.socketpair()"),
+            (
+                "its own limits",
+                "import resource; s, h = resource.getrlimit(resource.RLIMIT_NOFILE); resource.setrlimit(resource.RLIMIT_NOFILE, (min(s, 256), h))",
+            ),
+            ("its own priority", "import os; os.setpriority(os.PRIO_PROCESS, 0, 5)"),
+            ("its own affinity", "import os; os.sched_setaffinity(0, os.sched_getaffinity(0))"),
+        ] {
+            assert_eq!(python(code, &pid, true), Some(0), "confined, {what} still works");
+        }
+        let _ = target.kill();
+        let _ = target.wait();
+    }
+
+    /// As root a confined program would keep every capability: Landlock
+    /// confines files, not the host name, the clock or kernel modules.
+    /// Confined, it has none, and cannot regain them by `exec`.
+    #[test]
+    fn a_confined_program_holds_no_capability() {
+        if kernel_abi().is_none() {
+            panic!("this test needs Landlock (the machines verbgate is tested on have it)");
+        }
+        // The effective and bounding sets from /proc/self/status: both 0.
+        let caps = "import sys\nf = dict(l.split(':\\t') for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\nsys.exit(0 if int(f['CapEff'], 16) == 0 and int(f['CapBnd'], 16) == 0 else 1)";
+        assert_eq!(python(caps, "", true), Some(0), "confined, no capability is left");
+        // SAFETY: geteuid has no arguments.
+        if unsafe { libc::geteuid() } == 0 {
+            // Setting the host name to what it is changes nothing, and needs
+            // CAP_SYS_ADMIN.
+            let hostname = "import ctypes, socket, sys\nn = socket.gethostname().encode()\nsys.exit(0 if ctypes.CDLL(None).sethostname(n, len(n)) == 0 else 1)";
+            assert_eq!(python(hostname, "", false), Some(0), "unconfined root sets the host name");
+            assert_ne!(python(hostname, "", true), Some(0), "confined root must not");
+            assert_ne!(python(caps, "", false), Some(0), "unconfined root holds capabilities");
+        }
     }
 
     #[test]

@@ -26,6 +26,7 @@
 //! off (`[sandbox] mode = "off"`): never a silent unconfined run.
 
 pub mod profile;
+pub mod self_protect;
 mod support;
 
 #[cfg(target_os = "linux")]

@@ -46,6 +46,13 @@ pub struct Profile {
     /// plan, whose CLI stops a run that was started in another one.
     #[serde(default)]
     pub signals: bool,
+    /// Whether it may open UNIX sockets without the network: only where
+    /// an operator allowed it (`unix_sockets = true` in
+    /// `[[sandbox.allow]]`, for a test suite that talks to a socket of its
+    /// own). A UNIX socket reaches every pathname socket the program can
+    /// name, outside the root too (ssh-agent, D-Bus, docker).
+    #[serde(default)]
+    pub unix_sockets: bool,
 }
 
 /// An operator's widening of some verbs' profiles (`[[sandbox.allow]]`).
@@ -63,6 +70,9 @@ pub struct Widening {
     /// Allow the network.
     #[serde(default)]
     pub network: bool,
+    /// Allow UNIX sockets (without the network).
+    #[serde(default)]
+    pub unix_sockets: bool,
 }
 
 /// What a profile is derived from.
@@ -99,6 +109,7 @@ impl Profile {
             read.push(i.root.to_path_buf());
         }
         let mut network = i.effects.may(Effect::Network);
+        let mut unix_sockets = false;
         read.extend(toolchain(i.program, i.env));
         write.extend(toolchain_state(i.program, i.env));
         if network {
@@ -110,13 +121,14 @@ impl Profile {
             read.extend(w.read.iter().cloned());
             write.extend(w.write.iter().cloned());
             network |= w.network;
+            unix_sockets |= w.unix_sockets;
         }
         if network {
             // Name resolution reads /run on systemd machines
             // (/etc/resolv.conf links there).
             read.push(PathBuf::from("/run"));
         }
-        Profile { read: tidy(read), write: tidy(write), network, signals: false }
+        Profile { read: tidy(read), write: tidy(write), network, signals: false, unix_sockets }
     }
 
     /// This profile with nothing written but the system's devices: for a
@@ -132,6 +144,7 @@ impl Profile {
             write: system,
             network: false,
             signals: false,
+            unix_sockets: false,
         }
     }
 
@@ -142,6 +155,7 @@ impl Profile {
             "write": self.write.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
             "network": self.network,
             "signals_outside": self.signals,
+            "unix_sockets": self.unix_sockets || self.network,
         })
     }
 }
@@ -350,6 +364,7 @@ mod tests {
             read: vec![extra.clone()],
             write: vec![],
             network: true,
+            unix_sockets: false,
         };
         let p = derive(vec![Effect::ReadsRepo], tmp.path(), std::slice::from_ref(&w));
         assert!(p.network);

@@ -1,0 +1,265 @@
+//! The OS sandbox attacked where Landlock does not look (issue 36): a
+//! hostile repository's recipe, run by `just.run`, reaches for the user's
+//! ssh-agent by its socket path, acts on verbgate's own process (prlimit,
+//! its environment, its priority), reads the kernel keyring, watches a
+//! directory it may not list, and writes through a descriptor left open by
+//! whatever started verbgate. verbgate's home reached through a link into
+//! the root, or named relative to it, and a core dump of the server are
+//! attacked too. Each attack was seen succeeding against the build before
+//! (`VERBGATE_TEST_BIN=<older verbgate>`), and each now fails.
+
+use serde_json::{json, Value};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use verbgate_tests::Env;
+
+/// The recipe's attacks, one marker file in the root for each that got
+/// through (its content: what it got).
+const ATTACK: &str = r#"
+import ctypes, os, resource, socket, sys
+l = ctypes.CDLL(None, use_errno=True)
+AGENT, WATCHED, KEYCTL = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def attempt(name, f):
+    try:
+        got = f()
+    except Exception as e:
+        open(name + ".refused", "w").write(repr(e))
+        return
+    open(name, "w").write(str(got))
+
+def agent():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(AGENT)
+    s.sendall(b"sign this for me")
+    return "connected to the agent"
+
+def ancestors():
+    pid = os.getppid()
+    while pid > 1:
+        yield pid
+        pid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+
+def keyring():
+    r = l.syscall(KEYCTL, 0, -4, 1)
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "keyctl")
+    return "user keyring %d" % r
+
+def watch():
+    fd = l.inotify_init1(0)
+    if fd < 0 or l.inotify_add_watch(fd, WATCHED.encode(), 0xfff) < 0:
+        raise OSError(ctypes.get_errno(), "inotify")
+    return "watching " + WATCHED
+
+attempt("breach-unix-socket", agent)
+verbgate = next(p for p in ancestors() if open("/proc/%d/comm" % p).read().startswith("verbgate"))
+inf = resource.RLIM_INFINITY
+attempt("breach-prlimit", lambda: resource.prlimit(verbgate, resource.RLIMIT_CORE, (inf, inf)))
+attempt("breach-environ", lambda: open("/proc/%d/environ" % verbgate, "rb").read())
+attempt("breach-renice", lambda: os.setpriority(os.PRIO_PROCESS, verbgate, 19) or "reniced")
+attempt("breach-keyring", keyring)
+attempt("breach-inotify", watch)
+"#;
+
+/// The markers the recipe leaves when an attack got through.
+const BREACHES: &[(&str, &str)] = &[
+    ("breach-unix-socket", "connected to a UNIX socket outside the root (the ssh-agent)"),
+    ("breach-prlimit", "set verbgate's own limits"),
+    ("breach-environ", "read verbgate's environment"),
+    ("breach-renice", "changed verbgate's priority"),
+    ("breach-keyring", "read the user's kernel keyring"),
+    ("breach-inotify", "watched a directory outside the profile"),
+    ("breach-inherited-fd", "wrote through a descriptor verbgate inherited"),
+];
+
+/// Run `request` with `file` open (append, inheritable) as descriptor 7
+/// of the verbgate process, as a shell's `7>>file` would leave it.
+fn request_with_fd(env: &Env, request: &Value, file: &Path) -> Value {
+    let f = std::fs::OpenOptions::new().create(true).append(true).open(file).unwrap();
+    let mut cmd = env.cmd(&["request", &request.to_string()]);
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&f);
+    // SAFETY: dup2 between two descriptors, in the child before exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(raw, 7) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("non-JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn a_recipe_cannot_reach_sockets_processes_keyrings_watches_or_inherited_descriptors() {
+    let env = Env::new().allowing(&["just.*"]);
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let agent = outside.join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&agent).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let inherited = outside.join("inherited.txt");
+    std::fs::write(env.root.join("attack.py"), ATTACK).unwrap();
+    std::fs::write(
+        env.root.join("justfile"),
+        format!(
+            "attack:\n    -/usr/bin/python3 attack.py {} {} {}\n    -echo pwned >&7 && echo yes > breach-inherited-fd\n    echo done > done.txt\n",
+            agent.display(),
+            outside.display(),
+            libc::SYS_keyctl
+        ),
+    )
+    .unwrap();
+    let fp = env.request(&json!({"help": "just.run:attack"}))["help"]["schema_fingerprint"].clone();
+    let out = request_with_fd(
+        &env,
+        &json!({"ops": [{"op": "just.run", "args": {"target": "attack"}, "schema_fingerprint": fp}]}),
+        &inherited,
+    );
+    let id = out["results"][0]["result"]["job"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let w = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 60}));
+    assert_eq!(w["result"]["all_terminal"], true, "{w}");
+    assert_eq!(
+        std::fs::read_to_string(env.root.join("done.txt")).unwrap_or_default().trim(),
+        "done",
+        "the recipe ran to its end: {w}"
+    );
+    let mut breaches: Vec<String> = BREACHES
+        .iter()
+        .filter_map(|(marker, what)| {
+            let got = std::fs::read_to_string(env.root.join(marker)).ok()?;
+            Some(format!("{what} ({})", got.chars().take(80).collect::<String>()))
+        })
+        .collect();
+    if listener.accept().is_ok() {
+        breaches.push("the agent saw a connection".into());
+    }
+    if std::fs::read_to_string(&inherited).unwrap_or_default().contains("pwned") {
+        breaches.push("the outside file got the write".into());
+    }
+    // The attack script ran and each attempt was refused, not skipped.
+    for (marker, _) in &BREACHES[..6] {
+        assert!(
+            env.root.join(marker).exists() || env.root.join(format!("{marker}.refused")).exists(),
+            "the attack {marker} did not run: {w}"
+        );
+    }
+    assert!(breaches.is_empty(), "the recipe {}", breaches.join("; "));
+}
+
+/// Move the test's home into its root (`root/.vg`), leaving a link where
+/// the home was: `VERBGATE_HOME` then reaches the root through the link.
+fn home_through_a_link_into_the_root(env: &Env) -> std::path::PathBuf {
+    let inside = env.root.join(".vg");
+    std::fs::rename(&env.home, &inside).unwrap();
+    std::os::unix::fs::symlink(&inside, &env.home).unwrap();
+    inside
+}
+
+#[test]
+fn a_home_reached_through_a_link_into_the_root_refuses_to_start() {
+    let env = Env::new().allowing(&["just.*"]);
+    std::fs::write(
+        env.root.join("justfile"),
+        "attack:\n    printf '\\n[sandbox]\\nmode = \"off\"\\n' >> .vg/verbgate.toml\n",
+    )
+    .unwrap();
+    let inside = home_through_a_link_into_the_root(&env);
+    let before = std::fs::read_to_string(inside.join("verbgate.toml")).unwrap();
+    let (code, out, _) = env.run(&["request", r#"{"help": "just.run:attack"}"#]);
+    let fp = out["help"]["schema_fingerprint"].clone();
+    let (code2, out2, _) = env.run(&[
+        "request",
+        &json!({"ops": [{"op": "just.run", "args": {"target": "attack"}, "schema_fingerprint": fp}]})
+            .to_string(),
+    ]);
+    if let Some(id) = out2["results"][0]["result"]["job"]["id"].as_str() {
+        env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 60}));
+    }
+    assert_eq!(
+        std::fs::read_to_string(inside.join("verbgate.toml")).unwrap(),
+        before,
+        "a recipe rewrote verbgate.toml through the home's link: {out2}"
+    );
+    for (code, out) in [(code, &out), (code2, &out2)] {
+        assert_eq!(code, 1, "{out}");
+        assert_eq!(out["error"]["code"], "sandbox_unavailable", "{out}");
+        let message = out["error"]["message"].as_str().unwrap();
+        assert!(message.contains("lies inside the root") && message.contains("--root"), "{out}");
+        assert_eq!(
+            out["error"]["home"],
+            inside.canonicalize().unwrap().display().to_string(),
+            "the error names the real home: {out}"
+        );
+    }
+}
+
+#[test]
+fn a_relative_home_inside_the_root_refuses_to_start() {
+    let env = Env::new();
+    let inside = home_through_a_link_into_the_root(&env);
+    std::fs::remove_file(&env.home).unwrap();
+    let out = env
+        .cmd(&["request", r#"{"ops": [{"op": "git.status"}]}"#])
+        .current_dir(&env.root)
+        .env("VERBGATE_HOME", ".vg")
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["error"]["code"], "sandbox_unavailable", "{json}");
+    assert_eq!(json["error"]["home"], inside.canonicalize().unwrap().display().to_string());
+    // And a root inside the home is refused the same way.
+    let env = Env::new();
+    std::fs::create_dir_all(env.home.join("repo")).unwrap();
+    let out = std::process::Command::new(verbgate_tests::verbgate_bin())
+        .env("VERBGATE_HOME", &env.home)
+        .arg("--root")
+        .arg(env.home.join("repo"))
+        .args(["request", r#"{"help": true}"#])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["error"]["code"], "sandbox_unavailable", "a root inside the home: {json}");
+    assert!(json["error"]["message"].as_str().unwrap().contains("the root lies inside"), "{json}");
+}
+
+#[test]
+fn the_server_dumps_no_core_whatever_its_limit() {
+    let env = Env::new();
+    let cwd = env.tmp.path().join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut server = env
+        .cmd(&["serve"])
+        .current_dir(&cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = server.id() as libc::pid_t;
+    // What a same-user process can do to it: raise its core limit (prlimit
+    // needs no privilege for one's own processes), then crash it (SIGABRT:
+    // wasmtime's handler takes SIGSEGV).
+    let unlimited = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: prlimit and kill with plain values on our own child.
+    unsafe {
+        libc::prlimit(pid, libc::RLIMIT_CORE, &unlimited, std::ptr::null_mut());
+        libc::kill(pid, libc::SIGABRT);
+    }
+    let status = server.wait().unwrap();
+    assert!(std::os::unix::process::ExitStatusExt::signal(&status).is_some(), "{status:?}");
+    let cores: Vec<_> = std::fs::read_dir(&cwd)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("core"))
+        .collect();
+    assert!(cores.is_empty(), "the server dumped its memory into {}: {cores:?}", cwd.display());
+}
