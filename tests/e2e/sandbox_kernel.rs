@@ -263,3 +263,92 @@ fn the_server_dumps_no_core_whatever_its_limit() {
         .collect();
     assert!(cores.is_empty(), "the server dumped its memory into {}: {cores:?}", cwd.display());
 }
+
+/// A daemon that leaves its job's group and session (a double fork and
+/// `setsid`) and appends to a file in the root until stopped; its pid goes
+/// to `<log>.pid`.
+const DAEMON: &str = r#"
+import os, sys, time
+log = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for fd in (0, 1, 2):
+            os.close(fd)
+        open(log + ".pid", "w").write(str(os.getpid()))
+        while True:
+            with open(log, "a") as f:
+                f.write("tick\n")
+            time.sleep(0.05)
+    os._exit(0)
+os.wait()
+while not os.path.exists(log + ".pid"):
+    time.sleep(0.01)
+"#;
+
+/// Whether the file `log` still grows (read twice, 600 ms apart).
+fn grows(log: &Path) -> bool {
+    let size = || std::fs::metadata(log).map(|m| m.len()).unwrap_or(0);
+    let before = size();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    size() > before
+}
+
+/// Stop a daemon the old build left running.
+fn reap_daemon(log: &Path) {
+    let pid = std::fs::read_to_string(log.with_extension("log.pid")).unwrap_or_default();
+    if let Ok(pid) = pid.trim().parse::<libc::pid_t>() {
+        // SAFETY: kill with plain values.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+#[test]
+fn daemons_a_job_starts_end_with_the_job_and_with_its_kill() {
+    let env = Env::new().allowing(&["just.*"]);
+    std::fs::write(env.root.join("daemon.py"), DAEMON).unwrap();
+    std::fs::write(
+        env.root.join("justfile"),
+        "leave:\n    /usr/bin/python3 daemon.py leave.log\n\nstay:\n    /usr/bin/python3 daemon.py stay.log\n    sleep 60\n",
+    )
+    .unwrap();
+    let (leave, stay) = (env.root.join("leave.log"), env.root.join("stay.log"));
+    let start = |target: &str| {
+        let fp = env.request(&json!({"help": format!("just.run:{target}")}))["help"]
+            ["schema_fingerprint"]
+            .clone();
+        let out = env.request(&json!({"ops": [{"op": "just.run", "args": {"target": target}, "schema_fingerprint": fp}]}));
+        out["results"][0]["result"]["job"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string()
+    };
+    // A job that ends on its own, its daemon running.
+    let id = start("leave");
+    let w = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 60}));
+    assert_eq!(w["result"]["all_terminal"], true, "{w}");
+    assert!(leave.with_extension("log.pid").exists(), "the daemon started: {w}");
+    let leave_grows = grows(&leave);
+    // A job killed while its daemon runs.
+    let id = start("stay");
+    for _ in 0..200 {
+        if stay.with_extension("log.pid").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(grows(&stay), "the second daemon runs while its job does");
+    let k = env.op("job.kill", json!({"id": &id}));
+    assert_eq!(k["ok"], true, "{k}");
+    let w = env.op("job.wait", json!({"ids": [&id], "max_wait_seconds": 60}));
+    assert_eq!(w["result"]["all_terminal"], true, "{w}");
+    let stay_grows = grows(&stay);
+    reap_daemon(&leave);
+    reap_daemon(&stay);
+    assert!(
+        !leave_grows,
+        "a daemon outlived the job that started it (it still writes {})",
+        leave.display()
+    );
+    assert!(!stay_grows, "a daemon outlived job.kill of its job");
+}

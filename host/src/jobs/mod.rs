@@ -23,6 +23,7 @@ pub mod prune;
 pub mod store;
 pub mod supervisor;
 mod testhook;
+mod tree;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

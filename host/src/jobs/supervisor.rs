@@ -33,8 +33,9 @@ use super::testhook;
 
 /// Time between TERM and KILL when the supervisor stops a job.
 pub const TERM_GRACE: Duration = Duration::from_secs(2);
-/// After the program exits, how long to keep copying output that its
-/// leftover children still write before recording the end.
+/// After the program and its leftovers are gone, how long to keep copying
+/// what is still in the pipes (a descriptor passed to a process outside the
+/// tree could keep them open) before recording the end.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 /// Attempts (one second apart) at a store write that must not be lost.
 const RECORD_ATTEMPTS: u32 = 10;
@@ -47,6 +48,12 @@ pub fn supervise(state_dir: &Path, id: &str, sandbox: Option<&str>) -> i32 {
     // SAFETY: setsid takes no arguments and touches no memory of ours.
     unsafe {
         libc::setsid();
+    }
+    // Every process of the job's tree that loses its parent comes to us, so
+    // none outlives the job (see `tree`).
+    if let Err(e) = super::tree::become_reaper() {
+        eprintln!("verbgate supervisor for job {id}: cannot become the job tree's reaper: {e}");
+        return 1;
     }
     match supervise_inner(state_dir, id, sandbox) {
         Ok(()) => 0,
@@ -304,8 +311,10 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
     });
     let limit = job.time_limit_ms.map(Duration::from_millis);
     let (mut run, status, exit_ms) = watch(&rx, &leader, limit)?;
-    // The program is gone; keep what its leftover children still write, for
-    // a moment.
+    // The program is gone, and so is everything it started: its group, and
+    // every daemon that left its group (all re-parented to us as it ended).
+    super::tree::end_leftovers();
+    // Copy what is still in the pipes.
     let until = Instant::now() + DRAIN_AFTER_EXIT;
     while run.drained < 2 {
         match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
@@ -410,6 +419,7 @@ fn unrecorded_start(
     let pid = started.pid;
     Leader::of(&child).signal(libc::SIGKILL);
     let status = child.wait();
+    super::tree::end_leftovers();
     let msg = format!("the program started (pid {pid}) but recording that failed ({cause:#}); it was stopped rather than left running unsupervised");
     let exit = status.as_ref().map(|s| (s.code(), s.signal())).unwrap_or((None, None));
     record(store, id, |j| {
