@@ -352,3 +352,50 @@ fn daemons_a_job_starts_end_with_the_job_and_with_its_kill() {
     );
     assert!(!stay_grows, "a daemon outlived job.kill of its job");
 }
+
+#[test]
+fn a_daemon_an_ops_program_starts_ends_with_the_op() {
+    // eslint.check runs the repository's eslint.config.js, synchronously (an
+    // exec op): the config starts a daemon that leaves eslint's group.
+    verbgate_tests::require_test_tool("eslint");
+    let env = Env::new();
+    verbgate_tests::copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/eslint-project"),
+        &env.root,
+    );
+    std::fs::write(env.root.join("daemon.py"), DAEMON).unwrap();
+    let config = std::fs::read_to_string(env.root.join("eslint.config.js")).unwrap();
+    std::fs::write(
+        env.root.join("eslint.config.js"),
+        format!(
+            "import {{ spawnSync }} from \"node:child_process\";\nspawnSync(\"/usr/bin/python3\", [\"daemon.py\", \"lint.log\"]);\n{config}"
+        ),
+    )
+    .unwrap();
+    let r = env.op("eslint.check", json!({}));
+    let log = env.root.join("lint.log");
+    assert!(log.with_extension("log.pid").exists(), "the config started its daemon: {r}");
+    assert_eq!(r["ok"], true, "eslint still ran: {r}");
+    let still = grows(&log);
+    reap_daemon(&log);
+    assert!(
+        !still,
+        "a daemon outlived the op whose program started it (it still writes {})",
+        log.display()
+    );
+    // The same op through a server that keeps running: the daemon ends
+    // after the answer, not when the server does.
+    std::fs::remove_file(log.with_extension("log.pid")).unwrap();
+    let rt = verbgate_tests::runtime();
+    let (reply, still) = rt.block_on(async {
+        let session =
+            verbgate_tests::mcp::Session::start(env.serve_command()).await.expect("MCP session");
+        let reply = session.request(json!({"ops": [{"op": "eslint.check"}]})).await.unwrap();
+        let still = grows(&log);
+        session.close().await.unwrap();
+        (reply, still)
+    });
+    reap_daemon(&log);
+    assert!(log.with_extension("log.pid").exists(), "the daemon started again: {}", reply.text);
+    assert!(!still, "a daemon outlived its op in a running server");
+}

@@ -39,6 +39,11 @@ impl Context {
     pub async fn load_with(g: &GlobalArgs, mode: LoadMode) -> Result<Context> {
         let config = Arc::new(Config::load(&g.overrides())?);
         config.check_home_apart_from_root()?;
+        // What the programs of its ops leave running comes to this process,
+        // which ends it (exec::orphans).
+        crate::exec::orphans::become_reaper().map_err(|e| {
+            anyhow::anyhow!("cannot become the reaper of the programs verbgate starts: {e}")
+        })?;
         let runtime =
             Arc::new(Runtime::new(SandboxLimits::from(&config.limits), Some(config.cache_dir()))?);
         let loaded = Registry::load_with(&config, runtime.clone(), mode).await?;

@@ -52,6 +52,8 @@ pub async fn run(g: &GlobalArgs, a: RequestArgs) -> Result<ExitCode> {
     let response =
         ctx.dispatcher().handle_as(&value, Arc::new(Observer::default()), Arc::new(caller)).await;
     print_json(&response.body);
+    // This process ends now: what an op's program left running ends first.
+    crate::exec::orphans::sweep();
     Ok(match (response.is_error, response.body["status"].as_str()) {
         (true, _) => ExitCode::from(4),
         (false, Some("success")) => ExitCode::SUCCESS,

@@ -158,7 +158,9 @@ pub fn run(
     if group.abandoned() {
         return Err(Failure::Start(std::io::Error::other("the op was cancelled before it began")));
     }
-    let mut child = start().map_err(Failure::Start)?;
+    let mut child = super::orphans::spawn(start).map_err(Failure::Start)?;
+    // Forgotten on every way out, after the reap each path makes.
+    let _registered = Registered(child.id());
     let deadline = Instant::now() + bounds.timeout;
     if !group.started(child.id() as i32) {
         // Killed by `started`: the wait is short.
@@ -186,6 +188,16 @@ pub fn run(
     let (stdout, stderr, truncated) = pumped?;
     let status = status?;
     Ok(Finished { status, stdout, stderr, truncated })
+}
+
+/// A started program, registered as ours ([`super::orphans`]) until the
+/// run that reaped it returns.
+struct Registered(u32);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        super::orphans::forget(self.0);
+    }
 }
 
 /// One captured stream.

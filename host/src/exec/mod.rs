@@ -16,6 +16,7 @@ mod child;
 pub mod confine;
 pub mod env;
 pub mod guard;
+pub mod orphans;
 pub mod programs;
 pub mod run;
 

@@ -252,6 +252,9 @@ pub async fn run_after<'a, T: Send + 'static>(
         };
         let _ = tx.send(Some(child::run(start, stdin, &bounds, &group)));
         drop(tmp);
+        // After the answer is on its way: end what the program left
+        // running outside its group.
+        super::orphans::sweep_soon();
     })?;
     let not_made = match launch() {
         Ok(l) => {

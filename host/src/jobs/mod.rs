@@ -23,7 +23,6 @@ pub mod prune;
 pub mod store;
 pub mod supervisor;
 mod testhook;
-mod tree;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -151,11 +150,13 @@ impl Jobs {
         // ([`supervisor::supervise`]): a `pre_exec` hook here would force
         // std to fork this whole process (milliseconds with wasmtime's pool
         // mapped) instead of posix_spawn.
-        match cmd.spawn() {
+        match crate::exec::orphans::spawn(|| cmd.spawn()) {
             Ok(mut child) => {
-                // Reap it when it ends, so it never lingers as a zombie of ours.
+                // Reap it when it ends, so it never lingers as a zombie of
+                // ours (registered until then: it is no leftover).
                 std::thread::spawn(move || {
                     let _ = child.wait();
+                    crate::exec::orphans::forget(child.id());
                 });
                 Ok(job)
             }

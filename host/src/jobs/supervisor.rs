@@ -49,9 +49,10 @@ pub fn supervise(state_dir: &Path, id: &str, sandbox: Option<&str>) -> i32 {
     unsafe {
         libc::setsid();
     }
-    // Every process of the job's tree that loses its parent comes to us, so
-    // none outlives the job (see `tree`).
-    if let Err(e) = super::tree::become_reaper() {
+    // Every process of the job's tree that loses its parent comes to us,
+    // wherever it moved its group or session, so none outlives the job: once
+    // the program is reaped, every child left is a leftover of its tree.
+    if let Err(e) = crate::exec::orphans::become_reaper() {
         eprintln!("verbgate supervisor for job {id}: cannot become the job tree's reaper: {e}");
         return 1;
     }
@@ -313,7 +314,7 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
     let (mut run, status, exit_ms) = watch(&rx, &leader, limit)?;
     // The program is gone, and so is everything it started: its group, and
     // every daemon that left its group (all re-parented to us as it ended).
-    super::tree::end_leftovers();
+    crate::exec::orphans::end_all_children();
     // Copy what is still in the pipes.
     let until = Instant::now() + DRAIN_AFTER_EXIT;
     while run.drained < 2 {
@@ -419,7 +420,7 @@ fn unrecorded_start(
     let pid = started.pid;
     Leader::of(&child).signal(libc::SIGKILL);
     let status = child.wait();
-    super::tree::end_leftovers();
+    crate::exec::orphans::end_all_children();
     let msg = format!("the program started (pid {pid}) but recording that failed ({cause:#}); it was stopped rather than left running unsupervised");
     let exit = status.as_ref().map(|s| (s.code(), s.signal())).unwrap_or((None, None));
     record(store, id, |j| {
