@@ -482,6 +482,7 @@ async fn exec_breakdown() -> Result<()> {
             program: &git,
             env: &env,
             widen: &[],
+            verbgate_home: &home.home,
             also_read: vec![],
         })
     };

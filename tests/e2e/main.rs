@@ -42,6 +42,7 @@ mod rg;
 mod ruff;
 mod sandbox;
 mod sandbox_kernel;
+mod sandbox_toolchain;
 mod tasks;
 mod trust;
 mod tsc;

@@ -170,6 +170,7 @@ impl Dispatcher {
             return Err(crate::sandbox::unavailable(why));
         }
         let root = &self.config.root;
+        private_caches(&self.config, prepared)?;
         let profile =
             profile_for(&self.config, verb, &prepared.name, &prepared.program, &prepared.env);
         let home = &self.config.home;
@@ -197,6 +198,49 @@ impl Dispatcher {
     }
 }
 
+/// Point a toolchain's cache at verbgate's private one for this root
+/// (`$VERBGATE_HOME/toolcache/<16 hex of the root's SHA-256>/<tool>`, made
+/// 0700), set after the plan's environment so no plan moves it: a cache a
+/// confined program writes must never be one the user's own builds run
+/// code from (`~/.cache/go-build`), nor one another repository's programs
+/// read (hence one per root).
+fn private_caches(
+    config: &crate::config::Config,
+    prepared: &mut crate::exec::Prepared,
+) -> Result<(), OpError> {
+    let name = prepared.program.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    for (programs, var, dir) in crate::sandbox::profile::PRIVATE_CACHES {
+        if !programs.contains(&name) && !programs.contains(&prepared.name.as_str()) {
+            continue;
+        }
+        let root = crate::json::sha256_hex(config.root.to_string_lossy().as_bytes());
+        let path = config.home.join("toolcache").join(&root[..16]).join(dir);
+        // A link planted in the home would aim the grant (and the cache) at
+        // the user's own cache: refused, not followed.
+        let linked = path
+            .ancestors()
+            .take(3)
+            .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()));
+        if let Some(link) = linked {
+            return Err(OpError::new(
+                ErrorCode::LaunchFailed,
+                format!(
+                    "{} (for the private {var}) is a link; remove it: verbgate makes its own",
+                    link.display()
+                ),
+            ));
+        }
+        crate::private_files::ensure_private_dir(&path).map_err(|e| {
+            OpError::new(
+                ErrorCode::LaunchFailed,
+                format!("cannot make the private {var} directory {}: {e:#}", path.display()),
+            )
+        })?;
+        prepared.env.insert(var.to_string(), path.display().to_string());
+    }
+    Ok(())
+}
+
 /// The OS sandbox profile of `verb`'s program `name` (resolved to
 /// `program`, run with `env`) under `config`.
 pub fn profile_for(
@@ -214,6 +258,7 @@ pub fn profile_for(
         program,
         env,
         widen: &config.sandbox.allow,
+        verbgate_home: &config.home,
         also_read: crate::exec::guard::ancestors::read_above_root(name, program, root),
     })
 }

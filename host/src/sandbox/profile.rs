@@ -90,6 +90,9 @@ pub struct Inputs<'a> {
     pub env: &'a BTreeMap<String, String>,
     /// The operator's widenings.
     pub widen: &'a [Widening],
+    /// verbgate's own home (canonical): never readable through what a
+    /// program's location or toolchain would grant.
+    pub verbgate_home: &'a Path,
     /// Files outside the root the program reads by convention and the
     /// guards have vouched for (cargo's configuration above the root).
     pub also_read: Vec<PathBuf>,
@@ -110,7 +113,8 @@ impl Profile {
         }
         let mut network = i.effects.may(Effect::Network);
         let mut unix_sockets = false;
-        read.extend(toolchain(i.program, i.env));
+        let never = Never::new(i.env, i.verbgate_home);
+        read.extend(toolchain(i.program, i.env, &never));
         write.extend(toolchain_state(i.program, i.env));
         if network {
             read.extend(credentials(i.program, i.env));
@@ -186,7 +190,11 @@ fn prefixes(program: &Path) -> Vec<PathBuf> {
 }
 
 /// A script's interpreter (`#!/path/python`, `#!/usr/bin/env python3`
-/// found on `PATH`), if `program` is a script.
+/// found on `PATH`), if `program` is a script. The line may be repository
+/// content, so it is not followed when it is `env` with options or
+/// assignments (`env -S '…'` splits a command line of its own), and what
+/// it names widens a profile only as far as [`installed`] allows — never
+/// to `$HOME`, verbgate's home or a credential file.
 fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf> {
     use std::io::Read;
     let mut head = [0u8; 256];
@@ -196,7 +204,10 @@ fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf
     let mut words = line.split_whitespace();
     let first = PathBuf::from(words.next()?);
     if first.file_name().is_some_and(|f| f == "env") {
-        let name = words.find(|w| !w.starts_with('-'))?;
+        let name = words.next()?;
+        if name.starts_with('-') || name.contains('=') {
+            return None;
+        }
         return env.get("PATH")?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.is_file());
     }
     Some(first)
@@ -207,11 +218,11 @@ fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf
 /// virtualenv's `pytest` runs the Python it was made from); for cargo and
 /// rustup their homes; git's and the user's own git configuration (the
 /// user's global settings keep working). Only what exists.
-fn toolchain(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+fn toolchain(program: &Path, env: &BTreeMap<String, String>, never: &Never) -> Vec<PathBuf> {
     let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
-    let mut out = prefixes(program);
+    let mut out = installed(program, never);
     if let Some(interp) = interpreter(&real, env) {
-        out.extend(prefixes(&interp));
+        out.extend(installed(&interp, never));
     }
     let home = env.get("HOME").map(PathBuf::from);
     let name = real.file_name().and_then(|n| n.to_str()).unwrap_or_default();
@@ -226,13 +237,17 @@ fn toolchain(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
             .get("RUSTUP_HOME")
             .map(PathBuf::from)
             .or_else(|| home.as_ref().map(|h| h.join(".rustup")));
-        out.extend(cargo_home);
+        // Its entries but the registry tokens (`credentials.toml`).
+        out.extend(cargo_home.iter().flat_map(|h| entries_but(h, CARGO_CREDENTIALS)));
         out.extend(rustup_home);
     }
     if is(&["git"]) {
         if let Some(h) = &home {
+            // Not `~/.config/git` itself: it holds `credentials` too.
             out.push(h.join(".gitconfig"));
-            out.push(h.join(".config/git"));
+            for f in ["config", "ignore", "attributes"] {
+                out.push(h.join(".config/git").join(f));
+            }
         }
     }
     if is(&["go"]) {
@@ -246,25 +261,112 @@ fn toolchain(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
         );
         out.extend(home.as_ref().map(|h| h.join(".config/go")));
     }
+    out.retain(|p| never.allows(p));
     out
 }
 
-/// The user's state outside the root a program must write to work at
-/// all: the go command's build cache (`GOCACHE`, else
-/// `$XDG_CACHE_HOME/go-build`, else `~/.cache/go-build`; the user's own,
-/// kept across runs). Only what exists: a build cache go has not made yet
-/// stays closed.
+/// The caches a program must write to work at all, outside the root:
+/// the private ones verbgate gives it ([`PRIVATE_CACHES`], set in its
+/// environment by dispatch), never the user's — a cache a confined
+/// program writes holds code the user's next unconfined build would run
+/// (a test binary in `~/.cache/go-build`).
 fn toolchain_state(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
-    if !is_program(program, &["go"]) {
-        return Vec::new();
+    PRIVATE_CACHES
+        .iter()
+        .filter(|(programs, _, _)| is_program(program, programs))
+        .filter_map(|(_, var, _)| env.get(*var).map(PathBuf::from))
+        .collect()
+}
+
+/// The toolchain caches verbgate keeps private: the programs, the variable
+/// that moves the cache, and the directory's name under
+/// `$VERBGATE_HOME/toolcache/<root>/`.
+pub const PRIVATE_CACHES: &[(&[&str], &str, &str)] =
+    &[(&["go"], "GOCACHE", "go-build"), (&["npm", "npx"], "npm_config_cache", "npm")];
+
+/// cargo's registry tokens, in `CARGO_HOME`.
+const CARGO_CREDENTIALS: &[&str] = &["credentials", "credentials.toml"];
+
+/// Files under `$HOME` that hold the user's secrets: a path granted for a
+/// program's location or toolchain never covers one (an operator's
+/// `[[sandbox.allow]]` may; network git reads its own, see
+/// [`credentials`]).
+pub const CREDENTIAL_FILES: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".docker",
+    ".aws",
+    ".kube",
+    ".config/gh",
+    ".config/gcloud",
+    ".password-store",
+    ".local/share/keyrings",
+];
+
+/// What a program's location and toolchain never grant: `$HOME` itself or
+/// a directory above it, verbgate's home (its keys, tokens, cache MAC key
+/// and config) or anything holding or inside it — the default ones under
+/// `$XDG_DATA_HOME` and `~/.local/share` included — and any directory holding a credential file.
+struct Never {
+    home: Option<PathBuf>,
+    homes: Vec<PathBuf>,
+    secrets: Vec<PathBuf>,
+}
+
+impl Never {
+    fn new(env: &BTreeMap<String, String>, verbgate_home: &Path) -> Never {
+        let home = env.get("HOME").map(|h| real(Path::new(h)));
+        let mut homes = vec![real(verbgate_home)];
+        homes.extend(home.as_ref().map(|h| h.join(".local/share/verbgate")));
+        homes.extend(env.get("XDG_DATA_HOME").map(|x| real(Path::new(x)).join("verbgate")));
+        let secrets =
+            home.iter().flat_map(|h| CREDENTIAL_FILES.iter().map(move |f| h.join(f))).collect();
+        Never { home, homes, secrets }
     }
-    let home = env.get("HOME").map(PathBuf::from);
-    let cache = env
-        .get("GOCACHE")
-        .map(PathBuf::from)
-        .or_else(|| env.get("XDG_CACHE_HOME").map(|x| Path::new(x).join("go-build")))
-        .or_else(|| home.map(|h| h.join(".cache/go-build")));
-    cache.into_iter().collect()
+
+    /// Whether `path` (as named, and after links) may be granted.
+    fn allows(&self, path: &Path) -> bool {
+        [path.to_path_buf(), real(path)].iter().all(|p| {
+            !self.home.as_ref().is_some_and(|h| h.starts_with(p))
+                && !self.homes.iter().any(|v| v.starts_with(p) || p.starts_with(v))
+                && !self.secrets.iter().any(|s| s.starts_with(p))
+        })
+    }
+}
+
+/// `path` with its links resolved, as far as it exists.
+fn real(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Where `program` was installed ([`prefixes`]) — or, when a prefix may
+/// not be granted (`~/.local` holds verbgate's default home, `~` the
+/// user's secrets), only the program file itself, as named and after
+/// links: it still runs, and reads nothing of its neighbours.
+fn installed(program: &Path, never: &Never) -> Vec<PathBuf> {
+    let prefixes = prefixes(program);
+    if prefixes.iter().all(|p| never.allows(p)) {
+        return prefixes;
+    }
+    [program.to_path_buf(), real(program)].into_iter().filter(|p| never.allows(p)).collect()
+}
+
+/// The entries of directory `dir` except those named in `but` (each entry
+/// granted beneath, so the withheld ones stay closed).
+fn entries_but(dir: &Path, but: &[&str]) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| !but.iter().any(|b| e.file_name() == *b))
+        .map(|e| e.path())
+        .collect()
 }
 
 /// What a program that talks to the network reads to authenticate: git's
@@ -316,6 +418,7 @@ mod tests {
             program: Path::new("/usr/bin/git"),
             env: &env,
             widen,
+            verbgate_home: Path::new("/nonexistent/verbgate-home"),
             also_read: vec![],
         })
     }
@@ -348,6 +451,7 @@ mod tests {
             program: Path::new("/usr/bin/git"),
             env: &env,
             widen: &[],
+            verbgate_home: Path::new("/nonexistent/verbgate-home"),
             also_read: vec![],
         });
         assert!(undeclared.network && undeclared.write.iter().any(|p| p == root));
@@ -373,9 +477,11 @@ mod tests {
     }
 
     #[test]
-    fn go_writes_its_build_cache_and_reads_its_modules_and_git_online_reads_credentials() {
+    fn go_writes_only_verbgates_cache_and_reads_its_modules_and_git_online_reads_credentials() {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
+        let private = tmp.path().join("vg/toolcache/r/go-build");
+        std::fs::create_dir_all(&private).unwrap();
         for d in [".cache/go-build", "go/pkg/mod", ".ssh"] {
             std::fs::create_dir_all(home.join(d)).unwrap();
         }
@@ -393,11 +499,28 @@ mod tests {
                 program,
                 env: &env,
                 widen: &[],
+                verbgate_home: Path::new("/nonexistent/verbgate-home"),
                 also_read: vec![],
             })
         };
         let go = at(&bin.join("go"), vec![Effect::ReadsRepo]);
-        assert!(go.write.contains(&home.join(".cache/go-build")), "{go:?}");
+        assert!(
+            !go.write.contains(&home.join(".cache/go-build")),
+            "the user's own build cache is never written: {go:?}"
+        );
+        let mut with_cache = env.clone();
+        with_cache.insert("GOCACHE".into(), private.display().to_string());
+        let cached = Profile::derive(&Inputs {
+            verb: "x.y",
+            effects: &Effects::declared(vec![Effect::ReadsRepo]),
+            root: root.path(),
+            program: &bin.join("go"),
+            env: &with_cache,
+            widen: &[],
+            verbgate_home: &tmp.path().join("vg"),
+            also_read: vec![],
+        });
+        assert!(cached.write.contains(&private), "verbgate's private cache is: {cached:?}");
         assert!(
             go.read.contains(&home.join("go/pkg/mod"))
                 && !go.write.contains(&home.join("go/pkg/mod")),
@@ -407,6 +530,82 @@ mod tests {
         let env_home = |p: &Profile| p.read.contains(&home.join(".ssh"));
         assert!(env_home(&at(git, vec![Effect::ReadsRepo, Effect::Network])));
         assert!(!env_home(&at(git, vec![Effect::ReadsRepo])), "offline git reads no keys");
+    }
+
+    /// Issue 36's widenings: a program under `~/.local/bin` read all of
+    /// `~/.local` (verbgate's default home); one under `~/bin` would read
+    /// `~`; git read `~/.config/git/credentials`, cargo
+    /// `~/.cargo/credentials.toml`; a script's `env -S` line or an
+    /// interpreter inside the root chose what else was read.
+    #[test]
+    fn a_programs_location_never_grants_the_home_verbgates_home_or_credentials() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home").canonicalize().unwrap_or(tmp.path().join("home"));
+        let vg = home.join(".local/share/verbgate");
+        for d in [".local/bin", ".local/share/verbgate", "bin", ".config/git", ".cargo/bin", ".ssh"]
+        {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        for f in [".local/bin/just", "bin/tool", ".config/git/config", ".config/git/credentials"] {
+            std::fs::write(home.join(f), "").unwrap();
+        }
+        std::fs::write(home.join(".cargo/credentials.toml"), "token").unwrap();
+        std::fs::write(home.join(".cargo/bin/cargo"), "").unwrap();
+        std::fs::write(home.join(".gitconfig"), "").unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".venv/bin")).unwrap();
+        // The repository's own interpreter links into `~/.local`.
+        std::os::unix::fs::symlink(home.join(".local/bin/just"), root.join(".venv/bin/python3"))
+            .unwrap();
+        let env: BTreeMap<String, String> = [
+            ("HOME".to_string(), home.display().to_string()),
+            ("PATH".to_string(), format!("{}:/usr/bin", root.join(".venv/bin").display())),
+        ]
+        .into_iter()
+        .collect();
+        let at = |program: &Path| {
+            Profile::derive(&Inputs {
+                verb: "x.y",
+                effects: &Effects::declared(vec![Effect::ReadsRepo]),
+                root: &root,
+                program,
+                env: &env,
+                widen: &[],
+                verbgate_home: &vg,
+                also_read: vec![],
+            })
+        };
+        let reaches = |p: &Profile, secret: &Path| p.read.iter().any(|r| secret.starts_with(r));
+        let secrets = [
+            home.join(".local/share/verbgate/keys"),
+            home.join(".config/git/credentials"),
+            home.join(".cargo/credentials.toml"),
+            home.join(".ssh/id_ed25519"),
+            home.join("notes.txt"),
+        ];
+        let just = at(&home.join(".local/bin/just"));
+        assert!(just.read.contains(&home.join(".local/bin/just")), "it still runs: {just:?}");
+        let tool = at(&home.join("bin/tool"));
+        let git_bin = tmp.path().join("usr/bin");
+        std::fs::create_dir_all(&git_bin).unwrap();
+        std::fs::write(git_bin.join("git"), "").unwrap();
+        let git = at(&git_bin.join("git"));
+        assert!(git.read.contains(&home.join(".config/git/config")), "{git:?}");
+        assert!(git.read.contains(&home.join(".gitconfig")), "{git:?}");
+        let cargo = at(&home.join(".cargo/bin/cargo"));
+        assert!(cargo.read.contains(&home.join(".cargo/bin")), "{cargo:?}");
+        // Scripts whose `#!` line would widen the profile.
+        let split = tmp.path().join("opt/split/bin");
+        std::fs::create_dir_all(&split).unwrap();
+        std::fs::write(split.join("s"), format!("#!/usr/bin/env -S {}/x\n", home.display()))
+            .unwrap();
+        std::fs::write(split.join("r"), "#!/usr/bin/env python3\n").unwrap();
+        for p in [&just, &tool, &git, &cargo, &at(&split.join("s")), &at(&split.join("r"))] {
+            for secret in &secrets {
+                assert!(!reaches(p, secret), "{} is readable: {p:?}", secret.display());
+            }
+        }
     }
 
     #[test]
