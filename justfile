@@ -65,6 +65,8 @@ node-tools:
 # The MCP Inspector CLI (pinned) in target/inspector, for the HTTP interop test.
 inspector:
     @test -x target/inspector/node_modules/.bin/mcp-inspector || (mkdir -p target/inspector && cd target/inspector && npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector@0.15.0)
+    @# 1.0.3's CLI sends headers (`--header`); it asks for Node 22 but its CLI runs on 20.
+    @test -x target/inspector-1/node_modules/.bin/mcp-inspector || (mkdir -p target/inspector-1 && cd target/inspector-1 && npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector@1.0.3)
 
 # The Python and JavaScript guest toolchains (componentize-py, componentize-js) in target/guest-tools.
 guest-tools:

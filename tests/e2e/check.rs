@@ -275,3 +275,36 @@ fn check_refuses_a_describe_past_its_bounds_at_once() {
     assert_eq!(error_codes(&out), ["control_characters"], "{out}");
     assert!(!out.to_string().contains('\u{1b}'), "{out}");
 }
+
+/// Programs a machine lacks are one INFO line at start, not a WARN per verb
+/// (13 of them, shown verbatim by MCP Inspector: issue 37); a configured
+/// path that is not a program stays a warning.
+#[test]
+fn missing_programs_are_one_info_line_and_a_wrong_configured_path_a_warning() {
+    let env = Env::new().with_program("cargo", "/nonexistent/cargo");
+    let start = |log: Option<&str>| {
+        let mut c = env.cmd(&["request", r#"{"help": true}"#]);
+        c.env("PATH", env.tmp.path().join("empty-path"));
+        if let Some(l) = log {
+            c.env("VERBGATE_LOG", l);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let quiet = start(None);
+    let warnings: Vec<&str> = quiet.lines().filter(|l| l.contains("WARN")).collect();
+    assert!(
+        !warnings.is_empty() && warnings.iter().all(|w| w.contains("programs.cargo")),
+        "only the wrong configured path warns: {quiet}"
+    );
+    let info = start(Some("info"));
+    let summary: Vec<&str> = info.lines().filter(|l| l.contains("not installed")).collect();
+    assert_eq!(summary.len(), 1, "{info}");
+    assert!(
+        summary[0].contains("git (git.") && summary[0].contains("programs.<name>"),
+        "each missing program with its verbs: {}",
+        summary[0]
+    );
+    assert!(!info.contains("was not found on PATH"), "no line per verb: {info}");
+}

@@ -433,3 +433,53 @@ fn the_mcp_inspector_cli_lists_the_tool_and_calls_it() {
     assert_eq!(results[1]["error"]["code"], "consent_required", "{called}");
     assert_eq!(results[1]["error"]["rule"], "default:writes_repo");
 }
+
+/// Inspector's 1.x CLI sends headers (issue 37: the docs said it could
+/// not): with `--header "Authorization: Bearer …"` it lists the tool and
+/// calls it on a server with tokens; without, it is refused.
+#[test]
+fn the_inspector_1_cli_authenticates_with_a_header() {
+    let cli = target_dir().join("inspector-1/node_modules/.bin/mcp-inspector");
+    assert!(
+        cli.exists(),
+        "{} is missing: run `just inspector` (part of `just test`)",
+        cli.display()
+    );
+    let env = Env::new();
+    let token = add_token(&env, "inspector", &[]);
+    let server = serve(&env, &[]);
+    let run = |extra: &[&str]| {
+        Command::new(&cli)
+            .args(["--cli", &server.url, "--transport", "http"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let bearer = format!("Authorization: Bearer {token}");
+    let out = run(&["--header", &bearer, "--method", "tools/list"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let tools: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(tools["tools"][0]["name"], "request", "{tools}");
+    let out = run(&[
+        "--header",
+        &bearer,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "request",
+        "--tool-arg",
+        "help=job.list",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let called: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(called["structuredContent"]["help"]["verb"], "job.list", "{called}");
+    let refused = run(&["--method", "tools/list"]);
+    assert!(
+        !refused.status.success(),
+        "no header, no session: {}",
+        String::from_utf8_lossy(&refused.stdout)
+    );
+}

@@ -79,6 +79,15 @@ fn help_ops_and_errors_over_mcp() {
             assert!(r.is_error, "{bad} must be isError");
             assert_eq!(r.structured["error"]["code"], code, "{bad}: {}", r.structured);
         }
+        // A call none of whose ops succeeded failed, for hosts keying on isError (issue 37).
+        for failing in [
+            json!({"ops": [{"op": "echo.argv", "args": {"wrod": 1}}]}),
+            json!({"ops": [{"op": "git.lgo"}, {"op": "echo.argv", "args": {"wrod": 1}}]}),
+        ] {
+            let r = s.request(failing.clone()).await.unwrap();
+            assert!(r.is_error, "{failing} must be isError: {}", r.structured);
+            assert_eq!(r.structured["status"], "partial", "the envelope is the same: {}", r.structured);
+        }
         let typo = s.request(json!({"help": "git.lgo"})).await.unwrap();
         assert_eq!(typo.structured["error"]["did_you_mean"], json!(["git.log"]));
         let cap = s.request(json!({"ops": (0..9).map(|_| json!({"op": "echo.argv"})).collect::<Vec<_>>()})).await.unwrap();

@@ -225,6 +225,9 @@ fn python_sdk_elicitation_allows_once_for_the_session_and_declines() {
     );
     assert_eq!(v["declined"]["results"][0]["error"]["code"], "consent_declined", "{v}");
     assert_eq!(v["declined"]["results"][0]["error"]["answer"], "decline");
+    // The only op was declined: the call failed, as the Python SDK reads it (issue 37).
+    assert_eq!(v["declined_is_error"], true, "{v}");
+    assert_eq!(v["batch_is_error"], false, "one of two ops ran: {v}");
     assert_eq!(v["batch"]["results"][0]["error"]["code"], "consent_declined");
     assert_eq!(v["batch"]["results"][1]["ok"], true, "the op needing no consent ran: {v}");
     assert_eq!(v["no_capability"]["results"][0]["error"]["code"], "consent_required", "{v}");
@@ -241,6 +244,12 @@ fn python_sdk_elicitation_allows_once_for_the_session_and_declines() {
     );
     // A write with a read-back: the person sees both commands before either runs.
     assert_eq!(v["commit"]["results"][0]["error"]["code"], "consent_declined", "{v}");
+    // Dismissed (an elicitation `cancel`), said as such, not as a "no" (issue 37).
+    assert_eq!(v["commit"]["results"][0]["error"]["answer"], "dismissed", "{v}");
+    assert!(
+        v["commit"]["results"][0]["error"]["message"].as_str().unwrap().contains("dismissed"),
+        "{v}"
+    );
     let commit = v["asked"][4]["message"].as_str().unwrap();
     assert!(
         commit.contains("`git.commit`") && commit.contains(" commit --no-gpg-sign"),
@@ -279,6 +288,7 @@ fn python_sdk_elicitation_allows_once_for_the_session_and_declines() {
         argv[0]
     );
     assert_eq!(by("echo.fail")[0]["answer"], "decline");
+    assert_eq!(by("git.commit")[0]["answer"], "dismissed");
     // The batch: git.status finished while echo.sleep still waited for its answer.
     let (sleep, status) = (by("echo.sleep")[0], by("git.status")[0]);
     assert!(sleep["duration_ms"].as_i64().unwrap() >= 1500, "{sleep}");

@@ -110,6 +110,14 @@ fn completed(payload: &TaskPayload) -> Value {
     }
 }
 
+/// A completed task's `isError`.
+fn is_error(payload: &TaskPayload) -> bool {
+    match payload {
+        TaskPayload::Completed { result } => result["isError"] == true,
+        other => panic!("expected completed, got {other:?}"),
+    }
+}
+
 #[test]
 fn rmcp_clients_get_spawn_verbs_as_tasks_in_both_lifecycles() {
     for modern in [false, true] {
@@ -133,9 +141,17 @@ fn rmcp_clients_get_spawn_verbs_as_tasks_in_both_lifecycles() {
             assert_eq!(r[1]["op"], "job.list", "an op that started no job keeps its entry: {done}");
             assert_eq!((r[2]["result"]["status"].as_str(), r[2]["result"]["exit_code"].as_i64()), (Some("failed"), Some(3)), "{done}");
             assert_eq!(r[2]["result"]["reason_code"], "exited_nonzero", "{done}");
+            assert!(!is_error(&payload), "two of three ops succeeded: {done}");
             // Asked again, the same answer (recorded once).
             let (again, payload2, _) = settle(&client, &id).await;
             assert_eq!((again, completed(&payload2)), (TaskStatus::Completed, done.clone()));
+            // A task whose only job failed is a failed call (issue 37: it said isError false).
+            let failing = task_id(&client, json!({"ops": [job(json!({"exit_code": 3}))]})).await;
+            let (status, payload, _) = settle(&client, &failing).await;
+            assert_eq!(status, TaskStatus::Completed, "modern={modern}");
+            assert!(is_error(&payload), "modern={modern}: {}", completed(&payload));
+            let (_, payload, _) = settle(&client, &failing).await;
+            assert!(is_error(&payload), "recorded, the same: {}", completed(&payload));
             // An id that is not one, and a call that started no job.
             let err = client.peer().get_task(GetTaskParams::new("task-00000000000000000000000000000000")).await.unwrap_err().to_string();
             assert!(err.contains("no task"), "{err}");

@@ -29,7 +29,8 @@ async def main() -> None:
         args=["--root", root, "--plugins", plugins, "serve"],
         env={"VERBGATE_HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
     )
-    answers = ["allow_once", "allow_session", "deny"]
+    # The fifth question (git.commit) is dismissed: the elicitation's `cancel`.
+    answers = ["allow_once", "allow_session", "deny", "deny", "dismiss"]
     asked = []
 
     async def elicit(context, p):
@@ -41,6 +42,8 @@ async def main() -> None:
             await asyncio.sleep(1.5)
         if answer == "deny":
             return types.ElicitResult(action="decline")
+        if answer == "dismiss":
+            return types.ElicitResult(action="cancel")
         return types.ElicitResult(action="accept", content={"decision": answer})
 
     out = {}
@@ -66,8 +69,12 @@ async def main() -> None:
             out["session"] = (await session.call_tool("request", argv_op("two"))).structured_content
             out["granted"] = (await session.call_tool("request", argv_op("three"))).structured_content
             out["asked_after_grant"] = len(asked)
-            out["declined"] = (await session.call_tool("request", {"ops": [{"op": "echo.fail", "args": {"code": 3}}]})).structured_content
-            out["batch"] = (await session.call_tool("request", {"ops": [{"op": "echo.sleep", "args": {"ms": 1}}, {"op": "git.status"}]})).structured_content
+            declined = await session.call_tool("request", {"ops": [{"op": "echo.fail", "args": {"code": 3}}]})
+            out["declined"] = declined.structured_content
+            out["declined_is_error"] = bool(declined.is_error)
+            batch = await session.call_tool("request", {"ops": [{"op": "echo.sleep", "args": {"ms": 1}}, {"op": "git.status"}]})
+            out["batch"] = batch.structured_content
+            out["batch_is_error"] = bool(batch.is_error)
             # 6: a write with a read-back: the question shows both commands.
             out["commit"] = (await session.call_tool("request", {"ops": [{"op": "git.commit", "args": {"message": "asked", "allow_empty": True}}]})).structured_content
             out["asked"] = asked

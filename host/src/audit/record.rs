@@ -86,6 +86,9 @@ pub enum Answer {
     AllowSession,
     /// Do not run it.
     Decline,
+    /// The person dismissed the question without choosing (an
+    /// elicitation's `cancel`): nothing runs, and it is not a "no".
+    Dismissed,
     /// No answer within the timeout.
     Timeout,
     /// The request was cancelled while waiting.
@@ -102,6 +105,7 @@ impl Answer {
             Answer::AllowOnce => "allow_once",
             Answer::AllowSession => "allow_session",
             Answer::Decline => "decline",
+            Answer::Dismissed => "dismissed",
             Answer::Timeout => "timeout",
             Answer::Cancelled => "cancelled",
             Answer::Failed => "failed",
@@ -185,6 +189,7 @@ wire!(
         Answer::AllowOnce,
         Answer::AllowSession,
         Answer::Decline,
+        Answer::Dismissed,
         Answer::Timeout,
         Answer::Cancelled,
         Answer::Failed

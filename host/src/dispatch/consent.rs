@@ -98,7 +98,7 @@ impl Dispatcher {
                 rule,
                 "the client could not show the question (its elicitation request failed)",
             )),
-            Answer::Decline | Answer::Timeout | Answer::Cancelled => {
+            Answer::Decline | Answer::Dismissed | Answer::Timeout | Answer::Cancelled => {
                 Err(declined(verb, rule, answer, self.config.consent.timeout_ms))
             }
         }
@@ -168,6 +168,7 @@ fn declined(verb: &Verb, rule: &Rule, answer: Answer, timeout_ms: u64) -> OpErro
     let what = match answer {
         Answer::Timeout => format!("nobody answered within {timeout_ms} ms (consent.timeout_ms)"),
         Answer::Cancelled => "the request was cancelled while waiting for the answer".to_string(),
+        Answer::Dismissed => "the person dismissed the question without answering".to_string(),
         _ => "the person declined".to_string(),
     };
     OpError::new(ErrorCode::ConsentDeclined, format!("`{}` was not run: {what}", verb.name))

@@ -304,6 +304,27 @@ impl Drop for CancelOnDrop {
     }
 }
 
+impl Response {
+    /// MCP's `isError`: the request could not run, or it ran and no op of
+    /// it succeeded ([`nothing_succeeded`]). A batch with at least one
+    /// answer is not an error: hosts read `isError` as "the call failed".
+    pub fn is_tool_error(&self) -> bool {
+        self.is_error || nothing_succeeded(&self.body, &[])
+    }
+}
+
+/// Whether `envelope` has ops and none of them succeeded: each answered
+/// `ok: false` or, for the entries at `jobs` (a finished job's
+/// `job.result`, as a task's result holds), its job's `outcome` is other
+/// than `success` — a failed `cargo.test`.
+pub fn nothing_succeeded(envelope: &Value, jobs: &[usize]) -> bool {
+    let Some(results) = envelope["results"].as_array() else { return false };
+    let failed = |(i, r): (usize, &Value)| {
+        r["ok"] != true || (jobs.contains(&i) && r["result"]["outcome"] != "success")
+    };
+    !results.is_empty() && results.iter().enumerate().all(failed)
+}
+
 fn success_help(help: Value) -> Response {
     Response { body: json!({ "status": "success", "help": help }), is_error: false }
 }

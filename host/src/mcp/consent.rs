@@ -55,11 +55,13 @@ pub fn form(q: &Question) -> Value {
 }
 
 /// The person's answer in an elicitation result: only an accepted form
-/// whose field says `allow_once` or `allow_session` allows anything.
+/// whose field says `allow_once` or `allow_session` allows anything; a
+/// `cancel` (the question dismissed) is recorded as such, not as a "no".
 pub fn answer(action: ElicitationAction, content: Option<&Value>) -> Answer {
     match (action, content.and_then(|c| c.get(FIELD)).and_then(Value::as_str)) {
         (ElicitationAction::Accept, Some("allow_once")) => Answer::AllowOnce,
         (ElicitationAction::Accept, Some("allow_session")) => Answer::AllowSession,
+        (ElicitationAction::Cancel, _) => Answer::Dismissed,
         _ => Answer::Decline,
     }
 }
@@ -143,6 +145,6 @@ mod tests {
             answer(ElicitationAction::Decline, Some(&json!({FIELD: "allow_once"}))),
             Answer::Decline
         );
-        assert_eq!(answer(ElicitationAction::Cancel, None), Answer::Decline);
+        assert_eq!(answer(ElicitationAction::Cancel, None), Answer::Dismissed);
     }
 }

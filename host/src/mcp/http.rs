@@ -820,6 +820,7 @@ pub async fn serve_http(
                 continue;
             }
         };
+        accepted(&stream);
         let Some(slot) = conns.admit() else {
             let answer = full_answer(conns.cap);
             tokio::spawn(async move {
@@ -873,6 +874,16 @@ pub async fn serve_http(
     }
 }
 
+/// Set up an accepted connection: `TCP_NODELAY`, since an answer leaves
+/// in more than one write (head, then body chunks) and, with Nagle's
+/// algorithm holding the second until the first is acknowledged, a client
+/// that delays its ACK (Node's does) waited ~40 ms on every other call.
+fn accepted(stream: &tokio::net::TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+    }
+}
+
 /// Bind `addr` (port 0 picks a free one).
 pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))
@@ -911,6 +922,17 @@ mod tests {
         );
         let err = check_exposure(&loopback, true, true, file).unwrap_err().to_string();
         assert!(err.contains("--no-auth") && err.contains("token revoke"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_accepted_connection_sends_without_delay() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        assert!(!stream.nodelay().unwrap(), "the kernel's default is Nagle's algorithm");
+        accepted(&stream);
+        assert!(stream.nodelay().unwrap());
     }
 
     #[test]

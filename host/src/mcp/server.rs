@@ -320,7 +320,7 @@ fn cancelled() -> McpError {
 
 /// The tool result for a finished request.
 fn complete(response: Response) -> CallToolResult {
-    if response.is_error {
+    if response.is_tool_error() {
         CallToolResult::structured_error(response.body)
     } else {
         CallToolResult::structured(response.body)

@@ -219,7 +219,7 @@ impl Tasks {
         if let Some(done) = &record.done {
             return Ok(GetTaskResult::new(DetailedTask::new(
                 self.task(&record, TaskStatus::Completed, None),
-                TaskPayload::Completed { result: tool_result(done) },
+                TaskPayload::Completed { result: tool_result(done, &record.jobs) },
             )));
         }
         let caller = Arc::new(caller);
@@ -272,7 +272,7 @@ impl Tasks {
         }
         Ok(GetTaskResult::new(DetailedTask::new(
             self.task(&record, TaskStatus::Completed, None),
-            TaskPayload::Completed { result: tool_result(&done) },
+            TaskPayload::Completed { result: tool_result(&done, &record.jobs) },
         )))
     }
 
@@ -365,11 +365,17 @@ fn finished_envelope(envelope: &Value, jobs: &[(usize, String)], results: &Value
     body
 }
 
-/// A finished envelope as the `CallToolResult` a task completes with.
-fn tool_result(envelope: &Value) -> JsonObject {
-    object(
-        serde_json::to_value(CallToolResult::structured(envelope.clone())).unwrap_or(Value::Null),
-    )
+/// A finished envelope as the `CallToolResult` a task completes with:
+/// `isError` when no op succeeded, a job counting as its outcome says
+/// (the same rule as a call's, [`crate::dispatch::nothing_succeeded`]).
+fn tool_result(envelope: &Value, jobs: &[(usize, String)]) -> JsonObject {
+    let at: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
+    let result = if crate::dispatch::nothing_succeeded(envelope, &at) {
+        CallToolResult::structured_error(envelope.clone())
+    } else {
+        CallToolResult::structured(envelope.clone())
+    };
+    object(serde_json::to_value(result).unwrap_or(Value::Null))
 }
 
 fn object(v: Value) -> JsonObject {

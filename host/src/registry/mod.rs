@@ -390,7 +390,33 @@ impl Registry {
                 }
             }
         }
+        if let Some(summary) = reg.missing_programs_summary() {
+            tracing::info!(code = LoadCode::MissingProgram.as_str(), "{summary}");
+        }
         Ok(reg)
+    }
+
+    /// One line for every verb left out because its program is not
+    /// installed, by program (`rg (rg.search, rg.files); go (go.test)`):
+    /// not a warning — a machine without node has no use for `jest.run`.
+    pub fn missing_programs_summary(&self) -> Option<String> {
+        let mut by_program: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let missing =
+            |u: &&Unavailable| u.code == LoadCode::MissingProgram && not_on_path(&u.reason);
+        for u in self.unavailable.iter().filter(missing) {
+            let program = u.reason.split('`').nth(1).unwrap_or("?");
+            by_program.entry(program).or_default().push(u.verb.as_deref().unwrap_or("?"));
+        }
+        if by_program.is_empty() {
+            return None;
+        }
+        let verbs: usize = by_program.values().map(Vec::len).sum();
+        let list: Vec<String> =
+            by_program.iter().map(|(p, v)| format!("{p} ({})", v.join(", "))).collect();
+        Some(format!(
+            "{verbs} verbs are unavailable because their program is not installed: {}; install one or set programs.<name> in verbgate.toml (`verbgate check` lists them)",
+            list.join("; ")
+        ))
     }
 
     fn refuse(
@@ -404,7 +430,14 @@ impl Registry {
         // Names come from the plugin: an over-long one is recorded clipped.
         let verb = verb.map(|v| clip(v, NAME_BYTES));
         let plugin = plugin.map(|p| clip(p, NAME_BYTES));
-        tracing::warn!(verb, plugin, source = %source.describe(), code = code.as_str(), "{reason}");
+        if code == LoadCode::MissingProgram && not_on_path(&reason) {
+            // Expected on most machines (one line for them all: see
+            // `missing_programs_summary`); each is in `verbgate check`. A
+            // configured path that is wrong stays a warning.
+            tracing::debug!(verb, plugin, source = %source.describe(), code = code.as_str(), "{reason}");
+        } else {
+            tracing::warn!(verb, plugin, source = %source.describe(), code = code.as_str(), "{reason}");
+        }
         self.unavailable.push(Unavailable {
             verb,
             plugin,
@@ -729,4 +762,11 @@ fn component_files(dir: &Path, unavailable: &mut Vec<Unavailable>) -> Vec<PathBu
         .collect();
     files.sort();
     files
+}
+
+/// Whether a `missing_program` reason is [`crate::exec::programs`]'s "not
+/// found on PATH" (no `[programs]` entry), as opposed to a configured path
+/// that is not a program.
+fn not_on_path(reason: &str) -> bool {
+    reason.starts_with("program `") && reason.contains("was not found on PATH")
 }
