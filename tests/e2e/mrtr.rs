@@ -292,9 +292,12 @@ fn check_state(v: &Value, transport: &str) {
         "{transport}: {v}"
     );
     let refused = |what: &str, reason: &str| {
-        let r = &v[what];
-        assert_eq!(r["is_error"], true, "{transport} {what}: {v}");
-        let e = &r["body"]["error"];
+        // A JSON-RPC error (invalid params, as SEP-2322 requires), not a
+        // tool result: it was `isError` before (issue 37).
+        let r = &v[what]["jsonrpc_error"];
+        assert_eq!(r["code"], -32602, "{transport} {what}: {v}");
+        assert_eq!(r["message"], r["data"]["message"], "{transport} {what}: {v}");
+        let e = &r["data"];
         assert_eq!(
             (e["code"].as_str(), e["request_state"].as_str()),
             (Some("invalid_request"), Some(reason)),
@@ -358,4 +361,29 @@ fn allow_for_the_session_covers_one_token_and_client_over_http() {
             assert_eq!(v[k]["result"]["body"]["results"][0]["ok"], true, "{mode} {k}: {v}");
         }
     }
+}
+
+/// A retry whose answer is unusable — an `accept` of a choice the form
+/// does not offer, or no answer at all — is asked again with a message
+/// saying what was wrong, and a right answer then runs the op. Before
+/// (issue 37) it used up the batch and blamed the client's elicitation.
+#[test]
+fn an_unusable_answer_is_asked_again_saying_why() {
+    let env = env_with("");
+    let (v, _) = python("again", &stdio(&env, "auto"));
+    for (what, says) in [("wrong", "chose \"yes\""), ("missing", "no answer for `consent_2`")] {
+        assert_eq!(v[what]["input_required"], true, "{what}: {v}");
+        let message = v[format!("{what}_messages")][0].as_str().unwrap_or_default();
+        assert!(message.contains(says) && message.contains("asks again"), "{what}: {message}");
+        assert!(
+            message.contains("verbgate-fixture-cli argv again"),
+            "the question itself: {message}"
+        );
+        assert_eq!(
+            message.matches("asks again").count(),
+            1,
+            "one note, not one per round: {message}"
+        );
+    }
+    assert_eq!(v["answered"]["body"]["results"][0]["result"]["argv"], json!(["again"]), "{v}");
 }

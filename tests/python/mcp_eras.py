@@ -28,6 +28,7 @@ from mcp import StdioServerParameters
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 
 def server(cfg, token_key="token"):
@@ -122,11 +123,16 @@ async def timeout(cfg):
     return {"late": late, "asked": len(person.asked)}
 
 
-def manual_call(c, request, responses=None, state=None):
-    return c.session.call_tool("request", request, input_responses=responses, request_state=state, allow_input_required=True)
+async def manual_call(c, request, responses=None, state=None):
+    try:
+        return await c.session.call_tool("request", request, input_responses=responses, request_state=state, allow_input_required=True)
+    except MCPError as e:
+        return e
 
 
 def shape(r):
+    if isinstance(r, MCPError):
+        return {"jsonrpc_error": {"code": r.code, "message": r.message, "data": r.data}}
     if isinstance(r, types.InputRequiredResult):
         return {"input_required": True, "keys": sorted((r.input_requests or {}).keys()), "state": r.request_state}
     return {"is_error": bool(r.is_error), "body": r.structured_content}
@@ -155,6 +161,26 @@ async def state(cfg):
     return out
 
 
+async def again(cfg):
+    """A retry whose answers are unusable is asked again, saying why."""
+    out = {}
+    allow = types.ElicitResult(action="accept", content={"decision": "allow_once"})
+    async with client(cfg, Person([])) as c:
+        first = await manual_call(c, argv("again"))
+        key = sorted(first.input_requests)[0]
+        wrong = {key: {"action": "accept", "content": {"decision": "yes"}}}
+        r = await manual_call(c, argv("again"), wrong, first.request_state)
+        out["wrong"] = shape(r)
+        out["wrong_messages"] = [q.params.message for q in (getattr(r, "input_requests", None) or {}).values()]
+        r2 = await manual_call(c, argv("again"), {}, r.request_state)
+        out["missing"] = shape(r2)
+        out["missing_messages"] = [q.params.message for q in (getattr(r2, "input_requests", None) or {}).values()]
+        key = sorted(r2.input_requests)[0]
+        responses = {key: allow.model_dump(mode="json", by_alias=True, exclude_none=True)}
+        out["answered"] = shape(await manual_call(c, argv("again"), responses, r2.request_state))
+    return out
+
+
 async def scope(cfg):
     out = {}
     first = Person([("allow_session", 0)])
@@ -174,7 +200,7 @@ async def scope(cfg):
 
 async def main():
     scenario, cfg = sys.argv[1], json.loads(sys.argv[2])
-    run = {"consent": consent, "timeout": timeout, "state": state, "scope": scope}[scenario]
+    run = {"consent": consent, "timeout": timeout, "state": state, "scope": scope, "again": again}[scenario]
     print(json.dumps(await run(cfg)))
 
 

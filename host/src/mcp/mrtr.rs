@@ -236,18 +236,34 @@ impl Rounds {
     }
 
     /// Deliver a retry's answers to the questions of the round `held` was
-    /// resumed at. A question without an answer (or whose answer is not an
-    /// elicitation result) answers [`Answer::Failed`]: nobody was asked.
+    /// resumed at. A question whose answer is missing, not an elicitation
+    /// result, or an `accept` of no choice the form offers is asked again
+    /// in the next round (SEP-2322's SHOULD), its message saying what was
+    /// wrong: a client's slip does not use up the batch, and the
+    /// question's own timeout still bounds how long it is asked.
     pub fn deliver(held: &Held, responses: Option<&BTreeMap<String, Value>>) {
         let out = std::mem::take(&mut held.lock().out);
-        for (key, waiting) in out {
-            let given = responses.and_then(|r| r.get(&key));
-            let decided = match given.map(elicit_answer) {
-                Some(Some(a)) => a,
-                _ => Answer::Failed,
-            };
-            // An op whose question timed out meanwhile hears nothing.
-            let _ = waiting.reply.send(decided);
+        let mut again = Vec::new();
+        for (key, mut waiting) in out {
+            match elicit_answer(&key, responses.and_then(|r| r.get(&key))) {
+                // An op whose question timed out meanwhile hears nothing.
+                Ok(decided) => {
+                    let _ = waiting.reply.send(decided);
+                }
+                Err(_) if waiting.reply.is_closed() => {}
+                Err(wrong) => {
+                    tracing::info!(%key, %wrong, "asking again: the retry's answer was unusable");
+                    let message = waiting.form["message"].as_str().unwrap_or_default();
+                    let message = message.rsplit(ASKED_AGAIN).next().unwrap_or(message);
+                    waiting.form["message"] =
+                        Value::String(format!("{wrong}{ASKED_AGAIN}{message}"));
+                    again.push(waiting);
+                }
+            }
+        }
+        if !again.is_empty() {
+            held.lock().waiting.extend(again);
+            held.changed.send_modify(|n| *n += 1);
         }
     }
 
@@ -343,7 +359,10 @@ impl Rounds {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "cannot seal a requestState");
-                Self::deliver(held, None);
+                // Nobody can be asked: asking again would fail the same way.
+                for (_, waiting) in std::mem::take(&mut held.lock().out) {
+                    let _ = waiting.reply.send(Answer::Failed);
+                }
                 return None;
             }
         };
@@ -476,12 +495,38 @@ impl Asker for RoundAsker {
     }
 }
 
-/// The person's answer in one `inputResponses` value (an `ElicitResult`),
-/// or `None` when it is not one.
-fn elicit_answer(value: &Value) -> Option<Answer> {
-    let action: ElicitationAction = serde_json::from_value(value.get("action")?.clone()).ok()?;
-    Some(answer(action, value.get("content")))
+/// What separates the note on a question asked again from its message.
+const ASKED_AGAIN: &str = " — so verbgate asks again.\n\n";
+
+/// The person's answer in the `inputResponses` value for `key` (an
+/// `ElicitResult`), or what was wrong with it: missing, not an
+/// elicitation result, or accepted with no choice the form offers.
+fn elicit_answer(key: &str, value: Option<&Value>) -> Result<Answer, String> {
+    let Some(value) = value else {
+        return Err(format!("The retry carried no answer for `{key}` in inputResponses"));
+    };
+    let action: ElicitationAction = value
+        .get("action")
+        .and_then(|a| serde_json::from_value(a.clone()).ok())
+        .ok_or_else(|| {
+            format!("The answer for `{key}` was not an elicitation result (its `action` must be accept, decline or cancel)")
+        })?;
+    let decision = value.get("content").and_then(|c| c.get("decision"));
+    if action == ElicitationAction::Accept
+        && !decision.and_then(Value::as_str).is_some_and(|d| CHOICES.contains(&d))
+    {
+        let given = decision.map_or("nothing".to_string(), |d| {
+            crate::text::escape(&d.to_string(), QUOTED_STATE_BYTES)
+        });
+        return Err(format!(
+            "The accepted answer for `{key}` chose {given}; `decision` must be one of allow_once, allow_session, deny"
+        ));
+    }
+    Ok(answer(action, value.get("content")))
 }
+
+/// The choices the consent form offers (its `decision` field).
+const CHOICES: &[&str] = &["allow_once", "allow_session", "deny"];
 
 /// A refused state: `invalid_request`, with `request_state` naming the
 /// reason and the start of the value quoted.
@@ -603,14 +648,25 @@ mod tests {
         );
         let state2 = second.request_state.unwrap();
         let last = rounds.resume(&state2, &me, &args).unwrap();
-        // No answer for its key: nobody was asked.
+        // No answer for its key: asked again, in a round of its own.
         Rounds::deliver(&last, Some(&BTreeMap::new()));
+        let third = asked(rounds.observe(&last, &never).await);
+        assert_eq!(
+            third.input_requests.as_ref().unwrap().keys().cloned().collect::<Vec<_>>(),
+            ["consent_3"]
+        );
+        let state3 = third.request_state.unwrap();
+        let last = rounds.resume(&state3, &me, &args).unwrap();
+        Rounds::deliver(
+            &last,
+            Some(&BTreeMap::from([("consent_3".to_string(), json!({"action": "decline"}))])),
+        );
         match rounds.observe(&last, &never).await {
-            Some(Step::Done(r)) => assert_eq!(r.body["heard"], json!(["allow_once", "failed"])),
+            Some(Step::Done(r)) => assert_eq!(r.body["heard"], json!(["allow_once", "decline"])),
             _ => panic!("the batch should have ended"),
         }
         assert_eq!(
-            refused(rounds.resume(&state2, &me, &args)).as_deref(),
+            refused(rounds.resume(&state3, &me, &args)).as_deref(),
             Some("used"),
             "a collected batch is gone"
         );
@@ -675,13 +731,17 @@ mod tests {
 
     #[test]
     fn only_an_accepted_allow_in_an_elicit_result_allows() {
-        assert_eq!(elicit_answer(&accept("allow_once")), Some(Answer::AllowOnce));
-        assert_eq!(elicit_answer(&accept("allow_session")), Some(Answer::AllowSession));
-        assert_eq!(elicit_answer(&json!({"action": "decline"})), Some(Answer::Decline));
-        assert_eq!(
-            elicit_answer(&json!({"action": "accept", "content": {"decision": "yes"}})),
-            Some(Answer::Decline)
-        );
-        assert_eq!(elicit_answer(&json!({"code": -1, "message": "no"})), None);
+        let read = |v: Value| elicit_answer("consent_1", Some(&v));
+        assert_eq!(read(accept("allow_once")), Ok(Answer::AllowOnce));
+        assert_eq!(read(accept("allow_session")), Ok(Answer::AllowSession));
+        assert_eq!(read(accept("deny")), Ok(Answer::Decline));
+        assert_eq!(read(json!({"action": "decline"})), Ok(Answer::Decline));
+        assert_eq!(read(json!({"action": "cancel"})), Ok(Answer::Dismissed));
+        let wrong = read(json!({"action": "accept", "content": {"decision": "yes"}})).unwrap_err();
+        assert!(wrong.contains("\"yes\"") && wrong.contains("allow_once"), "{wrong}");
+        let wrong = read(json!({"code": -1, "message": "no"})).unwrap_err();
+        assert!(wrong.contains("not an elicitation result"), "{wrong}");
+        let wrong = elicit_answer("consent_1", None).unwrap_err();
+        assert!(wrong.contains("no answer for `consent_1`"), "{wrong}");
     }
 }

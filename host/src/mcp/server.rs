@@ -16,7 +16,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 use super::mrtr::{Rounds, Step};
@@ -247,11 +247,10 @@ impl VerbgateServer {
                     held
                 }
                 Err(e) => {
+                    // SEP-2322: a state that does not verify is a JSON-RPC
+                    // error (invalid params), not a tool result; nothing ran.
                     self.dispatcher.record_refused_request(&caller, &args, &e);
-                    return Ok(CallToolResult::structured_error(
-                        json!({ "status": "error", "error": e.to_json() }),
-                    )
-                    .into());
+                    return Err(McpError::invalid_params(e.message.clone(), Some(e.to_json())));
                 }
             },
             None => {
