@@ -552,6 +552,8 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// `[git]`.
     pub git: GitSettings,
+    /// The configuration file read, if any (canonical).
+    pub config_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -624,7 +626,9 @@ impl Config {
                 bail!("programs.{name} must be an absolute path, got {}", path.display());
             }
         }
+        let config_file = file_path.as_deref().map(canonical).transpose()?;
         Ok(Config {
+            config_file,
             home,
             root,
             allow: file.allow,
@@ -671,6 +675,9 @@ pub struct HomeInRoot {
     pub home: PathBuf,
     /// The root (canonical).
     pub root: PathBuf,
+    /// The configuration file, when it is what lies inside the root
+    /// (`--config ./verbgate.toml`): a recipe would rewrite it.
+    pub config: Option<PathBuf>,
 }
 
 impl HomeInRoot {
@@ -682,6 +689,14 @@ impl HomeInRoot {
 
 impl std::fmt::Display for HomeInRoot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(config) = &self.config {
+            return write!(
+                f,
+                "the configuration file {} lies inside the root {}, so the programs verbgate starts there could rewrite it (turn the sandbox off, allow every verb). verbgate did not start. Keep the file outside the root (--config), e.g. in VERBGATE_HOME",
+                config.display(),
+                self.root.display()
+            );
+        }
         let (inner, outer, what) = if self.home.starts_with(&self.root) {
             (&self.home, &self.root, "verbgate's home (VERBGATE_HOME) lies inside the root")
         } else {
@@ -704,8 +719,16 @@ impl Config {
     /// by every command that runs programs in the root, before it loads
     /// anything.
     pub fn check_home_apart_from_root(&self) -> Result<(), HomeInRoot> {
+        let refused = |config: Option<PathBuf>| HomeInRoot {
+            home: self.home.clone(),
+            root: self.root.clone(),
+            config,
+        };
         if self.home.starts_with(&self.root) || self.root.starts_with(&self.home) {
-            return Err(HomeInRoot { home: self.home.clone(), root: self.root.clone() });
+            return Err(refused(None));
+        }
+        if let Some(file) = self.config_file.as_ref().filter(|f| f.starts_with(&self.root)) {
+            return Err(refused(Some(file.clone())));
         }
         Ok(())
     }

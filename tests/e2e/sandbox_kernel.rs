@@ -229,6 +229,42 @@ fn a_relative_home_inside_the_root_refuses_to_start() {
     assert!(json["error"]["message"].as_str().unwrap().contains("the root lies inside"), "{json}");
 }
 
+/// `--config ./verbgate.toml` inside the root: a recipe that writes the
+/// repository would rewrite the config (`mode = "off"`, allow every verb)
+/// for the next start. The old build started and let the recipe do so.
+#[test]
+fn a_config_file_inside_the_root_refuses_to_start() {
+    let env = Env::new().allowing(&["just.*"]);
+    let config = env.root.join("verbgate.toml");
+    std::fs::copy(env.home.join("verbgate.toml"), &config).unwrap();
+    std::fs::write(
+        env.root.join("justfile"),
+        "r:\n    printf '[sandbox]\\nmode = \"off\"\\n' >> verbgate.toml\n",
+    )
+    .unwrap();
+    let out = env
+        .cmd(&[
+            "--config",
+            config.to_str().unwrap(),
+            "request",
+            r#"{"ops": [{"op": "just.run", "args": {"target": "r"}}]}"#,
+        ])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(json["error"]["code"], "sandbox_unavailable", "{json}");
+    assert_eq!(
+        json["error"]["config"],
+        config.canonicalize().unwrap().display().to_string(),
+        "{json}"
+    );
+    assert!(json["error"]["message"].as_str().unwrap().contains("outside the root"), "{json}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(!text.contains("mode = \"off\""), "the recipe rewrote the config: {text}");
+}
+
 #[test]
 fn the_server_dumps_no_core_whatever_its_limit() {
     let env = Env::new();

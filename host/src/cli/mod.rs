@@ -133,12 +133,18 @@ pub fn main() -> ExitCode {
                     serde_json::json!({ "code": f.code().as_str(), "message": format!("{e:#}"), "path": f.path, "fix": f.fix })
                 }
                 None => match e.downcast_ref::<crate::config::HomeInRoot>() {
-                    Some(h) => serde_json::json!({
-                        "code": h.code().as_str(),
-                        "message": format!("{e:#}"),
-                        "home": h.home.display().to_string(),
-                        "root": h.root.display().to_string(),
-                    }),
+                    Some(h) => {
+                        let mut error = serde_json::json!({
+                            "code": h.code().as_str(),
+                            "message": format!("{e:#}"),
+                            "home": h.home.display().to_string(),
+                            "root": h.root.display().to_string(),
+                        });
+                        if let Some(c) = &h.config {
+                            error["config"] = c.display().to_string().into();
+                        }
+                        error
+                    }
                     None => serde_json::json!({ "code": "internal", "message": format!("{e:#}") }),
                 },
             };

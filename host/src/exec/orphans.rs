@@ -88,6 +88,10 @@ pub fn sweep() -> usize {
     loop {
         // The walk of /proc is made without the lock (spawns go on).
         let listed = children_of(me);
+        // One round at a time across sweeps (a request's last sweep and a
+        // run's `sweep_soon`): a pid checked to be our child is killed
+        // before another sweep can reap it and the pid be reused.
+        let _round = ROUND.lock().unwrap_or_else(|e| e.into_inner());
         let leftovers: Vec<i64> = {
             let ours = ours();
             listed
@@ -107,6 +111,9 @@ pub fn sweep() -> usize {
         killed += kill_and_reap(&leftovers);
     }
 }
+
+/// Held by a sweep from checking a round's pids to reaping them.
+static ROUND: Mutex<()> = Mutex::new(());
 
 /// SIGKILL each of `pids` (unreaped children of ours) and reap them.
 fn kill_and_reap(pids: &[i64]) -> usize {

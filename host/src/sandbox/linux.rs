@@ -183,6 +183,19 @@ fn compile(sockets: Sockets) -> Result<Arc<BpfProgram>, String> {
             rules.insert(libc::SYS_socket, vec![]);
         }
     }
+    // A datagram socketpair `sendto`s any pathname socket (journald's,
+    // `/dev/log`, a service's) and can be re-`connect`ed to one; stream
+    // and seqpacket pairs stay connected to each other only.
+    if sockets != Sockets::All {
+        let dgram = SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+            libc::SOCK_DGRAM as u64,
+        )
+        .map_err(e)?;
+        rules.insert(libc::SYS_socketpair, vec![rule(vec![dgram])?]);
+    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -190,9 +203,46 @@ fn compile(sockets: Sockets) -> Result<Arc<BpfProgram>, String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    let program: BpfProgram =
+    let mut program: BpfProgram =
         filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+    refuse_x32(&mut program)?;
     Ok(Arc::new(program))
+}
+
+/// `SOCK_NONBLOCK` and `SOCK_CLOEXEC` ride in a socket type's high bits.
+const SOCK_TYPE_MASK: u64 = 0xf;
+
+/// The x32 ABI's bit in a system call number (x86_64 only).
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+/// Refuse every system call numbered with the x32 bit. x32 calls share
+/// the x86_64 audit architecture, so the filter's rules — which match
+/// exact numbers — would let `socket | X32_SYSCALL_BIT` through on a
+/// kernel with x32 enabled. Inserted right after seccompiler's own
+/// architecture check (its first three instructions), before any of its
+/// jumps, so their offsets stay right.
+fn refuse_x32(program: &mut BpfProgram) -> Result<(), String> {
+    if std::env::consts::ARCH != "x86_64" {
+        return Ok(());
+    }
+    const LD_W_ABS: u16 = 0x20;
+    const JGE_K: u16 = 0x35;
+    const RET_K: u16 = 0x06;
+    let arch_checked = program.len() > 3
+        && program[0].code == LD_W_ABS
+        && program[0].k == 4
+        && program[2].code == RET_K;
+    if !arch_checked {
+        return Err("the seccomp program does not start with its architecture check".into());
+    }
+    let at = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
+    let refuse = [
+        at(LD_W_ABS, 0, 0, 0),
+        at(JGE_K, 0, 1, X32_SYSCALL_BIT),
+        at(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+    ];
+    program.splice(3..3, refuse);
+    Ok(())
 }
 
 /// A Landlock ruleset and a seccomp program, made in the parent.
@@ -442,6 +492,13 @@ mod tests {
             "{syscall}sys.exit(0 if l.syscall({}, b'user', b'verbgate-test', b'x', 1, -4) >= 0 else 1)",
             libc::SYS_add_key
         );
+        // A datagram socket outside the profile: journald's, `/dev/log`.
+        let log = dir.path().join("log.sock");
+        let _log = std::os::unix::net::UnixDatagram::bind(&log).unwrap();
+        let dgram = format!(
+            "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b'x', {:?})",
+            log.display().to_string()
+        );
         let watched = dir.path().display().to_string();
         let inotify = format!(
             "{syscall}fd = l.inotify_init1(0)\nsys.exit(0 if fd >= 0 and l.inotify_add_watch(fd, {watched:?}.encode(), 0xfff) >= 0 else 1)"
@@ -456,6 +513,7 @@ mod tests {
         let mut breaches = Vec::new();
         for (what, code) in [
             ("a connection to a UNIX socket outside the root", unix.as_str()),
+            ("a datagram socketpair sending to a socket outside", dgram.as_str()),
             ("reading the user's keyring", keyctl.as_str()),
             ("adding a key to the user's keyring", add_key.as_str()),
             ("an inotify watch on a directory outside the profile", inotify.as_str()),
@@ -475,8 +533,23 @@ mod tests {
             }
         }
         assert!(breaches.is_empty(), "confined, these must be refused: {breaches:?}");
+        // x32 system calls (the number's bit 30) are refused before the
+        // kernel looks at them: EPERM confined, whatever the kernel does
+        // with them unconfined (ENOSYS where x32 is off, as here).
+        if std::env::consts::ARCH == "x86_64" {
+            let x32 = format!(
+                "{syscall}r = l.syscall(0x40000000 + {}); sys.exit(0 if r < 0 and ctypes.get_errno() == 1 else 3)",
+                libc::SYS_getpid
+            );
+            assert_eq!(python(&x32, &pid, false), Some(3), "unconfined, x32 is not refused");
+            assert_eq!(python(&x32, &pid, true), Some(0), "confined, x32 calls are refused");
+        }
         for (what, code) in [
             ("a socketpair", "import socket; socket.socketpair()"),
+            (
+                "a seqpacket socketpair",
+                "import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)",
+            ),
             (
                 "its own limits",
                 "import resource; s, h = resource.getrlimit(resource.RLIMIT_NOFILE); resource.setrlimit(resource.RLIMIT_NOFILE, (min(s, 256), h))",
@@ -509,6 +582,20 @@ mod tests {
             assert_eq!(python(hostname, "", false), Some(0), "unconfined root sets the host name");
             assert_ne!(python(hostname, "", true), Some(0), "confined root must not");
             assert_ne!(python(caps, "", false), Some(0), "unconfined root holds capabilities");
+            // Root needs no capability to open a disk it owns: only the
+            // profile keeps the raw device (every file beneath) closed.
+            let disk = std::fs::read_dir("/sys/block")
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .map(|e| Path::new("/dev").join(e.file_name()))
+                .find(|d| d.exists() && !d.to_string_lossy().contains("loop"));
+            if let Some(disk) = disk {
+                let read = "import sys; open(sys.argv[1], 'rb').read(512)";
+                let disk = disk.to_str().unwrap();
+                assert_eq!(python(read, disk, false), Some(0), "unconfined root reads {disk}");
+                assert_ne!(python(read, disk, true), Some(0), "confined root must not read {disk}");
+            }
         }
     }
 

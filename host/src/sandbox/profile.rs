@@ -12,8 +12,10 @@ use crate::runtime::model::{Effect, Effects};
 
 /// System directories every profile reads (those that exist): programs,
 /// libraries, `/etc` (the loader's cache, users, certificates), `/proc` and
-/// `/sys` (a process's own facts, CPU counts), `/dev` (`/dev/null`,
-/// `/dev/urandom`).
+/// `/sys` (a process's own facts, CPU counts), and of `/dev` only the
+/// character devices programs use — not all of it: a program run as root
+/// opened `/dev/vda` and read the raw disk, every file Landlock guards.
+/// `/dev/fd` and `/dev/std*` are links into `/proc`.
 pub const SYSTEM_READ: &[&str] = &[
     "/usr",
     "/bin",
@@ -27,7 +29,15 @@ pub const SYSTEM_READ: &[&str] = &[
     "/nix/store",
     "/proc",
     "/sys",
-    "/dev",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
 ];
 
 /// Device files every profile may write (programs send output there).
@@ -308,6 +318,12 @@ pub const CREDENTIAL_FILES: &[&str] = &[
     ".config/gcloud",
     ".password-store",
     ".local/share/keyrings",
+    ".azure",
+    ".terraform.d",
+    ".vault-token",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
 ];
 
 /// What a program's location and toolchain never grant: `$HOME` itself or
@@ -315,26 +331,36 @@ pub const CREDENTIAL_FILES: &[&str] = &[
 /// and config) or anything holding or inside it — the default ones under
 /// `$XDG_DATA_HOME` and `~/.local/share` included — and any directory holding a credential file.
 struct Never {
-    home: Option<PathBuf>,
+    /// The user's home: the program's `HOME` and verbgate's own (a program
+    /// run without `HOME`, or with another, still never reads the user's).
+    users: Vec<PathBuf>,
     homes: Vec<PathBuf>,
+    /// Each credential file as named and after links (`~/.ssh` may be a
+    /// link into `~/dotfiles`, whose `bin/` would otherwise grant it).
     secrets: Vec<PathBuf>,
 }
 
 impl Never {
     fn new(env: &BTreeMap<String, String>, verbgate_home: &Path) -> Never {
-        let home = env.get("HOME").map(|h| real(Path::new(h)));
+        let mut users: Vec<PathBuf> = env.get("HOME").map(PathBuf::from).into_iter().collect();
+        users.extend(std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from));
+        let mut users: Vec<PathBuf> = users.iter().map(|h| real(h)).collect();
+        users.dedup();
         let mut homes = vec![real(verbgate_home)];
-        homes.extend(home.as_ref().map(|h| h.join(".local/share/verbgate")));
+        homes.extend(users.iter().map(|h| h.join(".local/share/verbgate")));
         homes.extend(env.get("XDG_DATA_HOME").map(|x| real(Path::new(x)).join("verbgate")));
-        let secrets =
-            home.iter().flat_map(|h| CREDENTIAL_FILES.iter().map(move |f| h.join(f))).collect();
-        Never { home, homes, secrets }
+        let secrets = users
+            .iter()
+            .flat_map(|h| CREDENTIAL_FILES.iter().map(move |f| h.join(f)))
+            .flat_map(|s| [real(&s), s])
+            .collect();
+        Never { users, homes, secrets }
     }
 
     /// Whether `path` (as named, and after links) may be granted.
     fn allows(&self, path: &Path) -> bool {
         [path.to_path_buf(), real(path)].iter().all(|p| {
-            !self.home.as_ref().is_some_and(|h| h.starts_with(p))
+            !self.users.iter().any(|h| h.starts_with(p))
                 && !self.homes.iter().any(|v| v.starts_with(p) || p.starts_with(v))
                 && !self.secrets.iter().any(|s| s.starts_with(p))
         })
@@ -542,10 +568,14 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home").canonicalize().unwrap_or(tmp.path().join("home"));
         let vg = home.join(".local/share/verbgate");
-        for d in [".local/bin", ".local/share/verbgate", "bin", ".config/git", ".cargo/bin", ".ssh"]
-        {
+        for d in [".local/bin", ".local/share/verbgate", "bin", ".config/git", ".cargo/bin"] {
             std::fs::create_dir_all(home.join(d)).unwrap();
         }
+        // `~/.ssh` is a link into a dotfiles checkout with programs of its own.
+        std::fs::create_dir_all(home.join("dotfiles/ssh")).unwrap();
+        std::fs::create_dir_all(home.join("dotfiles/bin")).unwrap();
+        std::fs::write(home.join("dotfiles/bin/sync"), "").unwrap();
+        std::os::unix::fs::symlink(home.join("dotfiles/ssh"), home.join(".ssh")).unwrap();
         for f in [".local/bin/just", "bin/tool", ".config/git/config", ".config/git/credentials"] {
             std::fs::write(home.join(f), "").unwrap();
         }
@@ -582,8 +612,10 @@ mod tests {
             home.join(".config/git/credentials"),
             home.join(".cargo/credentials.toml"),
             home.join(".ssh/id_ed25519"),
+            home.join("dotfiles/ssh/id_ed25519"),
             home.join("notes.txt"),
         ];
+        let dotfiles = at(&home.join("dotfiles/bin/sync"));
         let just = at(&home.join(".local/bin/just"));
         assert!(just.read.contains(&home.join(".local/bin/just")), "it still runs: {just:?}");
         let tool = at(&home.join("bin/tool"));
@@ -601,7 +633,9 @@ mod tests {
         std::fs::write(split.join("s"), format!("#!/usr/bin/env -S {}/x\n", home.display()))
             .unwrap();
         std::fs::write(split.join("r"), "#!/usr/bin/env python3\n").unwrap();
-        for p in [&just, &tool, &git, &cargo, &at(&split.join("s")), &at(&split.join("r"))] {
+        for p in
+            [&just, &tool, &git, &cargo, &dotfiles, &at(&split.join("s")), &at(&split.join("r"))]
+        {
             for secret in &secrets {
                 assert!(!reaches(p, secret), "{} is readable: {p:?}", secret.display());
             }
