@@ -212,6 +212,34 @@ fn drive(
     Ok((ops, latencies.into_iter().flatten().collect()))
 }
 
+/// A Node client's per-call latencies (ms): `tests/bench/node_client.mjs`,
+/// global fetch over one kept-alive connection, `calls` sequential calls.
+/// Node answers ACKs late: without `TCP_NODELAY` on the server, every
+/// other call waited ~40 ms for an answer's second write.
+fn node_latencies(server: &Server, batch: &Value, calls: usize) -> Result<Vec<f64>> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/node_client.mjs");
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .arg(format!("http://{}/mcp", server.addr))
+        .arg(&server.token)
+        .arg(calls.to_string())
+        .arg(batch.to_string())
+        .output()
+        .context("cannot run node (the HTTP rows need it)")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "the node client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    v["latencies_ms"]
+        .as_array()
+        .context("no latencies")?
+        .iter()
+        .map(|l| l.as_f64().context("a latency is not a number"))
+        .collect()
+}
+
 /// The HTTP rows, beside `stdio_ops` (the same batches over stdio MCP,
 /// measured in this run) and the stdio request latency.
 pub fn rows(home: &Home, batch: &Value, stdio_ops: f64, stdio_ms: f64) -> Result<Vec<Row>> {
@@ -219,6 +247,8 @@ pub fn rows(home: &Home, batch: &Value, stdio_ops: f64, stdio_ms: f64) -> Result
     Session::open(&server)?.request(batch)?;
     let (one, one_lat) = drive(&server, batch, 1, 200)?;
     let (fifty, lat) = drive(&server, batch, 50, 20)?;
+    let node = node_latencies(&server, batch, 200)?;
+    let one_p50 = median(one_lat.clone());
     drop(server);
     // Memory on a fresh server (sessions are never closed by these clients,
     // so the one above holds 52): one session that answered a call, then
@@ -288,6 +318,14 @@ pub fn rows(home: &Home, batch: &Value, stdio_ops: f64, stdio_ms: f64) -> Result
             "stdio request latency p50",
             stdio_ms,
             None,
+        ),
+        row(
+            "HTTP request latency p90, Node client (fetch, kept alive)",
+            percentile(node, 0.9),
+            "ms",
+            "raw HTTP client p50, 1 client",
+            one_p50,
+            Some(("<=", 5.0)),
         ),
         row(
             "RSS with 50 open HTTP sessions",

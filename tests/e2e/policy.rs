@@ -325,6 +325,9 @@ fn an_unanswered_question_times_out_as_declined() {
         "{v}"
     );
     assert!(err["message"].as_str().unwrap().contains("400 ms"), "{err}");
+    // The question was withdrawn on the client (notifications/cancelled):
+    // a later "Allow" there would have allowed nothing (issue 37).
+    assert_eq!(v["late_cancelled"], true, "the client's question stayed open: {v}");
     let rows = audit(&env, &["--verb", "echo.argv"]);
     assert_eq!(rows[0]["answer"], "timeout");
     assert!(

@@ -48,14 +48,23 @@ async def main() -> None:
 
     out = {}
     if slow:
+        cancelled = []
+
         async def late(context, p):
-            await asyncio.sleep(5)
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                # verbgate gave up on the question and told the client so.
+                cancelled.append(True)
+                raise
             return types.ElicitResult(action="accept", content={"decision": "allow_once"})
 
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write, elicitation_callback=late) as session:
                 await session.initialize()
                 out["late"] = (await session.call_tool("request", argv_op("late"))).structured_content
+                await asyncio.sleep(0.5)
+                out["late_cancelled"] = bool(cancelled)
         print(json.dumps(out))
         return
     async with stdio_client(params) as (read, write):

@@ -5,9 +5,11 @@
 //! 2025-11-25 client is asked; a 2026-07-28 client gets the same form in an
 //! `InputRequiredResult` ([`super::mrtr`]).
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction};
+use rmcp::model::{
+    ClientResult, ElicitRequest, ElicitRequestParams, ElicitationAction, ServerRequest,
+};
 use rmcp::service::ElicitationMode;
-use rmcp::service::Peer;
+use rmcp::service::{Peer, PeerRequestOptions};
 use rmcp::RoleServer;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -85,17 +87,36 @@ impl Asker for Elicit {
                     return Answer::Decline;
                 }
             };
-            tokio::select! {
-                r = tokio::time::timeout(q.timeout, self.peer.create_elicitation(params)) => match r {
-                    Err(_) => Answer::Timeout,
-                    Ok(Err(e)) => {
-                        tracing::warn!(error = %e, verb = %q.verb, "the elicitation failed; nobody was asked");
-                        Answer::Failed
+            let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+            let sent =
+                self.peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await;
+            let mut handle = match sent {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(error = %e, verb = %q.verb, "the elicitation could not be sent; nobody was asked");
+                    return Answer::Failed;
+                }
+            };
+            let given_up = tokio::select! {
+                r = tokio::time::timeout(q.timeout, &mut handle.rx) => match r {
+                    Err(_) => (Answer::Timeout, "verbgate's consent timeout (consent.timeout_ms) passed"),
+                    Ok(Ok(Ok(ClientResult::ElicitResult(result)))) => {
+                        return answer(result.action, result.content.as_ref());
                     }
-                    Ok(Ok(result)) => answer(result.action, result.content.as_ref()),
+                    Ok(other) => {
+                        tracing::warn!(answer = ?other, verb = %q.verb, "the elicitation failed; nobody was asked");
+                        return Answer::Failed;
+                    }
                 },
-                _ = self.cancel.cancelled() => Answer::Cancelled,
+                _ = self.cancel.cancelled() => (Answer::Cancelled, "the request that asked was cancelled"),
+            };
+            // Close the question on the client too: an "Allow" given after
+            // this would allow nothing, and must not look as if it did.
+            let (answer, why) = given_up;
+            if let Err(e) = handle.cancel(Some(format!("{why}; nothing runs"))).await {
+                tracing::debug!(error = %e, "cannot cancel the elicitation on the client");
             }
+            answer
         })
     }
 }
