@@ -352,7 +352,12 @@ impl Never {
         let secrets = users
             .iter()
             .flat_map(|h| CREDENTIAL_FILES.iter().map(move |f| h.join(f)))
-            .flat_map(|s| [real(&s), s])
+            .flat_map(|s| {
+                // Resolved only when it exists (one `lstat`; most do not):
+                // this runs for every program started.
+                let resolved = std::fs::symlink_metadata(&s).is_ok().then(|| real(&s));
+                std::iter::once(s).chain(resolved)
+            })
             .collect();
         Never { users, homes, secrets }
     }
