@@ -129,3 +129,45 @@ fn a_plugin_replaced_while_serving_keeps_serving_until_the_next_load_which_refus
         s.close().await.unwrap();
     });
 }
+
+/// A client's ordinary cancel (`notifications/cancelled`) is not an error:
+/// nothing at WARN or ERROR in the server's log (issue 37: each logged
+/// ERROR lines, which hosts show the user).
+#[test]
+fn a_cancelled_call_logs_no_error() {
+    rt().block_on(async {
+        let env = Env::new();
+        env.install("fixture-echo");
+        let mut cmd = env.serve_command();
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stdin = child.stdin.take().unwrap();
+        let send = |v: Value| format!("{v}\n");
+        for m in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "request", "arguments": {"ops": [{"op": "echo.sleep", "args": {"ms": 3000}}]}}}),
+        ] {
+            stdin.write_all(send(m).as_bytes()).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "the user pressed stop"}});
+        stdin.write_all(send(cancel).as_bytes()).await.unwrap();
+        stdin.write_all(send(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})).as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        drop(stdin);
+        let mut out = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut out).await.unwrap();
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).await.unwrap();
+        let _ = child.wait().await;
+        assert!(out.contains(r#""id":3"#), "the server went on answering: {out}");
+        let loud: Vec<&str> = err.lines().filter(|l| l.contains("ERROR") || l.contains("WARN")).collect();
+        assert!(loud.is_empty(), "a normal cancel logged: {loud:#?}");
+    });
+}

@@ -178,11 +178,26 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("VERBGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false);
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::filter::filter_fn(|m| !is_error_answer_echo(m)))
+        .with(fmt)
         .try_init();
+}
+
+/// rmcp's WARN for every error answer a handler returns (`response error`,
+/// with fields `id` and `error`): the client gets that answer itself, and
+/// an ordinary client cancel ends in one, so hosts showed the user a
+/// warning for pressing stop. Shown at DEBUG only (`VERBGATE_LOG=rmcp=debug`
+/// still shows rmcp's own debug lines of the same answer).
+fn is_error_answer_echo(m: &tracing::Metadata<'_>) -> bool {
+    m.target().starts_with("rmcp::service")
+        && *m.level() == tracing::Level::WARN
+        && m.fields().field("id").is_some()
+        && m.fields().field("error").is_some()
 }
