@@ -185,7 +185,7 @@ pub(super) async fn check_bytes(ctx: &Context, bytes: &[u8]) -> Report {
         for p in &spec.programs {
             if let Err(why) = programs.resolve(p) {
                 r.warnings.push(
-                    json!({ "code": LoadCode::MissingProgram, "verb": spec.name, "message": why, "fix": "install it or set programs.<name> in verbgate.toml" }),
+                    json!({ "code": LoadCode::MissingProgram, "verb": spec.name, "message": why.to_string(), "fix": "install it or set programs.<name> in verbgate.toml" }),
                 );
             }
         }

@@ -208,12 +208,12 @@ fn private_caches(
     config: &crate::config::Config,
     prepared: &mut crate::exec::Prepared,
 ) -> Result<(), OpError> {
-    let name = prepared.program.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    for (programs, var, dir) in crate::sandbox::profile::PRIVATE_CACHES {
-        if !programs.contains(&name) && !programs.contains(&prepared.name.as_str()) {
-            continue;
-        }
-        let root = crate::json::sha256_hex(config.root.to_string_lossy().as_bytes());
+    let caches: Vec<_> = crate::sandbox::profile::private_caches(&prepared.program).collect();
+    if caches.is_empty() {
+        return Ok(());
+    }
+    let root = crate::json::sha256_hex(config.root.to_string_lossy().as_bytes());
+    for (var, dir) in caches {
         let path = config.home.join("toolcache").join(&root[..16]).join(dir);
         // A link planted in the home would aim the grant (and the cache) at
         // the user's own cache: refused, not followed.

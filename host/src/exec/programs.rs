@@ -24,20 +24,55 @@ impl Programs {
     }
 
     /// The absolute path of program `name`, or why it cannot be used.
-    pub fn resolve(&self, name: &str) -> Result<PathBuf, String> {
+    pub fn resolve(&self, name: &str) -> Result<PathBuf, Unresolved> {
         if name.is_empty() || name.contains('/') || name.contains('\0') {
-            return Err(format!("`{name}` is not a program name (declare a bare name; paths are configured by the operator)"));
+            return Err(Unresolved::NotAName(name.to_string()));
         }
         if let Some(p) = self.overrides.get(name) {
             return if is_executable(p) {
                 Ok(p.clone())
             } else {
-                Err(format!("programs.{name} = {} is not an executable file", p.display()))
+                Err(Unresolved::NotExecutable { name: name.to_string(), path: p.clone() })
             };
         }
-        self.search.iter().map(|d| d.join(name)).find(|p| is_executable(p)).ok_or_else(|| {
-            format!("program `{name}` was not found on PATH (set programs.{name} in verbgate.toml)")
-        })
+        self.search
+            .iter()
+            .map(|d| d.join(name))
+            .find(|p| is_executable(p))
+            .ok_or_else(|| Unresolved::NotOnPath(name.to_string()))
+    }
+}
+
+/// Why a program name does not resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unresolved {
+    /// The verb declared a path or an empty name, not a bare name.
+    NotAName(String),
+    /// `[programs]` names a file that is not an executable (an operator's
+    /// mistake: worth a warning).
+    NotExecutable {
+        /// The program's name.
+        name: String,
+        /// The configured path.
+        path: PathBuf,
+    },
+    /// Not configured and not on `PATH`: not installed here (expected on
+    /// most machines for some verbs).
+    NotOnPath(String),
+}
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unresolved::NotAName(name) => write!(f, "`{name}` is not a program name (declare a bare name; paths are configured by the operator)"),
+            Unresolved::NotExecutable { name, path } => {
+                write!(f, "programs.{name} = {} is not an executable file", path.display())
+            }
+            Unresolved::NotOnPath(name) => write!(
+                f,
+                "program `{name}` was not found on PATH (set programs.{name} in verbgate.toml)"
+            ),
+        }
     }
 }
 

@@ -19,6 +19,10 @@ use crate::dispatch::ask::{Answer, AskFuture, Asker, Question};
 /// The form field holding the answer.
 const FIELD: &str = "decision";
 
+/// The values the form offers for [`FIELD`]: allow once, allow the verb
+/// for the session, deny.
+pub const CHOICES: [&str; 3] = ["allow_once", "allow_session", "deny"];
+
 /// An [`Asker`] over one MCP request's peer; a cancelled request stops
 /// waiting.
 pub struct Elicit {
@@ -45,9 +49,9 @@ pub fn form(q: &Question) -> Value {
                     "type": "string",
                     "title": format!("Run {}?", q.verb),
                     "oneOf": [
-                        { "const": "allow_once", "title": "Allow once" },
-                        { "const": "allow_session", "title": format!("Allow {} for the rest of this session", q.verb) },
-                        { "const": "deny", "title": "Deny" }
+                        { "const": CHOICES[0], "title": "Allow once" },
+                        { "const": CHOICES[1], "title": format!("Allow {} for the rest of this session", q.verb) },
+                        { "const": CHOICES[2], "title": "Deny" }
                     ]
                 }
             },
@@ -60,11 +64,20 @@ pub fn form(q: &Question) -> Value {
 /// whose field says `allow_once` or `allow_session` allows anything; a
 /// `cancel` (the question dismissed) is recorded as such, not as a "no".
 pub fn answer(action: ElicitationAction, content: Option<&Value>) -> Answer {
-    match (action, content.and_then(|c| c.get(FIELD)).and_then(Value::as_str)) {
-        (ElicitationAction::Accept, Some("allow_once")) => Answer::AllowOnce,
-        (ElicitationAction::Accept, Some("allow_session")) => Answer::AllowSession,
-        (ElicitationAction::Cancel, _) => Answer::Dismissed,
-        _ => Answer::Decline,
+    offered(action, content).unwrap_or(Answer::Decline)
+}
+
+/// Like [`answer`], but `None` for an `accept` of no value in
+/// [`CHOICES`]: a 2026-07-28 retry carrying one is asked again.
+pub fn offered(action: ElicitationAction, content: Option<&Value>) -> Option<Answer> {
+    let decision = content.and_then(|c| c.get(FIELD)).and_then(Value::as_str);
+    match (action, decision) {
+        (ElicitationAction::Accept, Some(d)) if d == CHOICES[0] => Some(Answer::AllowOnce),
+        (ElicitationAction::Accept, Some(d)) if d == CHOICES[1] => Some(Answer::AllowSession),
+        (ElicitationAction::Accept, Some(d)) if d == CHOICES[2] => Some(Answer::Decline),
+        (ElicitationAction::Accept, _) => None,
+        (ElicitationAction::Cancel, _) => Some(Answer::Dismissed),
+        _ => Some(Answer::Decline),
     }
 }
 

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 
-use super::consent::{answer, form};
+use super::consent::{form, offered, CHOICES};
 use crate::dispatch::ask::{Answer, AskFuture, Asker, Question};
 use crate::dispatch::{Observer, Response};
 use crate::error::{ErrorCode, OpError};
@@ -137,6 +137,8 @@ struct Inner {
 /// A question and the op waiting for its answer.
 struct Waiting {
     form: Value,
+    /// What was wrong with the last answer, when it is asked again.
+    note: Option<String>,
     reply: oneshot::Sender<Answer>,
 }
 
@@ -253,10 +255,7 @@ impl Rounds {
                 Err(_) if waiting.reply.is_closed() => {}
                 Err(wrong) => {
                     tracing::info!(%key, %wrong, "asking again: the retry's answer was unusable");
-                    let message = waiting.form["message"].as_str().unwrap_or_default();
-                    let message = message.rsplit(ASKED_AGAIN).next().unwrap_or(message);
-                    waiting.form["message"] =
-                        Value::String(format!("{wrong}{ASKED_AGAIN}{message}"));
+                    waiting.note = Some(wrong);
                     again.push(waiting);
                 }
             }
@@ -331,8 +330,13 @@ impl Rounds {
         for w in waiting {
             inner.keys += 1;
             let key = format!("consent_{}", inner.keys);
+            let mut params = w.form.clone();
+            if let Some(note) = &w.note {
+                let message = params["message"].as_str().unwrap_or_default();
+                params["message"] = Value::String(format!("{note}{ASKED_AGAIN}{message}"));
+            }
             match serde_json::from_value::<InputRequest>(
-                json!({ "method": "elicitation/create", "params": w.form }),
+                json!({ "method": "elicitation/create", "params": params }),
             ) {
                 Ok(request) => {
                     requests.insert(key.clone(), request);
@@ -481,7 +485,7 @@ impl Asker for RoundAsker {
                     return Answer::Cancelled;
                 }
                 inner.longest = inner.longest.max(q.timeout);
-                inner.waiting.push(Waiting { form: form(q), reply });
+                inner.waiting.push(Waiting { form: form(q), note: None, reply });
             }
             held.changed.send_modify(|n| *n += 1);
             drop(held);
@@ -511,22 +515,17 @@ fn elicit_answer(key: &str, value: Option<&Value>) -> Result<Answer, String> {
         .ok_or_else(|| {
             format!("The answer for `{key}` was not an elicitation result (its `action` must be accept, decline or cancel)")
         })?;
-    let decision = value.get("content").and_then(|c| c.get("decision"));
-    if action == ElicitationAction::Accept
-        && !decision.and_then(Value::as_str).is_some_and(|d| CHOICES.contains(&d))
-    {
+    offered(action, value.get("content")).ok_or_else(|| {
+        let decision = value.get("content").and_then(|c| c.get("decision"));
         let given = decision.map_or("nothing".to_string(), |d| {
             crate::text::escape(&d.to_string(), QUOTED_STATE_BYTES)
         });
-        return Err(format!(
-            "The accepted answer for `{key}` chose {given}; `decision` must be one of allow_once, allow_session, deny"
-        ));
-    }
-    Ok(answer(action, value.get("content")))
+        format!(
+            "The accepted answer for `{key}` chose {given}; `decision` must be one of {}",
+            CHOICES.join(", ")
+        )
+    })
 }
-
-/// The choices the consent form offers (its `decision` field).
-const CHOICES: &[&str] = &["allow_once", "allow_session", "deny"];
 
 /// A refused state: `invalid_request`, with `request_state` naming the
 /// reason and the start of the value quoted.

@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::error::LoadCode;
+use crate::exec::programs::Unresolved;
 use crate::exec::Programs;
 use crate::json::{clip, fingerprint, sha256_hex};
 use crate::runtime::bounds::NAME_BYTES;
@@ -176,6 +177,9 @@ pub struct Registry {
     deferred: Vec<Arc<Deferred>>,
     /// Who owns each namespace.
     namespaces: namespaces::Namespaces,
+    /// Programs not installed here (not configured, not on `PATH`) and
+    /// the verbs left out for them: one INFO line, not a WARN per verb.
+    not_installed: BTreeMap<String, Vec<String>>,
 }
 
 /// How to treat components whose compiled code is not cached yet.
@@ -318,6 +322,7 @@ impl Registry {
             runtime,
             deferred: Vec::new(),
             namespaces: namespaces::Namespaces::default(),
+            not_installed: BTreeMap::new(),
         };
         // What to do with each component, in order: hashing and signature
         // checks here, compiling or loading from the cache below (side by
@@ -400,19 +405,12 @@ impl Registry {
     /// installed, by program (`rg (rg.search, rg.files); go (go.test)`):
     /// not a warning — a machine without node has no use for `jest.run`.
     pub fn missing_programs_summary(&self) -> Option<String> {
-        let mut by_program: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        let missing =
-            |u: &&Unavailable| u.code == LoadCode::MissingProgram && not_on_path(&u.reason);
-        for u in self.unavailable.iter().filter(missing) {
-            let program = u.reason.split('`').nth(1).unwrap_or("?");
-            by_program.entry(program).or_default().push(u.verb.as_deref().unwrap_or("?"));
-        }
-        if by_program.is_empty() {
+        if self.not_installed.is_empty() {
             return None;
         }
-        let verbs: usize = by_program.values().map(Vec::len).sum();
+        let verbs: usize = self.not_installed.values().map(Vec::len).sum();
         let list: Vec<String> =
-            by_program.iter().map(|(p, v)| format!("{p} ({})", v.join(", "))).collect();
+            self.not_installed.iter().map(|(p, v)| format!("{p} ({})", v.join(", "))).collect();
         Some(format!(
             "{verbs} verbs are unavailable because their program is not installed: {}; install one or set programs.<name> in verbgate.toml (`verbgate check` lists them)",
             list.join("; ")
@@ -430,7 +428,10 @@ impl Registry {
         // Names come from the plugin: an over-long one is recorded clipped.
         let verb = verb.map(|v| clip(v, NAME_BYTES));
         let plugin = plugin.map(|p| clip(p, NAME_BYTES));
-        if code == LoadCode::MissingProgram && not_on_path(&reason) {
+        let not_installed = verb
+            .as_deref()
+            .is_some_and(|v| self.not_installed.values().any(|verbs| verbs.iter().any(|n| n == v)));
+        if code == LoadCode::MissingProgram && not_installed {
             // Expected on most machines (one line for them all: see
             // `missing_programs_summary`); each is in `verbgate check`. A
             // configured path that is wrong stays a warning.
@@ -626,7 +627,12 @@ impl Registry {
         }
         let mut resolved = BTreeMap::new();
         for p in &spec.programs {
-            let path = programs.resolve(p).map_err(|r| (LoadCode::MissingProgram, r))?;
+            let path = programs.resolve(p).map_err(|r| {
+                if let Unresolved::NotOnPath(name) = &r {
+                    self.not_installed.entry(name.clone()).or_default().push(spec.name.clone());
+                }
+                (LoadCode::MissingProgram, r.to_string())
+            })?;
             resolved.insert(p.clone(), path);
         }
         // Lint already proved both schemas parse and compile.
@@ -762,11 +768,4 @@ fn component_files(dir: &Path, unavailable: &mut Vec<Unavailable>) -> Vec<PathBu
         .collect();
     files.sort();
     files
-}
-
-/// Whether a `missing_program` reason is [`crate::exec::programs`]'s "not
-/// found on PATH" (no `[programs]` entry), as opposed to a configured path
-/// that is not a program.
-fn not_on_path(reason: &str) -> bool {
-    reason.starts_with("program `") && reason.contains("was not found on PATH")
 }

@@ -281,17 +281,23 @@ fn toolchain(program: &Path, env: &BTreeMap<String, String>, never: &Never) -> V
 /// program writes holds code the user's next unconfined build would run
 /// (a test binary in `~/.cache/go-build`).
 fn toolchain_state(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    private_caches(program).filter_map(|(var, _)| env.get(var).map(PathBuf::from)).collect()
+}
+
+/// The private caches `program` gets ([`PRIVATE_CACHES`]): each one's
+/// variable and directory name. Dispatch sets the variables, and the
+/// profile grants what they name, by this one test of the program.
+pub fn private_caches(program: &Path) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
     PRIVATE_CACHES
         .iter()
-        .filter(|(programs, _, _)| is_program(program, programs))
-        .filter_map(|(_, var, _)| env.get(*var).map(PathBuf::from))
-        .collect()
+        .filter(move |(programs, _, _)| is_program(program, programs))
+        .map(|(_, var, dir)| (*var, *dir))
 }
 
 /// The toolchain caches verbgate keeps private: the programs, the variable
 /// that moves the cache, and the directory's name under
 /// `$VERBGATE_HOME/toolcache/<root>/`.
-pub const PRIVATE_CACHES: &[(&[&str], &str, &str)] =
+const PRIVATE_CACHES: &[(&[&str], &str, &str)] =
     &[(&["go"], "GOCACHE", "go-build"), (&["npm", "npx"], "npm_config_cache", "npm")];
 
 /// cargo's registry tokens, in `CARGO_HOME`.
