@@ -14,8 +14,11 @@ fn rt() -> tokio::runtime::Runtime {
 #[test]
 fn two_hundred_concurrent_spawns_lose_nothing() {
     rt().block_on(async {
-        let env = Env::new();
-        env.install("fixture-echo");
+        // What is under test is that concurrent spawns lose nothing, not
+        // the running-job cap (jobs_bounds tests that): with the default cap
+        // of 16, a slow machine had more than 16 echo jobs alive at once and
+        // the spawn was refused with job_limit.
+        let env = Env::with_plugin("fixture-echo").with_config("[limits]\nmax_running_jobs = 200\n");
         let fp = env.request(&json!({"help": "echo.job"}))["help"]["schema_fingerprint"].clone();
         let s = Arc::new(Session::start(env.serve_command()).await.unwrap());
         let mut set = tokio::task::JoinSet::new();

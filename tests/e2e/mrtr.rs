@@ -118,6 +118,10 @@ fn check_consent(env: &Env, v: &Value, mode: &str, transport: &str, second_asked
     );
     assert_eq!(code(&v["declined"], 0), "consent_declined", "{label}: {v}");
     assert_eq!(v["declined"]["body"]["results"][0]["error"]["answer"], "decline");
+    // isError in both eras: the declined call's only op failed; the batch
+    // had an op that ran, so it is not an error (docs/errors.md).
+    assert_eq!(v["declined"]["is_error"], true, "{label}: nothing succeeded: {v}");
+    assert_eq!(v["batch"]["is_error"], false, "{label}: one op succeeded: {v}");
     assert_eq!(code(&v["batch"], 0), "consent_declined", "{label}: {v}");
     assert_eq!(
         v["batch"]["body"]["results"][1]["ok"], true,

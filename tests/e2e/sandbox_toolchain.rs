@@ -132,3 +132,60 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A link planted where verbgate keeps its private caches
+/// (`$VERBGATE_HOME/toolcache` → the user's `~/.cache`) would aim the
+/// grant, and go's writes, at the user's own cache: the op is refused,
+/// naming the link, and nothing is written there.
+#[test]
+fn a_link_planted_for_the_private_cache_is_refused_not_followed() {
+    require_test_tool("go");
+    let env = Env::new();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/go-module"), &env.root);
+    let user = user_home(&env);
+    let users_cache = user.join(".cache");
+    std::fs::create_dir_all(&users_cache).unwrap();
+    std::os::unix::fs::symlink(&users_cache, env.home.join("toolcache")).unwrap();
+    let fp = env.request(&json!({"help": "go.test"}))["help"]["schema_fingerprint"].clone();
+    let req = json!({"ops": [{"op": "go.test", "args": {"packages": ["./calc"]}, "schema_fingerprint": fp}]});
+    let out = env.cmd(&["request", &req.to_string()]).env("HOME", &user).output().unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &answer["results"][0];
+    if let Some(id) = r["result"]["job"]["id"].as_str() {
+        env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 300}));
+    }
+    let written: Vec<PathBuf> = walk(&users_cache).into_iter().filter(|p| p.is_file()).collect();
+    assert!(written.is_empty(), "go wrote through the planted link: {written:?} ({answer})");
+    assert_eq!(r["error"]["code"], "launch_failed", "{answer}");
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("is a link"), "{answer}");
+}
+
+/// A program run without `HOME` (an operator's `env_allow` leaves it out)
+/// still never reads the user's home through where it lives: `just` in
+/// `~/bin` would have had all of `~` granted, its prefix.
+#[test]
+fn a_program_run_without_home_still_reads_nothing_of_the_users() {
+    let env0 = Env::new().with_config("env_allow = [\"PATH\"]\n");
+    let user = user_home(&env0);
+    let just = user.join("bin/just");
+    std::fs::create_dir_all(just.parent().unwrap()).unwrap();
+    std::fs::copy(just_binary(), &just).unwrap();
+    let env = env0.with_program("just", just.to_str().unwrap()).allowing(&["just.*"]);
+    std::fs::write(
+        env.root.join("justfile"),
+        format!(
+            "steal:\n    -cat {} > stolen\n    -cat {} >> stolen\n    echo done > done.txt\n",
+            user.join("notes.txt").display(),
+            user.join(".ssh/id_ed25519").display()
+        ),
+    )
+    .unwrap();
+    let r = run_with_home(&env, &user, "just.run", json!({"target": "steal"}));
+    assert_eq!(
+        std::fs::read_to_string(env.root.join("done.txt")).unwrap_or_default().trim(),
+        "done",
+        "the recipe ran: {r}"
+    );
+    let stolen = std::fs::read_to_string(env.root.join("stolen")).unwrap_or_default();
+    assert!(stolen.is_empty(), "the recipe read the user's home: {stolen:?} ({r})");
+}
