@@ -174,3 +174,96 @@ fn a_cancelled_call_logs_no_error() {
         assert!(loud.is_empty(), "a normal cancel logged: {loud:#?}");
     });
 }
+
+/// A fresh home (nothing compiled) answers `initialize` and `tools/list`
+/// before the bundled components are compiled (issue 37: it waited ~3 s
+/// for all of them); they compile in the background, and what needs them
+/// waits for exactly that: an op for its verb, the catalog for the bundled
+/// verbs. The next start finds them in the compile cache and defers
+/// nothing. (The time to tools/list is a benchmark row, not asserted here.)
+#[test]
+fn a_fresh_home_answers_before_its_components_compile_and_ops_wait_for_theirs() {
+    let env = Env::cold();
+    let log = env.tmp.path().join("serve.log");
+    let start = || {
+        let mut cmd = env.serve_command();
+        cmd.env("VERBGATE_LOG", "info");
+        Session::start_logging_to(cmd, std::fs::File::create(&log).unwrap())
+    };
+    rt().block_on(async {
+        let s = start().await.unwrap();
+        assert_eq!(s.tools().await.unwrap().len(), 1);
+        let early = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            early.contains("bundled") && early.contains("in the background"),
+            "the bundled components were compiled before the first answer: {early}"
+        );
+        // The op waits for its own verb (here not a repository: it ran).
+        let git = s.request(json!({"ops": [{"op": "git.status"}]})).await.unwrap().structured;
+        assert_eq!(git["results"][0]["error"]["code"], "not_a_repository", "{git}");
+        // The catalog waits for every bundled verb; nothing is left loading.
+        let catalog = s.request(json!({"help": true})).await.unwrap().structured;
+        let text = catalog.to_string();
+        for verb in ["git.status", "cargo.test", "rg.search", "job.wait"] {
+            assert!(text.contains(verb), "{verb} missing from the first catalog: {catalog}");
+        }
+        assert!(catalog["help"].get("loading").is_none(), "{catalog}");
+        // A name no component offers is unknown once they are all in.
+        let none = s.request(json!({"ops": [{"op": "git.statu"}]})).await.unwrap().structured;
+        assert_eq!(none["results"][0]["error"]["code"], "unknown_verb", "{none}");
+        s.close().await.unwrap();
+
+        let s = start().await.unwrap();
+        assert_eq!(s.tools().await.unwrap().len(), 1);
+        let warm = std::fs::read_to_string(&log).unwrap();
+        assert!(!warm.contains("in the background"), "warm start deferred a component: {warm}");
+        s.close().await.unwrap();
+    });
+}
+
+/// Two plugins both offer the `echo` namespace; in load (file name) order
+/// `a-echo.wasm` owns it. When only `b-echo.wasm` is in the compile cache
+/// (a-echo was reinstalled, say), admitting b at once and a once compiled
+/// would hand the namespace to b on that one start. Everything after the
+/// first deferred component is deferred too, so the owner is the one an
+/// eager load picks, cold or warm.
+#[test]
+fn a_cached_plugin_never_takes_a_namespace_ahead_of_one_still_compiling() {
+    let env = Env::cold();
+    let second = env.run_ok(&["keygen", "--name", "second"]);
+    env.run_ok(&["trust", "add", second["public_key"].as_str().unwrap(), "--name", "second"]);
+    let a = env.install_from("a-echo", &verbgate_tests::component("fixture-echo"));
+    let b = env.plugins.join("b-echo.wasm");
+    let signed = env
+        .cmd(&["sign"])
+        .arg(&a)
+        .arg("--key")
+        .arg(env.home.join("keys/second.sk.pem"))
+        .arg("--out")
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(signed.status.success(), "{}", String::from_utf8_lossy(&signed.stderr));
+    let owner =
+        |help: &Value| help["help"]["plugin"]["source"].as_str().unwrap_or_default().to_string();
+    // An eager load compiles and caches both; a owns the namespace.
+    let eager = env.request(&json!({"help": "echo.argv"}));
+    assert!(owner(&eager).ends_with("a-echo.wasm"), "{eager}");
+    // Drop a's entry only.
+    let sum = std::process::Command::new("sha256sum").arg(&a).output().unwrap();
+    let digest =
+        String::from_utf8_lossy(&sum.stdout).split_whitespace().next().unwrap().to_string();
+    let cache = env.home.join("cache");
+    let entry = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&digest))
+        .unwrap_or_else(|| panic!("no entry for {digest} in {}", cache.display()));
+    std::fs::remove_file(entry).unwrap();
+    rt().block_on(async {
+        let s = Session::start(env.serve_command()).await.unwrap();
+        let help = s.request(json!({"help": "echo.argv"})).await.unwrap().structured;
+        assert!(owner(&help).ends_with("a-echo.wasm"), "b took the namespace: {help}");
+        s.close().await.unwrap();
+    });
+}

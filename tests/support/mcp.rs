@@ -54,6 +54,17 @@ impl Session {
         Ok(Session { client, recorder })
     }
 
+    /// [`Session::start`] with the server's stderr (its log) written to `log`.
+    pub async fn start_logging_to(
+        cmd: tokio::process::Command,
+        log: std::fs::File,
+    ) -> anyhow::Result<Session> {
+        let (transport, _) = TokioChildProcess::builder(cmd).stderr(log).spawn()?;
+        let recorder = Recorder::default();
+        let client = recorder.clone().serve(transport).await?;
+        Ok(Session { client, recorder })
+    }
+
     /// The negotiated protocol version.
     pub fn protocol_version(&self) -> String {
         self.client.peer_info().map(|i| i.protocol_version.to_string()).unwrap_or_default()

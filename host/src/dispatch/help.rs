@@ -306,8 +306,13 @@ pub fn verb_contract(v: &Verb) -> Value {
 }
 
 impl Dispatcher {
-    /// `help: true` for `caller`: the catalog of what it reaches.
-    pub(crate) fn catalog(&self, caller: &Caller) -> Value {
+    /// `help: true` for `caller`: the catalog of what it reaches. On a
+    /// fresh home it waits for the bundled components (compiled in the
+    /// background so `initialize` is not kept waiting): the first catalog
+    /// an agent reads is never missing `git.*`; plugins still compiling
+    /// after them are listed as `loading`.
+    pub(crate) async fn catalog(&self, caller: &Caller) -> Value {
+        self.live_registry().wait_bundled(super::resolve::LOADING_WAIT).await;
         catalog_for(
             &self.registry(),
             self.batch_cap(),

@@ -220,7 +220,7 @@ impl Dispatcher {
             }
         };
         match decoded {
-            Request::Catalog => success_help(self.catalog(&caller)),
+            Request::Catalog => success_help(self.catalog(&caller).await),
             Request::HelpVerb(name) => match self.help_as(&name, &caller).await {
                 Ok(h) => success_help(h),
                 Err(e) => request_error(e),

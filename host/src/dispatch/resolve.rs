@@ -14,19 +14,20 @@ use crate::error::{ErrorCode, OpError};
 use crate::json::near_matches;
 use crate::registry::{Registry, Verb};
 
-/// How long an op naming an unknown verb waits for background compiles.
-const LOADING_WAIT: Duration = Duration::from_secs(60);
+/// How long an op naming an unknown verb (or the catalog) waits for
+/// background compiles.
+pub(crate) const LOADING_WAIT: Duration = Duration::from_secs(60);
 
 impl Dispatcher {
     /// The registry to look `name` up in: if it is unknown while components
-    /// are still compiling in the background, wait for them (it may be one
-    /// of theirs) rather than call it unknown.
+    /// are still compiling in the background, wait until it joins or they
+    /// are all done (it may be one of theirs) rather than call it unknown.
     pub(crate) async fn registry_for(&self, name: &str) -> Arc<Registry> {
         let registry = self.registry();
         if registry.resolve(name).is_some() || registry.deferred().is_empty() {
             return registry;
         }
-        self.live_registry().wait_loaded(LOADING_WAIT).await;
+        self.live_registry().wait_for_verb(name, LOADING_WAIT).await;
         self.registry()
     }
 

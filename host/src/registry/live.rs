@@ -3,9 +3,9 @@
 //!
 //! Every op takes the current snapshot once, so it sees one consistent verb
 //! surface even while a new component is being admitted. Components are
-//! compiled one at a time, in load order, so collisions between them are
-//! settled as in an eager load; a verb already serving keeps its name
-//! against one that joins later.
+//! compiled side by side but join one at a time, in load order, so
+//! collisions between them are settled as in an eager load; a verb already
+//! serving keeps its name against one that joins later.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,20 +26,22 @@ impl LiveRegistry {
         Arc::new(LiveRegistry { current: watch::Sender::new(registry) })
     }
 
-    /// Serve `registry` now and compile its deferred components in a
-    /// background task (needs a tokio runtime).
+    /// Serve `registry` now and compile its deferred components in the
+    /// background (side by side; each joins, in load order, as soon as it
+    /// and those before it are ready). Needs a tokio runtime.
     pub fn start(registry: Registry, config: Arc<Config>) -> Arc<Self> {
+        let compiling = registry.compile_deferred();
         let live = Self::fixed(Arc::new(registry));
         let worker = live.clone();
         tokio::spawn(async move {
-            loop {
-                let snapshot = worker.current();
-                let Some(next) = snapshot.deferred().first().cloned() else { break };
+            for (next, rx) in compiling {
                 tracing::info!(source = %next.source(), "compiling in the background");
-                let grown = snapshot.with_deferred_loaded(&next, &config).await;
+                let loaded = rx.await.ok();
+                let grown = worker.current().with_deferred_admitted(&next, loaded, &config).await;
                 worker.current.send_replace(Arc::new(grown));
                 crate::runtime::release_freed_memory();
             }
+            worker.current().log_missing_programs();
         });
         live
     }
@@ -54,11 +56,22 @@ impl LiveRegistry {
         self.current.borrow().deferred().iter().map(|d| d.file_name()).collect()
     }
 
-    /// Wait until nothing is compiling, at most `limit`; true if done.
-    pub async fn wait_loaded(&self, limit: Duration) -> bool {
+    /// Wait until `name` resolves or nothing is compiling, at most `limit`:
+    /// an op waits for its own verb, not for every component (a Python
+    /// guest compiling after it).
+    pub async fn wait_for_verb(&self, name: &str, limit: Duration) -> bool {
+        self.wait_until(limit, |r| r.resolve(name).is_some() || r.deferred().is_empty()).await
+    }
+
+    /// Wait until no bundled component is compiling, at most `limit`: the
+    /// catalog waits for the verbs every install has, and names the
+    /// plugins still compiling after them as `loading`.
+    pub async fn wait_bundled(&self, limit: Duration) -> bool {
+        self.wait_until(limit, |r| !r.deferred().iter().any(|d| d.is_bundled())).await
+    }
+
+    async fn wait_until(&self, limit: Duration, done: impl Fn(&Registry) -> bool) -> bool {
         let mut rx = self.current.subscribe();
-        tokio::time::timeout(limit, rx.wait_for(|r| r.deferred().is_empty()))
-            .await
-            .is_ok_and(|r| r.is_ok())
+        tokio::time::timeout(limit, rx.wait_for(|r| done(r))).await.is_ok_and(|r| r.is_ok())
     }
 }

@@ -187,12 +187,20 @@ pub struct Registry {
 pub enum LoadMode {
     /// Compile everything before returning (one-shot commands).
     Eager,
-    /// Return at once with what is bundled or cached, and leave the rest in
+    /// Return at once with what is cached, and leave the rest in
     /// [`Registry::deferred`] for [`live::LiveRegistry`] to compile in the
-    /// background: a Python guest's seconds-long first compile never delays
-    /// the other verbs (the server).
+    /// background (the server): neither a Python guest's seconds-long first
+    /// compile nor the bundled components' on a fresh home delays
+    /// `initialize` and `tools/list`. Once one component is deferred, every
+    /// later one is too, so components join in load order and a namespace
+    /// goes to the same owner as in an eager load, cold or warm.
     Background,
 }
+
+/// A deferred component's compile under way: its result, or an error if the
+/// thread compiling it was lost.
+pub type Compiling =
+    tokio::sync::oneshot::Receiver<Result<LoadedComponent, crate::runtime::LoadError>>;
 
 /// A verified component whose compilation was deferred.
 pub struct Deferred {
@@ -205,6 +213,11 @@ impl Deferred {
     /// Where it came from (for the server's log).
     pub fn source(&self) -> String {
         self.candidate.source.describe()
+    }
+
+    /// Whether it is one of the components built into the binary.
+    pub fn is_bundled(&self) -> bool {
+        self.candidate.bundled
     }
 
     /// Its file's name without the directory, for `loading` lists clients
@@ -329,6 +342,23 @@ impl Registry {
         // side: it is most of a warm start), admitting in this order (which
         // plugin owns a namespace depends on it).
         let mut steps: Vec<Step> = Vec::new();
+        // Whether a component was deferred: every later one then is too.
+        // `defer` hands back what is to be loaded now, or keeps it deferred.
+        let mut deferring = false;
+        let mut defer = |reg: &mut Registry,
+                         c: Candidate,
+                         digest: String,
+                         signer: Option<String>| {
+            if mode == LoadMode::Eager || (!deferring && reg.runtime.is_cached(&digest)) {
+                return Some((c, digest, signer));
+            }
+            if !deferring {
+                tracing::info!(source = %c.source.describe(), "not in the compile cache: compiling it and what loads after it in the background");
+            }
+            deferring = true;
+            reg.deferred.push(Arc::new(Deferred { candidate: c, digest, signer }));
+            None
+        };
         for b in bundled::BUNDLED {
             // build.rs hashed the file it embedded, so this only catches an
             // embed that differs from what was hashed (the file replaced
@@ -345,7 +375,9 @@ impl Registry {
                 continue;
             }
             let c = Candidate { bytes: b.bytes.to_vec(), source: Source::Bundled, bundled: true };
-            steps.push(Step::Admit(c, digest, None));
+            if let Some((c, digest, signer)) = defer(&mut reg, c, digest, None) {
+                steps.push(Step::Admit(c, digest, signer));
+            }
         }
         for dir in &config.plugin_dirs {
             let mut listing = Vec::new();
@@ -372,16 +404,11 @@ impl Registry {
                 };
                 let digest = sha256_hex(&bytes);
                 let candidate = Candidate { bytes, source, bundled: false };
-                if mode == LoadMode::Background && !reg.runtime.is_cached(&digest) {
-                    tracing::info!(source = %candidate.source.describe(), "not in the compile cache: compiling in the background");
-                    reg.deferred.push(Arc::new(Deferred {
-                        candidate,
-                        digest,
-                        signer: Some(signer.key_id),
-                    }));
-                    continue;
+                if let Some((c, digest, signer)) =
+                    defer(&mut reg, candidate, digest, Some(signer.key_id))
+                {
+                    steps.push(Step::Admit(c, digest, signer));
                 }
-                steps.push(Step::Admit(candidate, digest, Some(signer.key_id)));
             }
         }
         let mut loaded = load_side_by_side(&reg.runtime, &steps).into_iter();
@@ -395,10 +422,19 @@ impl Registry {
                 }
             }
         }
-        if let Some(summary) = reg.missing_programs_summary() {
-            tracing::info!(code = LoadCode::MissingProgram.as_str(), "{summary}");
+        // With components still to join, the line waits for the last of
+        // them (live::LiveRegistry), so it is printed once, complete.
+        if reg.deferred.is_empty() {
+            reg.log_missing_programs();
         }
         Ok(reg)
+    }
+
+    /// Log [`Self::missing_programs_summary`], if there is one, at INFO.
+    pub fn log_missing_programs(&self) {
+        if let Some(summary) = self.missing_programs_summary() {
+            tracing::info!(code = LoadCode::MissingProgram.as_str(), "{summary}");
+        }
     }
 
     /// One line for every verb left out because its program is not
@@ -453,21 +489,50 @@ impl Registry {
         &self.deferred
     }
 
-    /// Compile a deferred component (on a blocking thread: it takes
-    /// seconds) and return the registry with it admitted and no longer
-    /// deferred. The compiled code lands in the cache, so the next start
-    /// loads it eagerly in milliseconds.
-    pub async fn with_deferred_loaded(&self, d: &Arc<Deferred>, config: &Config) -> Registry {
-        let runtime = self.runtime.clone();
-        let job = d.clone();
-        let loaded =
-            tokio::task::spawn_blocking(move || runtime.load(&job.candidate.bytes, &job.digest))
-                .await;
+    /// Compile (or load from the cache) every deferred component side by
+    /// side, on as many threads as there are cores, each result delivered
+    /// on its own channel as it is ready: the caller admits them in order,
+    /// each as soon as it and those before it are done.
+    pub fn compile_deferred(&self) -> Vec<(Arc<Deferred>, Compiling)> {
+        let (jobs, receivers): (Vec<_>, Vec<_>) = self
+            .deferred
+            .iter()
+            .map(|d| {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                ((d.clone(), tx), (d.clone(), rx))
+            })
+            .unzip();
+        let queue = Arc::new(std::sync::Mutex::new(jobs.into_iter()));
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.runtime.prepare_cache();
+        for _ in 0..threads.min(receivers.len()) {
+            let (queue, runtime) = (queue.clone(), self.runtime.clone());
+            // A thread that cannot be started only leaves more for the others.
+            let _ =
+                std::thread::Builder::new().name("verbgate-compile".into()).spawn(move || loop {
+                    let next =
+                        queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next();
+                    let Some((d, tx)) = next else { break };
+                    let _ = tx.send(runtime.load(&d.candidate.bytes, &d.digest));
+                });
+        }
+        receivers
+    }
+
+    /// This registry with deferred component `d` admitted from `loaded`
+    /// (what [`Self::compile_deferred`] delivered for it; `None` if its
+    /// compile was lost) and no longer deferred.
+    pub async fn with_deferred_admitted(
+        &self,
+        d: &Arc<Deferred>,
+        loaded: Option<Result<LoadedComponent, crate::runtime::LoadError>>,
+        config: &Config,
+    ) -> Registry {
         let mut next = self.clone();
         next.deferred.retain(|x| !Arc::ptr_eq(x, d));
         let programs = Programs::new(config.programs.clone(), std::env::var_os("PATH").as_deref());
         match loaded {
-            Ok(loaded) => {
+            Some(loaded) => {
                 next.admit_loaded(
                     &d.candidate,
                     loaded,
@@ -478,12 +543,13 @@ impl Registry {
                 )
                 .await
             }
-            Err(e) => next.refuse(
+            None => next.refuse(
                 None,
                 None,
                 &d.candidate.source,
                 LoadCode::LoadFailed,
-                format!("background compile stopped: {e}"),
+                "background compile stopped: its thread could not be started or ended early"
+                    .to_string(),
             ),
         }
         next

@@ -10,8 +10,8 @@
 //!   load, so no file can take its place;
 //! - any other namespace belongs to the first plugin that declares a verb
 //!   (or alias) in it that passes the load checks; components load bundled
-//!   first, then plugin files in name order (in the server, a component
-//!   compiled in the background joins after those already cached);
+//!   first, then plugin files in name order (in the server too: once one
+//!   is compiled in the background, every later one joins after it);
 //! - a verb or alias in a namespace another plugin owns is refused with
 //!   `namespace_owned`, even when its exact name is free.
 
