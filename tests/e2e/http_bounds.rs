@@ -545,10 +545,11 @@ fn a_narrowed_token_cannot_tell_a_hidden_verb_from_a_missing_one() {
 fn the_loading_list_names_files_not_paths() {
     // Attack (issue 25): the catalog's `loading` list showed absolute
     // plugin paths (the operator's home and layout) to any client.
-    let env = Env::cold();
-    env.install("fixture-echo");
-    env.install("fixture-many");
-    env.install("fixture-env");
+    // The Python guest compiles for seconds after the bundled components
+    // (which the catalog waits for), so it is still loading when asked.
+    verbgate_tests::require_guest_tools();
+    let env = Env::cold().allowing(&["pyecho.*"]);
+    env.install("py-echo");
     let token = add_token(&env, "laptop", &[]);
     let server = Server::start(&env, &[], None);
     let id = open_session(&server.addr, &token);
@@ -560,4 +561,29 @@ fn the_loading_list_names_files_not_paths() {
         let name = entry.as_str().unwrap();
         assert!(!name.contains('/') && name.ends_with(".wasm"), "the loading list shows {name:?}");
     }
+    assert_eq!(loading, &vec![json!("py-echo.wasm")], "{catalog}");
+}
+
+#[test]
+fn a_narrowed_token_waits_as_long_for_a_hidden_verb_as_for_a_missing_one() {
+    // Attack: at a cold start, an op naming a verb outside the token's list
+    // answered as soon as that verb's component joined, one naming a
+    // missing verb only once every component had: the timing told a
+    // narrowed token which verbs exist. Both now wait for everything.
+    verbgate_tests::require_guest_tools();
+    let env = Env::cold().allowing(&["pyecho.*"]);
+    env.install("py-echo");
+    let narrow = add_token(&env, "narrow", &["job.*"]);
+    let full = add_token(&env, "full", &[]);
+    let server = Server::start(&env, &[], None);
+    let (narrow_id, full_id) =
+        (open_session(&server.addr, &narrow), open_session(&server.addr, &full));
+    // `git.status` is bundled: it joins long before the Python guest does.
+    let hidden = call(&server.addr, &narrow, &narrow_id, json!({"ops": [{"op": "git.status"}]}));
+    assert_eq!(hidden["results"][0]["error"]["code"], "unknown_verb", "{hidden}");
+    let catalog = &call(&server.addr, &full, &full_id, json!({"help": true}))["help"];
+    assert!(
+        catalog.get("loading").is_none(),
+        "the hidden verb answered while components were still compiling: {catalog}"
+    );
 }

@@ -221,6 +221,59 @@ fn a_fresh_home_answers_before_its_components_compile_and_ops_wait_for_theirs() 
     });
 }
 
+/// A client that initializes, lists the tools and leaves (a host probing
+/// its servers) used to end the server mid-compile: nothing was cached,
+/// so every later start was as cold as the first. The server now lets the
+/// compiles it began finish before it exits.
+#[test]
+fn a_client_that_leaves_at_once_still_leaves_the_cache_warm() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = Env::cold();
+    let log = env.tmp.path().join("serve.log");
+    let mut child = env
+        .cmd(&["serve"])
+        .env("VERBGATE_LOG", "info")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    let mut line = String::new();
+    while !line.contains("\"id\":2") {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the server ended before tools/list");
+    }
+    let early = std::fs::read_to_string(&log).unwrap();
+    assert!(early.contains("in the background"), "nothing compiled in the background: {early}");
+    drop(stdin);
+    let begun = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(begun.elapsed() < Duration::from_secs(120), "the server did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let gone = std::fs::read_to_string(&log).unwrap();
+    assert!(gone.contains("finishing the background compiles"), "{gone}");
+    // The next start finds every component in the cache.
+    rt().block_on(async {
+        let mut cmd = env.serve_command();
+        cmd.env("VERBGATE_LOG", "info");
+        let s = Session::start_logging_to(cmd, std::fs::File::create(&log).unwrap()).await.unwrap();
+        assert_eq!(s.tools().await.unwrap().len(), 1);
+        let warm = std::fs::read_to_string(&log).unwrap();
+        assert!(!warm.contains("in the background"), "the next start was cold again: {warm}");
+        s.close().await.unwrap();
+    });
+}
+
 /// Two plugins both offer the `echo` namespace; in load (file name) order
 /// `a-echo.wasm` owns it. When only `b-echo.wasm` is in the compile cache
 /// (a-echo was reinstalled, say), admitting b at once and a once compiled

@@ -15,6 +15,10 @@ use crate::mcp::http::{
 use crate::registry::LoadMode;
 use crate::tokens::TokenStore;
 
+/// How long a stdio server whose client has gone waits for its background
+/// compiles to finish (and be cached) before it exits.
+const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -130,6 +134,21 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
             "serving MCP on stdio"
         );
         crate::mcp::serve_stdio(ctx.dispatcher()).await?;
+        // A client that left at once (initialize, tools/list, gone) would
+        // otherwise leave every component uncompiled and each later start
+        // as cold as this one: the compiles running finish and are cached.
+        let compiling = ctx.registry().deferred().len();
+        if compiling > 0 {
+            tracing::info!(
+                compiling,
+                "client gone; finishing the background compiles for the cache"
+            );
+            if !ctx.live.settle(SETTLE_WAIT).await {
+                tracing::info!(
+                    "background compiles still running after {SETTLE_WAIT:?}; leaving them"
+                );
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     };
     let listener = crate::mcp::http::bind(addr).await?;

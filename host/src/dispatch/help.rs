@@ -377,7 +377,7 @@ impl Dispatcher {
             Some((v, t)) => (v, Some(t)),
             None => (name, None),
         };
-        let registry = self.registry_for(verb_name).await;
+        let registry = self.registry_for(verb_name, caller).await;
         let mut contract = verb_help(&registry, verb_name)?;
         let verb = registry.resolve(verb_name).cloned().expect("verb_help found it");
         contract["policy"] = policy_note(&verb, &self.policy);

@@ -88,7 +88,8 @@ impl Dispatcher {
         let jobs = self.jobs_for(caller)?;
         let jobs = &jobs;
         let job = jobs.store().resolve(&args.id)?;
-        let verb = self.registry().resolve(&job.verb).cloned();
+        // Its plugin may still be compiling after a restart: wait for it.
+        let verb = self.registry_for(&job.verb, caller).await.resolve(&job.verb).cloned();
         if job.status().terminal() || (job.status() != Status::Running && job.entity.is_none()) {
             return jobs.run(&JobOp::Kill(args.clone())).await;
         }
@@ -276,7 +277,7 @@ impl Dispatcher {
             stderr: read(Stream::Stderr)?,
             ..Outcome::default()
         };
-        let verb = self.registry().resolve(&job.verb).cloned().ok_or_else(|| {
+        let verb = self.registry_for(&job.verb, caller).await.resolve(&job.verb).cloned().ok_or_else(|| {
             OpError::new(
                 ErrorCode::Unavailable,
                 format!("`{}`, which started job {}, is no longer loaded, so its output cannot be mapped; read it with job.output", job.verb, job.id),

@@ -234,7 +234,7 @@ impl Dispatcher {
                 let mut accesses = Vec::with_capacity(count);
                 for op in &ops {
                     let access = self
-                        .registry_for(&op.op)
+                        .registry_for(&op.op, &caller)
                         .await
                         .resolve(&op.op)
                         .and_then(|v| turns::Access::of(v));

@@ -19,15 +19,19 @@ use crate::registry::{Registry, Verb};
 pub(crate) const LOADING_WAIT: Duration = Duration::from_secs(60);
 
 impl Dispatcher {
-    /// The registry to look `name` up in: if it is unknown while components
-    /// are still compiling in the background, wait until it joins or they
-    /// are all done (it may be one of theirs) rather than call it unknown.
-    pub(crate) async fn registry_for(&self, name: &str) -> Arc<Registry> {
+    /// The registry to look `name` up in for `caller`: if it names no verb
+    /// the caller reaches while components are still compiling in the
+    /// background, wait until it joins or they are all done (it may be one
+    /// of theirs) rather than call it unknown.
+    pub(crate) async fn registry_for(&self, name: &str, caller: &Caller) -> Arc<Registry> {
         let registry = self.registry();
-        if registry.resolve(name).is_some() || registry.deferred().is_empty() {
+        let reaches = |n: &str| caller.permits(n);
+        if registry.resolve(name).is_some_and(|v| reaches(&v.name))
+            || registry.deferred().is_empty()
+        {
             return registry;
         }
-        self.live_registry().wait_for_verb(name, LOADING_WAIT).await;
+        self.live_registry().wait_for_verb(name, reaches, LOADING_WAIT).await;
         self.registry()
     }
 
@@ -39,7 +43,7 @@ impl Dispatcher {
         name: &str,
         caller: &Caller,
     ) -> Result<Arc<Verb>, OpError> {
-        let registry = self.registry_for(name).await;
+        let registry = self.registry_for(name, caller).await;
         match registry.resolve(name) {
             Some(verb) if caller.permits(&verb.name) => Ok(Arc::clone(verb)),
             _ => Err(unknown_verb(&registry, name, |n| caller.permits(n))),

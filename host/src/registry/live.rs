@@ -56,11 +56,21 @@ impl LiveRegistry {
         self.current.borrow().deferred().iter().map(|d| d.file_name()).collect()
     }
 
-    /// Wait until `name` resolves or nothing is compiling, at most `limit`:
-    /// an op waits for its own verb, not for every component (a Python
-    /// guest compiling after it).
-    pub async fn wait_for_verb(&self, name: &str, limit: Duration) -> bool {
-        self.wait_until(limit, |r| r.resolve(name).is_some() || r.deferred().is_empty()).await
+    /// Wait until `name` resolves to a verb the caller `reaches`, or nothing
+    /// is compiling, at most `limit`: an op waits for its own verb, not for
+    /// every component (a Python guest compiling after it). A verb the
+    /// caller may not reach waits as long as one that does not exist, so
+    /// when the wait ends tells a narrowed caller nothing about it.
+    pub async fn wait_for_verb(
+        &self,
+        name: &str,
+        reaches: impl Fn(&str) -> bool,
+        limit: Duration,
+    ) -> bool {
+        let done = |r: &Registry| {
+            r.resolve(name).is_some_and(|v| reaches(&v.name)) || r.deferred().is_empty()
+        };
+        self.wait_until(limit, done).await
     }
 
     /// Wait until no bundled component is compiling, at most `limit`: the
@@ -68,6 +78,13 @@ impl LiveRegistry {
     /// plugins still compiling after them as `loading`.
     pub async fn wait_bundled(&self, limit: Duration) -> bool {
         self.wait_until(limit, |r| !r.deferred().iter().any(|d| d.is_bundled())).await
+    }
+
+    /// Wait until nothing is compiling, at most `limit`: a server whose
+    /// client left early lets its compiles finish and be cached, so the
+    /// next start is not cold again.
+    pub async fn settle(&self, limit: Duration) -> bool {
+        self.wait_until(limit, |r| r.deferred().is_empty()).await
     }
 
     async fn wait_until(&self, limit: Duration, done: impl Fn(&Registry) -> bool) -> bool {

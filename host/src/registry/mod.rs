@@ -312,6 +312,46 @@ fn load_side_by_side(
         .collect()
 }
 
+/// The components waiting for a compile thread, each with where its
+/// result goes.
+type CompileQueue = std::sync::Mutex<
+    std::vec::IntoIter<(
+        Arc<Deferred>,
+        tokio::sync::oneshot::Sender<Result<LoadedComponent, crate::runtime::LoadError>>,
+    )>,
+>;
+
+/// Compile what `queue` holds until it is empty. A compile that panics
+/// refuses its own component, with why, and the thread goes on.
+fn compile_queued(runtime: &Runtime, queue: &CompileQueue) {
+    loop {
+        let next = queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next();
+        let Some((d, tx)) = next else { break };
+        let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.load(&d.candidate.bytes, &d.digest)
+        }))
+        .unwrap_or_else(|panic| {
+            Err(crate::runtime::LoadError::Compile(format!(
+                "the compiler panicked: {}",
+                panic_message(&*panic)
+            )))
+        });
+        let _ = tx.send(loaded);
+    }
+}
+
+/// Most components compiled side by side in the background.
+const MAX_COMPILE_THREADS: usize = 4;
+
+/// What a panic said, when it said it as text.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
+}
+
 impl Registry {
     /// Load bundled components and every component in the configured plugin
     /// directories.
@@ -503,18 +543,28 @@ impl Registry {
             })
             .unzip();
         let queue = Arc::new(std::sync::Mutex::new(jobs.into_iter()));
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Wasmtime already spreads one compile over every core; a few side by
+        // side keep the cores busy between its parallel phases without
+        // holding a dozen compiles' memory at once.
+        let threads =
+            std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_COMPILE_THREADS);
         self.runtime.prepare_cache();
+        let compile = {
+            let runtime = self.runtime.clone();
+            move |queue: Arc<CompileQueue>| compile_queued(&runtime, &queue)
+        };
+        let mut started = 0;
         for _ in 0..threads.min(receivers.len()) {
-            let (queue, runtime) = (queue.clone(), self.runtime.clone());
-            // A thread that cannot be started only leaves more for the others.
-            let _ =
-                std::thread::Builder::new().name("verbgate-compile".into()).spawn(move || loop {
-                    let next =
-                        queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next();
-                    let Some((d, tx)) = next else { break };
-                    let _ = tx.send(runtime.load(&d.candidate.bytes, &d.digest));
-                });
+            let (queue, compile) = (queue.clone(), compile.clone());
+            let spawned = std::thread::Builder::new()
+                .name("verbgate-compile".into())
+                .spawn(move || compile(queue));
+            started += usize::from(spawned.is_ok());
+        }
+        // No thread could be started (a process at its thread limit): the
+        // components still compile, on the runtime's blocking pool.
+        if started == 0 && !receivers.is_empty() {
+            tokio::task::spawn_blocking(move || compile(queue));
         }
         receivers
     }
