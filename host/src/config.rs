@@ -68,6 +68,13 @@ pub struct Limits {
     /// process sharing the store; past it a spawn fails with `job_limit`.
     /// Default 16.
     pub max_running_jobs: usize,
+    /// Processes (threads included) one confined program's tree may hold
+    /// at once, verbgate's one in its namespace counted; past it `fork`
+    /// fails with EAGAIN (Linux 6.14+, with the program's own namespaces:
+    /// its PID namespace's `pid_max`). After the namespace's pids wrap the
+    /// kernel skips the first 300, so a long-lived tree may hold up to 299
+    /// fewer. Default 1024, at least 300.
+    pub max_processes: u64,
     /// Cap on each of a job's stdout and stderr, bytes: past it the
     /// supervisor stops the job (`output_limit`). Default 64 MiB.
     pub job_output_bytes: u64,
@@ -104,6 +111,7 @@ impl Default for Limits {
             plugin_error_message_bytes: 16 << 10,
             plugin_error_details_bytes: 64 << 10,
             max_running_jobs: 16,
+            max_processes: 1024,
             job_output_bytes: 64 << 20,
             job_timeout_ms: 3_600_000,
             job_timeout_max_ms: 86_400_000,
@@ -239,6 +247,12 @@ fn check_job_limits(limits: &Limits) -> Result<()> {
         ("job_retain_days", limits.job_retain_days),
         ("job_retain_count", limits.job_retain_count as u64),
     ])?;
+    if limits.max_processes < 300 {
+        bail!(
+            "limits.max_processes = {} is below what the kernel lets a PID namespace be bound to (pid_max is at least 301); it must be at least 300",
+            limits.max_processes
+        );
+    }
     if limits.job_timeout_ms > limits.job_timeout_max_ms {
         bail!(
             "limits.job_timeout_ms = {} exceeds limits.job_timeout_max_ms = {}; raise the maximum or lower the default",
@@ -380,13 +394,24 @@ pub enum SandboxMode {
 }
 
 /// `[sandbox]`: the OS sandbox every program runs in.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxSettings {
     /// `enforce` (default) or `off`.
     pub mode: SandboxMode,
+    /// Linux: each program in PID, user and mount namespaces of its own
+    /// (its tree ends with it, it names no other process, a fresh `/proc`,
+    /// `limits.max_processes`). Default true; where the kernel refuses
+    /// them, ops answer `sandbox_unavailable` unless this is false.
+    pub namespaces: bool,
     /// `[[sandbox.allow]]`: extra paths and the network for some verbs.
     pub allow: Vec<crate::sandbox::profile::Widening>,
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        SandboxSettings { mode: SandboxMode::default(), namespaces: true, allow: vec![] }
+    }
 }
 
 /// The audit trail (`$VERBGATE_HOME/state/audit.db`).
@@ -938,7 +963,7 @@ mod tests {
             sandbox,
             git,
         } = FileConfig::default();
-        let SandboxSettings { mode, allow: widenings } = sandbox;
+        let SandboxSettings { mode, namespaces, allow: widenings } = sandbox;
         assert!(root.is_none() && allow.is_none() && plugin_dirs.is_none() && env_allow.is_none());
         assert!(
             programs.is_empty()
@@ -957,6 +982,7 @@ mod tests {
             ("components".into(), Some(json!({}))),
             ("policy".into(), Some(json!([]))),
             ("sandbox.mode".into(), Some(to_value(mode).unwrap())),
+            ("sandbox.namespaces".into(), Some(json!(namespaces))),
             ("sandbox.allow".into(), Some(json!([]))),
         ]);
         let sections = [

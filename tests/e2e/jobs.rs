@@ -95,16 +95,19 @@ fn a_job_that_leaves_its_process_group_still_stops_at_its_time_limit() {
     let out = env.op("job.output", json!({"id": &id}));
     let line: Value = serde_json::from_str(out["result"]["data"].as_str().unwrap().trim()).unwrap();
     assert_eq!(line["escaped"], true, "the program did leave its group: {line}");
-    let pid = line["pid"].as_u64().unwrap();
+    // The pid it printed is its own namespace's: find it as seen here.
+    let inner = line["pid"].as_i64().unwrap();
     let gone = (0..100).any(|_| {
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+        let alive = verbgate_tests::outer_pid(inner, "escape 30000").is_some_and(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        });
         if alive {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         !alive
     });
-    assert!(gone, "the job's process {pid} outlived its time limit");
+    assert!(gone, "the job's process (pid {inner} in its namespace) outlived its time limit");
 }
 
 #[test]
@@ -343,9 +346,11 @@ fn kill_reaches_grandchildren_and_programs_that_ignore_term() {
         .as_str()
         .unwrap()
         .to_string();
-    let grandchild: i64 =
+    let inner: i64 =
         serde_json::from_str::<Value>(out.trim()).unwrap()["grandchild"].as_i64().unwrap();
-    assert!(std::path::Path::new(&format!("/proc/{grandchild}")).exists());
+    // The pid it printed is its namespace's: the grandchild as seen here.
+    let grandchild = verbgate_tests::outer_pid(inner, "sleep 60000")
+        .unwrap_or_else(|| panic!("no grandchild {inner} running")) as i64;
     let k = env.op("job.kill", json!({"id": &family, "grace_seconds": 2}));
     assert_eq!(k["result"]["job"]["status"], "killed", "{k}");
     let gone = |pid: i64| {

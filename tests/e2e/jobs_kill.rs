@@ -215,9 +215,15 @@ fn an_entity_kill_that_succeeds_without_ending_the_job_leaves_no_stale_kill_mark
     let id = spawn_verb(&env, "echo.entityjob", json!({}));
     std::thread::sleep(Duration::from_millis(400));
     let pid = status(&env, &id)["pid"].as_i64().unwrap();
+    // The run's entity id, from the file it keeps (`<id>.run`).
+    let run = std::fs::read_dir(env.root.join(".fixture-entities"))
+        .unwrap()
+        .flatten()
+        .find_map(|e| e.file_name().to_str()?.strip_suffix(".run").map(String::from))
+        .expect("the entity run keeps its file");
     // The CLI's own kill will report success but stop something else.
     let mut decoy = bystander();
-    std::fs::write(env.root.join(format!(".fixture-entities/E{pid}.pid")), decoy.id().to_string())
+    std::fs::write(env.root.join(format!(".fixture-entities/{run}.pid")), decoy.id().to_string())
         .unwrap();
     let k = env.op("job.kill", json!({"id": &id}));
     assert_eq!(k["ok"], true, "{k}");

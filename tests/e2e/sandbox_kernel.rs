@@ -18,7 +18,7 @@ use verbgate_tests::Env;
 const ATTACK: &str = r#"
 import ctypes, os, resource, socket, sys
 l = ctypes.CDLL(None, use_errno=True)
-AGENT, WATCHED, KEYCTL = sys.argv[1], sys.argv[2], int(sys.argv[3])
+AGENT, WATCHED, KEYCTL, OTHER = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 
 def attempt(name, f):
     try:
@@ -53,7 +53,10 @@ def watch():
     return "watching " + WATCHED
 
 attempt("breach-unix-socket", agent)
-verbgate = next(p for p in ancestors() if open("/proc/%d/comm" % p).read().startswith("verbgate"))
+# verbgate among its ancestors; in a PID namespace of its own it has none
+# to see, so the attacks go for another process of the user (the test's).
+verbgate = next((p for p in ancestors() if open("/proc/%d/comm" % p).read().startswith("verbgate")), OTHER)
+attempt("breach-other-process", lambda: open("/proc/%d/cmdline" % OTHER, "rb").read())
 inf = resource.RLIM_INFINITY
 attempt("breach-prlimit", lambda: resource.prlimit(verbgate, resource.RLIMIT_CORE, (inf, inf)))
 attempt("breach-environ", lambda: open("/proc/%d/environ" % verbgate, "rb").read())
@@ -70,6 +73,7 @@ const BREACHES: &[(&str, &str)] = &[
     ("breach-renice", "changed verbgate's priority"),
     ("breach-keyring", "read the user's kernel keyring"),
     ("breach-inotify", "watched a directory outside the profile"),
+    ("breach-other-process", "read another process's command line in /proc"),
     ("breach-inherited-fd", "wrote through a descriptor verbgate inherited"),
 ];
 
@@ -106,10 +110,11 @@ fn a_recipe_cannot_reach_sockets_processes_keyrings_watches_or_inherited_descrip
     std::fs::write(
         env.root.join("justfile"),
         format!(
-            "attack:\n    -/usr/bin/python3 attack.py {} {} {}\n    -echo pwned >&7 && echo yes > breach-inherited-fd\n    echo done > done.txt\n",
+            "attack:\n    -/usr/bin/python3 attack.py {} {} {} {}\n    -echo pwned >&7 && echo yes > breach-inherited-fd\n    echo done > done.txt\n",
             agent.display(),
             outside.display(),
-            libc::SYS_keyctl
+            libc::SYS_keyctl,
+            std::process::id()
         ),
     )
     .unwrap();
@@ -144,7 +149,7 @@ fn a_recipe_cannot_reach_sockets_processes_keyrings_watches_or_inherited_descrip
         breaches.push("the outside file got the write".into());
     }
     // The attack script ran and each attempt was refused, not skipped.
-    for (marker, _) in &BREACHES[..6] {
+    for (marker, _) in &BREACHES[..BREACHES.len() - 1] {
         assert!(
             env.root.join(marker).exists() || env.root.join(format!("{marker}.refused")).exists(),
             "the attack {marker} did not run: {w}"
@@ -434,4 +439,99 @@ fn a_daemon_an_ops_program_starts_ends_with_the_op() {
     reap_daemon(&log);
     assert!(log.with_extension("log.pid").exists(), "the daemon started again: {}", reply.text);
     assert!(!still, "a daemon outlived its op in a running server");
+}
+
+/// A daemon that never keeps a pid: it leaves the job's session, then
+/// every 20 ms forks a successor and exits, appending to a file in the
+/// root as it goes. A sweep that reads the pids a tree holds and kills
+/// them in rounds never catches it (seen: it outlived the sweep's give-up).
+/// Its pid goes to `<log>.pid`, refreshed on every hop.
+const HOPPER: &str = r#"
+import os, sys, time
+log = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    for fd in (0, 1, 2):
+        os.close(fd)
+    while True:
+        if os.fork() != 0:
+            os._exit(0)
+        open(log + ".pid", "w").write(str(os.getpid()))
+        with open(log, "a") as f:
+            f.write("hop\n")
+        time.sleep(0.02)
+while not os.path.exists(log + ".pid"):
+    time.sleep(0.01)
+"#;
+
+#[test]
+fn a_daemon_that_hops_from_pid_to_pid_ends_with_its_job() {
+    let env = Env::new().allowing(&["just.*"]);
+    std::fs::write(env.root.join("hopper.py"), HOPPER).unwrap();
+    std::fs::write(env.root.join("justfile"), "hop:\n    /usr/bin/python3 hopper.py hop.log\n")
+        .unwrap();
+    let log = env.root.join("hop.log");
+    let fp = env.request(&json!({"help": "just.run:hop"}))["help"]["schema_fingerprint"].clone();
+    let out = env.request(
+        &json!({"ops": [{"op": "just.run", "args": {"target": "hop"}, "schema_fingerprint": fp}]}),
+    );
+    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}"));
+    let w = env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 60}));
+    assert_eq!(w["result"]["all_terminal"], true, "{w}");
+    assert!(log.with_extension("log.pid").exists(), "the hopper started: {w}");
+    // Past the sweep's give-up (10 s after a job) it still hopped, before.
+    std::thread::sleep(std::time::Duration::from_secs(11));
+    let still = grows(&log);
+    if still {
+        // The old build: stop it by its session (it keeps one).
+        let pid = std::fs::read_to_string(log.with_extension("log.pid")).unwrap_or_default();
+        if let Ok(pid) = pid.trim().parse::<libc::pid_t>() {
+            // SAFETY: plain values; getsid then a group kill of that session's leader group.
+            unsafe { libc::killpg(libc::getsid(pid), libc::SIGKILL) };
+        }
+    }
+    assert!(
+        !still,
+        "a daemon hopping between pids outlived its job (it still writes {})",
+        log.display()
+    );
+}
+
+/// Fork until refused (or 1,500 children, each sleeping 5 s): the count
+/// goes to `forked.txt`.
+const FORKER: &str = r#"
+import os, time
+n = 0
+try:
+    while n < 1500:
+        if os.fork() == 0:
+            time.sleep(5)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    pass
+open("forked.txt", "w").write(str(n))
+"#;
+
+#[test]
+fn a_programs_tree_holds_no_more_processes_than_its_bound() {
+    // Seen before the bound: all 1,500 started (one job started 1,500
+    // processes and touched 2 GiB, issue 36). The bound holds for root too.
+    let env = Env::new().allowing(&["just.*"]).with_config("[limits]\nmax_processes = 300\n");
+    std::fs::write(env.root.join("forker.py"), FORKER).unwrap();
+    std::fs::write(env.root.join("justfile"), "fork:\n    /usr/bin/python3 forker.py\n").unwrap();
+    let fp = env.request(&json!({"help": "just.run:fork"}))["help"]["schema_fingerprint"].clone();
+    let out = env.request(
+        &json!({"ops": [{"op": "just.run", "args": {"target": "fork"}, "schema_fingerprint": fp}]}),
+    );
+    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}"));
+    let w = env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 60}));
+    assert_eq!(w["result"]["all_terminal"], true, "{w}");
+    let forked: u32 = std::fs::read_to_string(env.root.join("forked.txt"))
+        .unwrap_or_else(|e| panic!("the forker did not finish ({e}): {w}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(forked >= 100, "the bound left too little to work with: {forked}");
+    assert!(forked < 300, "the tree started {forked} processes past its bound of 300");
 }

@@ -687,3 +687,18 @@ pub fn js_test(r: &serde_json::Value, title: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no test titled {title:?}: {r}"))
         .clone()
 }
+
+/// The pid, as this test sees it, of a process that sees itself as `inner`
+/// (a confined program is in a PID namespace of its own, so the pid it
+/// reports is its namespace's) and whose command line contains `needle`.
+pub fn outer_pid(inner: i64, needle: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+        let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+        let nspid = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+        let innermost: i64 = nspid.split_whitespace().last()?.parse().ok()?;
+        let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        (innermost == inner && cmdline.contains(needle)).then_some(pid)
+    })
+}

@@ -128,9 +128,12 @@ impl Dispatcher {
         // Its checks and its run take the job verb's turn on the root.
         let _turn = super::turns::Slot::take(&self.turns, super::turns::Access::of(&verb)).await?;
         let mut prepared = self.prepare(&verb, &cmd).await?;
-        // The CLI's own kill stops a run started in another sandbox.
+        // The CLI's own kill stops a run started in another sandbox: it
+        // must see and signal processes outside its own, so it gets no PID
+        // namespace of its own either.
         if let Some(profile) = prepared.sandbox.as_mut() {
             profile.signals = true;
+            profile.processes = None;
         }
         trail.ran(&prepared);
         self.ledger.begin(caller, op_verb, trail).await?;

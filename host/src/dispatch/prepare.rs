@@ -251,7 +251,7 @@ pub fn profile_for(
     env: &std::collections::BTreeMap<String, String>,
 ) -> crate::sandbox::Profile {
     let root = &config.root;
-    crate::sandbox::Profile::derive(&crate::sandbox::profile::Inputs {
+    let mut profile = crate::sandbox::Profile::derive(&crate::sandbox::profile::Inputs {
         verb: &verb.name,
         effects: &verb.effects,
         root,
@@ -260,5 +260,9 @@ pub fn profile_for(
         widen: &config.sandbox.allow,
         verbgate_home: &config.home,
         also_read: crate::exec::guard::ancestors::read_above_root(name, program, root),
-    })
+    });
+    if cfg!(target_os = "linux") && config.sandbox.namespaces {
+        profile.processes = Some(config.limits.max_processes);
+    }
+    profile
 }

@@ -165,7 +165,19 @@ pub struct Launch<'a> {
 impl<'a> Launch<'a> {
     /// Make `p` ready to start.
     pub fn new(p: &'a Prepared) -> Result<Launch<'a>, OpError> {
-        let mut cmd = std::process::Command::new(&p.program);
+        // The confinement (its ruleset descriptor) must outlive the start.
+        let confined = match &p.sandbox {
+            Some(profile) => {
+                let tmp = crate::sandbox::RunTmp::new()?;
+                let confinement = crate::sandbox::Confinement::new(profile, tmp.path())?;
+                Some((tmp, confinement))
+            }
+            None => None,
+        };
+        let mut cmd = match &confined {
+            Some((_, c)) => c.command(&p.program),
+            None => std::process::Command::new(&p.program),
+        };
         std::os::unix::process::CommandExt::process_group(
             cmd.args(&p.argv).env_clear().envs(&p.env).current_dir(&p.cwd),
             0,
@@ -173,16 +185,9 @@ impl<'a> Launch<'a> {
         cmd.stdin(if p.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // The confinement (its ruleset descriptor) must outlive the start.
-        let confined = match &p.sandbox {
-            Some(profile) => {
-                let tmp = crate::sandbox::RunTmp::new()?;
-                let confinement = crate::sandbox::Confinement::new(profile, tmp.path())?;
-                cmd.env("TMPDIR", tmp.path());
-                Some((tmp, confinement))
-            }
-            None => None,
-        };
+        if let Some((tmp, _)) = &confined {
+            cmd.env("TMPDIR", tmp.path());
+        }
         Ok(Launch { p, cmd, confined })
     }
 

@@ -65,12 +65,11 @@ pub fn supervise(state_dir: &Path, id: &str, sandbox: Option<&str>) -> i32 {
     }
 }
 
-/// The confinement of the profile given as JSON (none: unconfined), with a
-/// private TMPDIR set in `cmd`'s environment, returned to be removed when
-/// the job is over. `cmd` is started through the confinement
-/// ([`crate::sandbox::Confinement::spawn`]).
+/// The confinement of the profile given as JSON (none: unconfined) and its
+/// private TMPDIR, to be removed when the job is over. The command is made
+/// and started through the confinement
+/// ([`crate::sandbox::Confinement::command`], `spawn`).
 fn confine(
-    cmd: &mut Command,
     sandbox: Option<&str>,
 ) -> Result<Option<(crate::sandbox::RunTmp, crate::sandbox::Confinement)>, String> {
     let Some(text) = sandbox else { return Ok(None) };
@@ -79,7 +78,6 @@ fn confine(
     let tmp = crate::sandbox::RunTmp::new().map_err(|e| e.message)?;
     let confinement =
         crate::sandbox::Confinement::new(&profile, tmp.path()).map_err(|e| e.message)?;
-    cmd.env("TMPDIR", tmp.path());
     Ok(Some((tmp, confinement)))
 }
 
@@ -227,7 +225,20 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
             return Err(e);
         }
     };
-    let mut cmd = Command::new(&job.program);
+    // The program and everything it starts run confined; the output files
+    // were opened above, before confinement, by this (unconfined)
+    // supervisor. The private TMPDIR lives as long as the supervisor.
+    let _tmp = match confine(sandbox) {
+        Ok(tmp) => tmp,
+        Err(msg) => {
+            launch_failed(msg)?;
+            return Ok(());
+        }
+    };
+    let mut cmd = match &_tmp {
+        Some((_, confinement)) => confinement.command(Path::new(&job.program)),
+        None => Command::new(&job.program),
+    };
     cmd.args(&argv)
         .env_clear()
         .envs(&env)
@@ -236,16 +247,10 @@ fn supervise_inner(state_dir: &Path, id: &str, sandbox: Option<&str>) -> anyhow:
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // The program and everything it starts run confined; the output files
-    // were opened above, before confinement, by this (unconfined)
-    // supervisor. The private TMPDIR lives as long as the supervisor.
-    let _tmp = match confine(&mut cmd, sandbox) {
-        Ok(tmp) => tmp,
-        Err(msg) => {
-            launch_failed(msg)?;
-            return Ok(());
-        }
-    };
+    // After the environment is set (env_clear above would drop it).
+    if let Some((tmp, _)) = &_tmp {
+        cmd.env("TMPDIR", tmp.path());
+    }
     let spawned = match &_tmp {
         Some((_, confinement)) => confinement.spawn(&mut cmd),
         None => cmd.spawn(),

@@ -317,6 +317,12 @@ impl Confinement {
             })
         })
     }
+
+    /// Confine the calling thread (the namespace wrapper's program process,
+    /// right before its `exec`).
+    pub fn confine_this_thread(&self) -> std::io::Result<()> {
+        confine_this_thread(self.ruleset.as_ref().map(|f| f.as_raw_fd()), &self.filter)
+    }
 }
 
 /// Confine the calling thread (only it: none of these calls is given a
@@ -424,6 +430,7 @@ mod tests {
             network: false,
             signals: false,
             unix_sockets: false,
+            processes: None,
         };
         let mut cmd = std::process::Command::new("/usr/bin/python3");
         cmd.arg("-c").arg(code).arg(arg).stderr(std::process::Stdio::null());

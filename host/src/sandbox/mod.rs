@@ -33,6 +33,8 @@ mod support;
 pub mod linux;
 #[cfg(target_os = "macos")]
 pub mod macos;
+#[cfg(target_os = "linux")]
+pub mod namespace;
 
 use std::path::{Path, PathBuf};
 
@@ -71,22 +73,63 @@ fn probe() -> Support {
 /// allocating and opening files is safe.
 pub struct Confinement {
     #[cfg(target_os = "linux")]
-    inner: linux::Confinement,
+    inner: LinuxConfinement,
     #[cfg(target_os = "macos")]
     inner: macos::Confinement,
+}
+
+/// How a Linux program is confined.
+#[cfg(target_os = "linux")]
+enum LinuxConfinement {
+    /// Started by a thread that confined itself ([`linux::Confinement::spawn`]).
+    Thread(linux::Confinement),
+    /// Started through verbgate's own binary, which makes the program's
+    /// namespaces and confines it there ([`namespace`]).
+    Namespaced { profile: Profile, tmp: PathBuf, processes: u64 },
+}
+
+/// Whether this kernel gives the program namespaces of its own (probed
+/// once per process, by starting the wrapper on `true`).
+#[cfg(target_os = "linux")]
+pub fn namespaces() -> Result<(), String> {
+    static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PROBE.get_or_init(namespace::probe).clone()
 }
 
 impl Confinement {
     /// Build the confinement for `profile`, with `tmp` (the run's private
     /// temporary directory) writable.
     pub fn new(profile: &Profile, tmp: &Path) -> Result<Confinement, OpError> {
-        #[cfg(any(target_os = "linux", target_os = "macos"))]
+        #[cfg(target_os = "linux")]
         {
-            #[cfg(target_os = "linux")]
-            let inner = linux::Confinement::new(profile, tmp);
-            #[cfg(target_os = "macos")]
-            let inner = macos::Confinement::new(profile, tmp);
-            inner.map(|inner| Confinement { inner }).map_err(|why| unavailable(&why))
+            let inner = match profile.processes {
+                Some(processes) => {
+                    // The wrapper builds the Landlock ruleset itself; check
+                    // here that it can, so a kernel without it refuses
+                    // before anything starts.
+                    if linux::kernel_abi().is_none() {
+                        return Err(unavailable(
+                            "this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)",
+                        ));
+                    }
+                    namespaces().map_err(|why| namespaces_unavailable(&why))?;
+                    LinuxConfinement::Namespaced {
+                        profile: profile.clone(),
+                        tmp: tmp.to_path_buf(),
+                        processes,
+                    }
+                }
+                None => LinuxConfinement::Thread(
+                    linux::Confinement::new(profile, tmp).map_err(|why| unavailable(&why))?,
+                ),
+            };
+            Ok(Confinement { inner })
+        }
+        #[cfg(target_os = "macos")]
+        {
+            macos::Confinement::new(profile, tmp)
+                .map(|inner| Confinement { inner })
+                .map_err(|why| unavailable(&why))
         }
         #[cfg(not(any(target_os = "linux", target_os = "macos")))]
         {
@@ -95,15 +138,30 @@ impl Confinement {
         }
     }
 
-    /// Start `cmd` confined; a failure to confine fails the start with the
-    /// kernel's error, which the caller reports as the program's launch
-    /// failure. Linux: from a thread that confined itself (no `fork`, see
-    /// [`linux::Confinement::spawn`]); macOS: installed in the child right
-    /// before `exec`.
+    /// The command that runs `program` in this confinement: the program
+    /// itself, or (namespaced) verbgate's wrapper around it. The caller sets
+    /// arguments, environment, directory and streams as for the program.
+    pub fn command(&self, program: &Path) -> std::process::Command {
+        #[cfg(target_os = "linux")]
+        if let LinuxConfinement::Namespaced { profile, tmp, processes } = &self.inner {
+            return namespace::command(profile, tmp, *processes, program);
+        }
+        std::process::Command::new(program)
+    }
+
+    /// Start `cmd` (made by [`Self::command`]) confined; a failure to
+    /// confine fails the start with the kernel's error, which the caller
+    /// reports as the program's launch failure. Linux: from a thread that
+    /// confined itself (no `fork`, see [`linux::Confinement::spawn`]), or
+    /// the wrapper, which confines the program itself; macOS: installed in
+    /// the child right before `exec`.
     pub fn spawn(&self, cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
         #[cfg(target_os = "linux")]
         {
-            self.inner.spawn(cmd)
+            match &self.inner {
+                LinuxConfinement::Thread(c) => c.spawn(cmd),
+                LinuxConfinement::Namespaced { .. } => cmd.spawn(),
+            }
         }
         #[cfg(target_os = "macos")]
         {
@@ -116,6 +174,18 @@ impl Confinement {
             Err(std::io::Error::other("verbgate has no sandbox for this operating system"))
         }
     }
+}
+
+/// `sandbox_unavailable` for a kernel that will not give a program its
+/// own namespaces.
+#[cfg(target_os = "linux")]
+fn namespaces_unavailable(why: &str) -> OpError {
+    OpError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "the program would run without namespaces of its own ({why}), so its processes could outlive it and reach other processes; it did not run. Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0; in a container, one that lets /proc be mounted) — `verbgate doctor` says what this kernel gives — or, knowing that, run without them in verbgate.toml:\n[sandbox]\nnamespaces = false"
+        ),
+    )
 }
 
 /// `sandbox_unavailable`: the profile cannot be enforced here.

@@ -63,6 +63,14 @@ pub struct Profile {
     /// name, outside the root too (ssh-agent, D-Bus, docker).
     #[serde(default)]
     pub unix_sockets: bool,
+    /// `Some(n)`: the program runs in PID, user and mount namespaces of its
+    /// own (its tree ends with it, it names no process outside it, and it
+    /// sees a fresh `/proc`) with at most `n` processes, threads included
+    /// ([`super::namespace`], Linux). `None`: the operator turned them off
+    /// (`[sandbox] namespaces = false`), or the program must signal a run
+    /// of another sandbox (a kill plan).
+    #[serde(default)]
+    pub processes: Option<u64>,
 }
 
 /// An operator's widening of some verbs' profiles (`[[sandbox.allow]]`).
@@ -142,7 +150,14 @@ impl Profile {
             // (/etc/resolv.conf links there).
             read.push(PathBuf::from("/run"));
         }
-        Profile { read: tidy(read), write: tidy(write), network, signals: false, unix_sockets }
+        Profile {
+            read: tidy(read),
+            write: tidy(write),
+            network,
+            signals: false,
+            unix_sockets,
+            processes: None,
+        }
     }
 
     /// This profile with nothing written but the system's devices: for a
@@ -159,6 +174,7 @@ impl Profile {
             network: false,
             signals: false,
             unix_sockets: false,
+            processes: self.processes,
         }
     }
 
@@ -170,6 +186,8 @@ impl Profile {
             "network": self.network,
             "signals_outside": self.signals,
             "unix_sockets": self.unix_sockets || self.network,
+            "own_namespaces": self.processes.is_some(),
+            "max_processes": self.processes,
         })
     }
 }

@@ -11,9 +11,12 @@
 //! - `family MS` — starts a grandchild (`sleep MS`), prints its pid, sleeps
 //! - `escape MS` — leaves its process group for its parent's, prints its pid, sleeps
 //! - `entity start [fail]` — an "entity CLI" run: prints `{"entity": ID}`, records
-//!   its pid under `.fixture-entities/` in the cwd, then runs until killed
-//!   (`fail` prints an id its own kill will not find)
-//! - `entity kill ID` — that CLI's own kill: stops the run, prints what it reaped
+//!   `ID.run` under `.fixture-entities/` in the cwd, then runs until its kill asks
+//!   it to stop (`ID.stop` appears: it then SIGTERMs itself); `fail` prints an id
+//!   its own kill will not find. Not by pid: the run is in a PID namespace of its
+//!   own, and its kill is not.
+//! - `entity kill ID` — that CLI's own kill: signals the pid in `ID.pid` if there is
+//!   one (a test's decoy), else asks the run to stop; prints what it stopped
 
 use std::io::{Read, Write};
 
@@ -113,33 +116,48 @@ fn entity(rest: &[String]) {
     let dir = std::path::Path::new(".fixture-entities");
     match rest.first().map(String::as_str) {
         Some("start") => {
-            let pid = std::process::id();
+            let unique = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() % 1_000_000_000_000);
+            let tag = format!("{}{unique}", std::process::id());
             let id = if rest.get(1).map(String::as_str) == Some("fail") {
-                format!("bad-{pid}")
+                format!("bad-{tag}")
             } else {
-                format!("E{pid}")
+                format!("E{tag}")
             };
             let _ = std::fs::create_dir_all(dir);
-            let _ = std::fs::write(dir.join(format!("E{pid}.pid")), pid.to_string());
+            let _ = std::fs::write(dir.join(format!("E{tag}.run")), "running");
             println!("{{\"entity\":{}}}", quote(&id));
             let _ = std::io::stdout().flush();
-            std::thread::sleep(std::time::Duration::from_secs(600));
+            let stop = dir.join(format!("E{tag}.stop"));
+            for _ in 0..30_000 {
+                if stop.exists() {
+                    let _ = std::fs::remove_file(&stop);
+                    let _ = std::fs::remove_file(dir.join(format!("E{tag}.run")));
+                    // SAFETY: a signal to this very process.
+                    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         }
         Some("kill") => {
             let id = rest.get(1).cloned().unwrap_or_default();
-            let file = dir.join(format!("{id}.pid"));
-            let Ok(pid) = std::fs::read_to_string(&file) else {
+            let decoy = dir.join(format!("{id}.pid"));
+            let ok = if let Ok(pid) = std::fs::read_to_string(&decoy) {
+                let _ = std::fs::remove_file(&decoy);
+                std::process::Command::new("kill")
+                    .arg("-TERM")
+                    .arg(pid.trim())
+                    .status()
+                    .map(|s| s.success())
+                    .unwrap_or(false)
+            } else if dir.join(format!("{id}.run")).exists() {
+                std::fs::write(dir.join(format!("{id}.stop")), "stop").is_ok()
+            } else {
                 eprintln!("no such entity: {id}");
                 std::process::exit(3);
             };
-            let ok = std::process::Command::new("kill")
-                .arg("-TERM")
-                .arg(pid.trim())
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false);
-            let _ = std::fs::remove_file(&file);
-            println!("{{\"killed\":{},\"reaped\":[{}],\"ok\":{ok}}}", quote(&id), pid.trim());
+            println!("{{\"killed\":{},\"reaped\":[{}],\"ok\":{ok}}}", quote(&id), quote(&id));
         }
         _ => {
             eprintln!("usage: entity start [fail] | entity kill ID");

@@ -1,0 +1,449 @@
+//! Linux: each confined program in PID, user and mount namespaces of its
+//! own, with a fresh `/proc` and a bound on its processes.
+//!
+//! What Landlock and seccomp cannot give, a PID namespace does:
+//!
+//! - **The tree ends with the program.** When the program exits, the
+//!   namespace's first process exits too, and the kernel kills everything
+//!   left in the namespace — a `setsid`/double-fork daemon included, however
+//!   fast it hops to new pids — before anyone sees the program's end.
+//! - **No other process can be named.** `kill`, `prlimit`, `sched_*` and
+//!   `/proc` take pids of the namespace only; the server, its supervisors
+//!   and the user's other processes have none there, and the fresh `/proc`
+//!   lists the program's own tree and nothing else.
+//! - **A process bound.** Since Linux 6.14 `pid_max` is per PID namespace
+//!   and its owner may set it: the namespace then has no pid left to give
+//!   past `processes` (threads take pids too), so `fork` fails with EAGAIN.
+//!   It binds root as well (`RLIMIT_NPROC` binds neither root nor, outside
+//!   a namespace, one tree rather than every process of the user). Once
+//!   the namespace's pids wrap, the kernel skips the first 300, so a tree
+//!   that has started many processes over its life may hold up to 299 fewer
+//!   at once.
+//!
+//! `unshare(CLONE_NEWUSER)` needs a single-threaded caller and a mount needs
+//! a process Landlock does not yet restrict, so neither can happen in the
+//! server. The server starts its own binary instead ([`command`]), which
+//! before anything else ([`main`]) unshares, forks the namespace's first
+//! process (which mounts the fresh `/proc`, reaps orphans and forwards
+//! signals to a program that left the process group) and that forks the
+//! program, which confines itself — capabilities dropped, `no_new_privs`,
+//! Landlock, seccomp — and `exec`s. The outer process waits and exits the
+//! way the program did (its code, or its signal), so callers see the
+//! program.
+//!
+//! Signals: the outer process and the first one stay in the program's
+//! process group. Group signals reach the program directly; both of ours
+//! survive every catchable one (a `SIGTERM` to the group ends the program,
+//! and through it the namespace, gracefully); `SIGKILL` ends them all.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::profile::Profile;
+
+/// The first argument that makes the verbgate binary this wrapper.
+pub const ENTRY: &str = "__sandbox-exec";
+
+/// The exit code of a wrapper that could not set the program up (the
+/// reason is on its stderr); as a shell's "cannot execute".
+const SETUP_FAILED: i32 = 126;
+
+/// The signals the wrapper's own processes outlive (they are caught, so
+/// `exec` resets them for the program).
+const CAUGHT: [libc::c_int; 6] =
+    [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
+
+/// A command that runs `program` confined by `profile` (with `tmp`
+/// writable) in namespaces of its own, with at most `processes` processes.
+/// The caller adds the program's arguments, environment, directory and
+/// standard streams as for the program itself.
+pub fn command(profile: &Profile, tmp: &Path, processes: u64, program: &Path) -> Command {
+    // /proc/self/exe: this very binary, even if the file was replaced or
+    // removed since (an upgrade while serving).
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0("verbgate-sandbox").arg(ENTRY);
+    for p in &profile.read {
+        cmd.arg("--read").arg(p);
+    }
+    for p in &profile.write {
+        cmd.arg("--write").arg(p);
+    }
+    if profile.network {
+        cmd.arg("--network");
+    }
+    if profile.unix_sockets {
+        cmd.arg("--unix-sockets");
+    }
+    cmd.arg("--tmp").arg(tmp).arg("--processes").arg(processes.to_string());
+    cmd.arg("--").arg(program);
+    cmd
+}
+
+/// What the wrapper was asked to run.
+struct Spec {
+    profile: Profile,
+    tmp: PathBuf,
+    processes: u64,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+/// Read the wrapper's arguments (those after [`ENTRY`]).
+fn parse(mut args: impl Iterator<Item = OsString>) -> Result<Spec, String> {
+    let mut profile = Profile {
+        read: vec![],
+        write: vec![],
+        network: false,
+        signals: false,
+        unix_sockets: false,
+        processes: None,
+    };
+    let (mut tmp, mut processes) = (None, None);
+    let value = |args: &mut dyn Iterator<Item = OsString>, flag: &str| {
+        args.next().ok_or_else(|| format!("{flag} needs a value"))
+    };
+    loop {
+        let Some(arg) = args.next() else { return Err("no program after --".into()) };
+        match arg.to_str() {
+            Some("--read") => profile.read.push(value(&mut args, "--read")?.into()),
+            Some("--write") => profile.write.push(value(&mut args, "--write")?.into()),
+            Some("--network") => profile.network = true,
+            Some("--unix-sockets") => profile.unix_sockets = true,
+            Some("--tmp") => tmp = Some(PathBuf::from(value(&mut args, "--tmp")?)),
+            Some("--processes") => {
+                let v = value(&mut args, "--processes")?;
+                processes = Some(
+                    v.to_str()
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .ok_or_else(|| format!("--processes {v:?} is not a count"))?,
+                );
+            }
+            Some("--") => break,
+            _ => return Err(format!("unknown argument {arg:?}")),
+        }
+    }
+    let program = args.next().ok_or("no program after --")?;
+    Ok(Spec {
+        profile,
+        tmp: tmp.ok_or("--tmp is missing")?,
+        processes: processes.ok_or("--processes is missing")?,
+        program,
+        args: args.collect(),
+    })
+}
+
+/// The wrapper: called by `main` when the first argument is [`ENTRY`],
+/// before anything else runs (no thread may exist yet). Never returns.
+pub fn main() -> ! {
+    let spec = match parse(std::env::args_os().skip(2)) {
+        Ok(s) => s,
+        Err(e) => fail(&format!("bad arguments: {e}")),
+    };
+    if let Err(e) = enter_namespaces() {
+        fail(&format!("cannot make the program's namespaces: {e}"));
+    }
+    let status = match run_first_process(spec.processes, || {
+        // In the program's process, just before its exec. The ruleset is
+        // built here, after the fresh `/proc` was mounted: a rule holds the
+        // directory it was opened on, and the old `/proc` is not the new.
+        let confinement = match super::linux::Confinement::new(&spec.profile, &spec.tmp) {
+            Ok(c) => c,
+            Err(e) => fail(&e),
+        };
+        if let Err(e) = confinement.confine_this_thread() {
+            fail(&format!("cannot confine the program: {e}"));
+        }
+        let e = Command::new(&spec.program).args(&spec.args).exec();
+        eprintln!("verbgate sandbox: cannot run {}: {e}", Path::new(&spec.program).display());
+        // SAFETY: _exit ends this process at once.
+        unsafe { libc::_exit(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 }) }
+    }) {
+        Ok(s) => s,
+        Err(e) => fail(&format!("cannot start the program's namespace: {e}")),
+    };
+    exit_as(status)
+}
+
+/// Probe whether this kernel gives an unprivileged process the wrapper's
+/// namespaces and a fresh `/proc`: run the wrapper on `true`, unconfined
+/// by anything else. `Err` says why not.
+pub fn probe() -> Result<(), String> {
+    let tmp = std::env::temp_dir();
+    let profile = Profile {
+        read: ["/usr", "/bin", "/lib", "/lib64", "/etc"].iter().map(PathBuf::from).collect(),
+        write: vec![],
+        network: false,
+        signals: false,
+        unix_sockets: false,
+        processes: None,
+    };
+    let truth = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.exists())
+        .ok_or("no `true` program to probe with")?;
+    let out = command(&profile, &tmp, 400, truth)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start verbgate's own binary: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let why = String::from_utf8_lossy(&out.stderr);
+    let why = why.trim().trim_start_matches("verbgate sandbox: ");
+    Err(if why.is_empty() { format!("the probe ended with {}", out.status) } else { why.into() })
+}
+
+/// Unshare the user, PID and mount namespaces, mapping the user's own uid
+/// and gid to themselves (so files keep their owners).
+fn enter_namespaces() -> std::io::Result<()> {
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // SAFETY: unshare takes flags only.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // An unprivileged gid map needs setgroups denied first.
+    std::fs::write("/proc/self/setgroups", "deny")?;
+    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    Ok(())
+}
+
+/// The program's pid in its namespace, for the first process's signal
+/// forwarding.
+static PROGRAM: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The first process's handler: a program that left the process group
+/// missed a signal sent to it; pass it on. (One still in the group got it.)
+extern "C" fn forward(signal: libc::c_int) {
+    let pid = PROGRAM.load(std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: getpgid and kill are async-signal-safe system calls.
+    unsafe {
+        if pid > 0 && libc::getpgid(pid) != libc::getpgid(0) {
+            libc::kill(pid, signal);
+        }
+    }
+}
+
+/// The outer process's handler: nothing (it outlives the signal; the
+/// program decides).
+extern "C" fn ignore(_: libc::c_int) {}
+
+fn catch(handler: extern "C" fn(libc::c_int)) {
+    for signal in CAUGHT {
+        // SAFETY: a zeroed sigaction with a handler that only makes
+        // async-signal-safe calls; SA_RESTART keeps waitpid going.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Fork the namespace's first process, which forks the program (running
+/// `program` in it) and reaps; the program's wait status.
+fn run_first_process(processes: u64, program: impl FnOnce()) -> std::io::Result<libc::c_int> {
+    let [status_read, status_write] = pipe()?;
+    let [alive_read, alive_write] = pipe()?;
+    catch(ignore);
+    // SAFETY: this process has one thread; the child only makes system
+    // calls (and the program's child execs).
+    let first = unsafe { libc::fork() };
+    if first < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if first == 0 {
+        // SAFETY: closing our copies of the outer process's ends.
+        unsafe {
+            libc::close(status_read);
+            libc::close(alive_write);
+        }
+        first_process(status_write, alive_read, processes, program);
+    }
+    // SAFETY: closing the first process's ends here.
+    unsafe {
+        libc::close(status_write);
+        libc::close(alive_read);
+    }
+    let mut raw: libc::c_int = 0;
+    // SAFETY: waitpid writes one int.
+    while unsafe { libc::waitpid(first, &mut raw, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    let mut reported = [0u8; 4];
+    // SAFETY: read writes at most 4 bytes into `reported`.
+    let n = unsafe { libc::read(status_read, reported.as_mut_ptr().cast(), 4) };
+    // The first process reports the program's status; if it died first
+    // (killed), its own status is the answer.
+    Ok(if n == 4 { libc::c_int::from_ne_bytes(reported) } else { raw })
+}
+
+/// The namespace's pid 1: mount a fresh `/proc`, bound the namespace's
+/// pids, start the program, reap every orphan, and on the program's end
+/// report its status and exit, which ends everything else in the namespace.
+fn first_process(
+    status: libc::c_int,
+    alive: libc::c_int,
+    processes: u64,
+    program: impl FnOnce(),
+) -> ! {
+    // SAFETY: prctl and poll on our own descriptors; mount with constant
+    // C strings.
+    unsafe {
+        // Dies with the outer process (a SIGKILL to the group, a crash),
+        // and so does the namespace; if that is already gone, stop now.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        let mut fd = libc::pollfd { fd: alive, events: 0, revents: 0 };
+        if libc::poll(&mut fd, 1, 0) != 0 {
+            libc::_exit(SETUP_FAILED);
+        }
+        // Nothing of the program's may read this process's memory.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0);
+        let none = std::ptr::null::<libc::c_char>();
+        if libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null())
+            != 0
+            || libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) != 0
+        {
+            fail(&format!("cannot mount a fresh /proc: {}", std::io::Error::last_os_error()));
+        }
+    }
+    // pids 1..=processes: this process, the program and its tree.
+    if let Err(e) = std::fs::write("/proc/sys/kernel/pid_max", (processes + 1).to_string()) {
+        fail(&format!(
+            "cannot bound the program's processes (pid_max of its PID namespace, Linux 6.14+): {e}"
+        ));
+    }
+    catch(forward);
+    // SAFETY: single-threaded; the child execs.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        fail(&format!("cannot start the program: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: the program keeps no descriptor of ours.
+        unsafe {
+            libc::close(status);
+            libc::close(alive);
+        }
+        program();
+        // SAFETY: `program` execs or exits; never here.
+        unsafe { libc::_exit(SETUP_FAILED) }
+    }
+    PROGRAM.store(pid, std::sync::atomic::Ordering::Relaxed);
+    loop {
+        let mut raw: libc::c_int = 0;
+        // SAFETY: waitpid writes one int.
+        let reaped = unsafe { libc::waitpid(-1, &mut raw, 0) };
+        if reaped == pid {
+            // SAFETY: write reads 4 bytes; _exit ends the namespace.
+            unsafe {
+                libc::write(status, raw.to_ne_bytes().as_ptr().cast(), 4);
+                libc::_exit(0);
+            }
+        }
+        if reaped < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            // SAFETY: as above.
+            unsafe { libc::_exit(SETUP_FAILED) }
+        }
+    }
+}
+
+/// End this process the way the program ended: its exit code, or its
+/// signal (raised here, with core dumps off).
+fn exit_as(status: libc::c_int) -> ! {
+    if libc::WIFEXITED(status) {
+        // SAFETY: _exit ends the process.
+        unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+    }
+    let signal = if libc::WIFSIGNALED(status) { libc::WTERMSIG(status) } else { libc::SIGKILL };
+    // SAFETY: plain signal calls on this process.
+    unsafe {
+        let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+        libc::_exit(128 + signal)
+    }
+}
+
+/// A pipe whose ends are closed on `exec`.
+fn pipe() -> std::io::Result<[libc::c_int; 2]> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fds)
+}
+
+/// Say why the program could not be set up, and exit.
+fn fail(why: &str) -> ! {
+    eprintln!("verbgate sandbox: {why}");
+    // SAFETY: _exit ends the process.
+    unsafe { libc::_exit(SETUP_FAILED) }
+}
+
+/// Whether `arg` is the wrapper's entry argument.
+pub fn is_entry(arg: Option<&OsStr>) -> bool {
+    arg.is_some_and(|a| a.as_bytes() == ENTRY.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    #[test]
+    fn the_wrapper_reads_back_exactly_what_the_command_gave_it() {
+        // A path that is not UTF-8 and one that looks like a flag survive.
+        let odd = PathBuf::from(OsString::from_vec(b"/srv/r\xffot".to_vec()));
+        let profile = Profile {
+            read: vec!["/usr".into(), "--network".into()],
+            write: vec![odd.clone()],
+            network: false,
+            signals: false,
+            unix_sockets: true,
+            processes: None,
+        };
+        let cmd = command(&profile, Path::new("/tmp/run"), 512, Path::new("/bin/prog"));
+        let mut args = cmd.get_args().map(OsStr::to_os_string);
+        assert_eq!(args.next().as_deref(), Some(OsStr::new(ENTRY)));
+        let mut with_program_args = args.collect::<Vec<_>>();
+        with_program_args.push("--read".into());
+        let spec = parse(with_program_args.into_iter()).unwrap();
+        assert_eq!(spec.profile, profile);
+        assert_eq!(spec.tmp, Path::new("/tmp/run"));
+        assert_eq!(spec.processes, 512);
+        assert_eq!(spec.program, "/bin/prog");
+        assert_eq!(spec.args, vec![OsString::from("--read")], "after the program, all are its own");
+    }
+
+    #[test]
+    fn bad_wrapper_arguments_say_what_is_wrong() {
+        let parse_strs = |a: &[&str]| parse(a.iter().map(OsString::from)).err().unwrap();
+        assert!(parse_strs(&["--tmp", "/t", "--"]).contains("no program"));
+        assert!(parse_strs(&["--tmp", "/t", "--processes", "many", "--", "p"]).contains("many"));
+        assert!(parse_strs(&["--bogus"]).contains("--bogus"));
+        assert!(parse_strs(&["--processes", "9", "--", "p"]).contains("--tmp"));
+    }
+}
