@@ -429,31 +429,100 @@ async fn exec_end_to_end() -> Result<Row> {
     })
 }
 
-/// What the OS sandbox costs a started program: git.status confined (the
-/// default) vs the same verb with `[sandbox] mode = "off"`, interleaved.
-async fn sandbox_cost() -> Result<Row> {
-    let confined = Home::new(&[], "")?;
-    let open = Home::new(&[], "[sandbox]\nmode = \"off\"\n")?;
-    let (dc, _) = confined.dispatcher().await?;
-    let (du, _) = open.dispatcher().await?;
+/// git.status's ops, interleaved, in two homes: the median of each.
+async fn interleaved(a: &Home, b: &Home) -> Result<(f64, f64)> {
+    let (da, _) = a.dispatcher().await?;
+    let (db, _) = b.dispatcher().await?;
     let req = json!({"ops": [{"op": "git.status"}]});
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for _ in 0..runs(60) {
-        for (d, out) in [(&dc, &mut with), (&du, &mut without)] {
+        for (d, out) in [(&da, &mut with), (&db, &mut without)] {
             let t = Instant::now();
             let r = d.handle(&req).await.body;
             anyhow::ensure!(r["status"] == "success", "{r}");
             out.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
-    let (w, b) = (median(with), median(without));
+    Ok((median(with), median(without)))
+}
+
+/// What Landlock and seccomp cost a started program: git.status confined
+/// without namespaces of its own vs the same verb with `[sandbox] mode =
+/// "off"`, interleaved.
+async fn sandbox_cost() -> Result<Row> {
+    let confined = Home::new(&[], "[sandbox]\nnamespaces = false\n")?;
+    let open = Home::new(&[], "[sandbox]\nmode = \"off\"\n")?;
+    let (w, b) = interleaved(&confined, &open).await?;
     Ok(Row {
-        figure: "git.status in the OS sandbox".into(),
+        figure: "git.status in Landlock + seccomp".into(),
         value: w,
         unit: "ms",
         baseline_name: "same verb, sandbox off".into(),
         baseline: b,
         goal: Some(("<=", 1.05 * b)),
+    })
+}
+
+/// What the program's own namespaces add (the wrapper's exec, the
+/// unshare, the fresh `/proc`, two forks): git.status as by default vs
+/// with `[sandbox] namespaces = false`. Reported, no goal: the layer's
+/// cost.
+#[cfg(target_os = "linux")]
+async fn namespace_cost() -> Result<Row> {
+    let default = Home::new(&[], "")?;
+    let without = Home::new(&[], "[sandbox]\nnamespaces = false\n")?;
+    let (w, b) = interleaved(&default, &without).await?;
+    Ok(Row {
+        figure: "git.status in its own namespaces (the default)".into(),
+        value: w,
+        unit: "ms",
+        baseline_name: "same verb, namespaces = false".into(),
+        baseline: b,
+        goal: None,
+    })
+}
+
+/// The whole sandbox's cost per started program as verbgate pays it vs
+/// the same confinement outside verbgate: git.status (default sandbox) vs
+/// git with the same argv and environment started directly through the
+/// same confinement (`Confinement::command` + `spawn`, the wrapper and its
+/// namespaces included), interleaved.
+#[cfg(target_os = "linux")]
+async fn confined_end_to_end() -> Result<Row> {
+    let home = Home::new(&[], "")?;
+    let (d, registry) = home.dispatcher().await?;
+    let git = git_status_command(&home, &registry).await?;
+    let config = home.config()?;
+    let verb = registry.resolve("git.status").context("git.status")?.clone();
+    let profile =
+        verbgate::dispatch::prepare::profile_for(&config, &verb, "git", &git.program, &git.env);
+    anyhow::ensure!(profile.processes.is_some(), "the default profile has no namespaces");
+    let req = json!({"ops": [{"op": "git.status"}]});
+    let (mut ours, mut direct) = (Vec::new(), Vec::new());
+    for _ in 0..runs(60) {
+        let t = Instant::now();
+        let r = d.handle(&req).await.body;
+        anyhow::ensure!(r["status"] == "success", "{r}");
+        ours.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        let tmp = verbgate::sandbox::RunTmp::new().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let c = verbgate::sandbox::Confinement::new(&profile, tmp.path())
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let mut cmd = c.command(&git.program);
+        cmd.args(&git.argv).env_clear().envs(&git.env).env("TMPDIR", tmp.path());
+        cmd.current_dir(&git.cwd).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let out = c.spawn(&mut cmd)?.wait_with_output()?;
+        anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        direct.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let (o, b) = (median(ours), median(direct));
+    Ok(Row {
+        figure: "git.status, sandboxed, end to end".into(),
+        value: o,
+        unit: "ms",
+        baseline_name: "same git in the same confinement, started directly".into(),
+        baseline: b,
+        goal: Some(("<=", 1.10 * b)),
     })
 }
 
@@ -876,8 +945,18 @@ async fn on_worker<T: Send + 'static>(
     tokio::spawn(f).await?
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
+    // The ops this bench runs in process start their programs through this
+    // very binary (`/proc/self/exe`), as the verbgate binary does: it must
+    // be the sandbox's wrapper when asked, before any thread exists.
+    #[cfg(target_os = "linux")]
+    if verbgate::sandbox::namespace::is_entry(std::env::args_os().nth(1).as_deref()) {
+        verbgate::sandbox::namespace::main();
+    }
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(bench_main())
+}
+
+async fn bench_main() -> Result<()> {
     if std::env::var_os("VERBGATE_BENCH_OVERHEAD_ONLY").is_some() {
         let r = overhead().await?;
         println!("{}: {:.1} µs (native {:.2} µs)", r.figure, r.value, r.baseline);
@@ -941,6 +1020,11 @@ async fn main() -> Result<()> {
     rows.push(policy_audit_cost().await?);
     rows.push(on_worker(exec_end_to_end()).await?);
     rows.push(on_worker(sandbox_cost()).await?);
+    #[cfg(target_os = "linux")]
+    {
+        rows.push(on_worker(namespace_cost()).await?);
+        rows.push(on_worker(confined_end_to_end()).await?);
+    }
     rows.extend(start_rows()?);
     rows.push(wake_latency().await?);
     let (stdio, home, batch, stdio_ms) = batch_throughput().await?;

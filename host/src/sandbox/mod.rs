@@ -17,10 +17,13 @@
 //! not `$VERBGATE_HOME`. Operators widen a verb's profile in
 //! `[[sandbox.allow]]` (extra paths, network).
 //!
-//! The confinement is made in the parent (Landlock's ruleset, seccomp's
-//! BPF program, compiled once per process) and applied before the program's
-//! `exec` with nothing but system calls ([`Confinement::spawn`]), so a
-//! process tree inherits it and cannot undo it. Linux: [`linux`]; macOS: a Seatbelt
+//! The confinement is applied before the program's `exec` with nothing but
+//! system calls, so a process tree inherits it and cannot undo it: on
+//! Linux by default inside PID, user and mount namespaces of the program's
+//! own, made by verbgate's binary started as a wrapper ([`namespace`]);
+//! without them, made in the parent (Landlock's ruleset, seccomp's BPF
+//! program, compiled once per process) and applied by the thread that
+//! starts the program ([`Confinement::spawn`]). Linux: [`linux`]; macOS: a Seatbelt
 //! profile ([`macos`]). Where the kernel cannot enforce a profile the op
 //! answers `sandbox_unavailable`, unless the operator turned the sandbox
 //! off (`[sandbox] mode = "off"`): never a silent unconfined run.
