@@ -71,9 +71,9 @@ pub struct Limits {
     /// Processes (threads included) one confined program's tree may hold
     /// at once, verbgate's one in its namespace counted; past it `fork`
     /// fails with EAGAIN (Linux 6.14+, with the program's own namespaces:
-    /// its PID namespace's `pid_max`). After the namespace's pids wrap the
-    /// kernel skips the first 300, so a long-lived tree may hold up to 299
-    /// fewer. Default 1024, at least 300.
+    /// its PID namespace's `pid_max`, set 300 above it because the kernel
+    /// skips the first 300 pids once they wrap; until then a tree may hold
+    /// up to 299 more). Default 1024, at least 16.
     pub max_processes: u64,
     /// Cap on each of a job's stdout and stderr, bytes: past it the
     /// supervisor stops the job (`output_limit`). Default 64 MiB.
@@ -247,9 +247,9 @@ fn check_job_limits(limits: &Limits) -> Result<()> {
         ("job_retain_days", limits.job_retain_days),
         ("job_retain_count", limits.job_retain_count as u64),
     ])?;
-    if limits.max_processes < 300 {
+    if limits.max_processes < 16 {
         bail!(
-            "limits.max_processes = {} is below what the kernel lets a PID namespace be bound to (pid_max is at least 301); it must be at least 300",
+            "limits.max_processes = {} is too few to start a program (verbgate's own process in its namespace counts); it must be at least 16",
             limits.max_processes
         );
     }

@@ -163,7 +163,10 @@ impl Confinement {
         {
             match &self.inner {
                 LinuxConfinement::Thread(c) => c.spawn(cmd),
-                LinuxConfinement::Namespaced { .. } => cmd.spawn(),
+                LinuxConfinement::Namespaced { tmp, .. } => {
+                    namespace::hand_over(cmd, tmp)?;
+                    cmd.spawn()
+                }
             }
         }
         #[cfg(target_os = "macos")]

@@ -51,10 +51,102 @@ pub const ENTRY: &str = "__sandbox-exec";
 /// reason is on its stderr); as a shell's "cannot execute".
 const SETUP_FAILED: i32 = 126;
 
-/// The signals the wrapper's own processes outlive (they are caught, so
-/// `exec` resets them for the program).
-const CAUGHT: [libc::c_int; 6] =
-    [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
+/// Where, in the run's private `TMPDIR`, the server leaves the program's
+/// directory and environment for the wrapper, which reads and removes it
+/// before anything of the program runs. Not in the wrapper's own
+/// environment: the dynamic loader would read `LD_*` and `GLIBC_TUNABLES`
+/// there for the wrapper itself, unconfined, and an empty
+/// `LD_LIBRARY_PATH` entry is the working directory — the repository.
+const LAUNCH_FILE: &str = ".verbgate-launch";
+
+/// The asynchronous signals the wrapper's two processes outlive (blocked
+/// in the outer one, forwarded by the first one), so that the program
+/// alone decides what a signal to its group does: every catchable one but
+/// the job-control and synchronous (fault) signals, real-time ones too.
+fn caught() -> Vec<libc::c_int> {
+    let mut signals = vec![
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGPIPE,
+        libc::SIGALRM,
+        libc::SIGTERM,
+        libc::SIGSTKFLT,
+        libc::SIGURG,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGWINCH,
+        libc::SIGIO,
+        libc::SIGPWR,
+    ];
+    signals.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
+    signals
+}
+
+/// The set of [`caught`] signals.
+fn caught_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset fill the set they are given.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in caught() {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
+    }
+}
+
+/// Leave what the server set for the program (its working directory and
+/// environment, taken off `cmd`) where the wrapper reads it, and start the
+/// wrapper with neither: an empty environment, in `/`.
+pub fn hand_over(cmd: &mut Command, tmp: &Path) -> std::io::Result<()> {
+    let mut launch = Vec::new();
+    if let Some(dir) = cmd.get_current_dir() {
+        launch.extend_from_slice(dir.as_os_str().as_bytes());
+    }
+    for (key, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            launch.push(0);
+            launch.extend_from_slice(key.as_bytes());
+            launch.push(b'=');
+            launch.extend_from_slice(value.as_bytes());
+        }
+    }
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(tmp.join(LAUNCH_FILE))?
+        .write_all(&launch)?;
+    cmd.env_clear().current_dir("/");
+    Ok(())
+}
+
+/// The program's working directory and environment, from the file
+/// [`hand_over`] left (removed here).
+fn take_launch(tmp: &Path) -> Result<(OsString, Vec<(OsString, OsString)>), String> {
+    let path = tmp.join(LAUNCH_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let _ = std::fs::remove_file(&path);
+    let mut parts = bytes.split(|b| *b == 0);
+    let dir = OsStr::from_bytes(parts.next().unwrap_or_default()).to_os_string();
+    let env = parts
+        .filter_map(|kv| {
+            let at = kv.iter().position(|b| *b == b'=')?;
+            Some((
+                OsStr::from_bytes(&kv[..at]).to_os_string(),
+                OsStr::from_bytes(&kv[at + 1..]).to_os_string(),
+            ))
+        })
+        .collect();
+    Ok((dir, env))
+}
 
 /// A command that runs `program` confined by `profile` (with `tmp`
 /// writable) in namespaces of its own, with at most `processes` processes.
@@ -142,6 +234,10 @@ pub fn main() -> ! {
         Ok(s) => s,
         Err(e) => fail(&format!("bad arguments: {e}")),
     };
+    let (dir, env) = match take_launch(&spec.tmp) {
+        Ok(launch) => launch,
+        Err(e) => fail(&e),
+    };
     if let Err(e) = enter_namespaces() {
         fail(&format!("cannot make the program's namespaces: {e}"));
     }
@@ -156,7 +252,12 @@ pub fn main() -> ! {
         if let Err(e) = confinement.confine_this_thread() {
             fail(&format!("cannot confine the program: {e}"));
         }
-        let e = Command::new(&spec.program).args(&spec.args).exec();
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args).env_clear().envs(env);
+        if !dir.is_empty() {
+            cmd.current_dir(&dir);
+        }
+        let e = cmd.exec();
         eprintln!("verbgate sandbox: cannot run {}: {e}", Path::new(&spec.program).display());
         // SAFETY: _exit ends this process at once.
         unsafe { libc::_exit(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 }) }
@@ -171,7 +272,8 @@ pub fn main() -> ! {
 /// namespaces and a fresh `/proc`: run the wrapper on `true`, unconfined
 /// by anything else. `Err` says why not.
 pub fn probe() -> Result<(), String> {
-    let tmp = std::env::temp_dir();
+    let run_tmp = super::RunTmp::new().map_err(|e| e.message)?;
+    let tmp = run_tmp.path();
     let profile = Profile {
         read: ["/usr", "/bin", "/lib", "/lib64", "/etc"].iter().map(PathBuf::from).collect(),
         write: vec![],
@@ -185,8 +287,9 @@ pub fn probe() -> Result<(), String> {
         .map(Path::new)
         .find(|p| p.exists())
         .ok_or("no `true` program to probe with")?;
-    let out = command(&profile, &tmp, 400, truth)
-        .env_clear()
+    let mut cmd = command(&profile, tmp, 400, truth);
+    hand_over(&mut cmd, tmp).map_err(|e| format!("cannot hand the probe over: {e}"))?;
+    let out = cmd
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot start verbgate's own binary: {e}"))?;
@@ -230,21 +333,43 @@ extern "C" fn forward(signal: libc::c_int) {
     }
 }
 
-/// The outer process's handler: nothing (it outlives the signal; the
-/// program decides).
-extern "C" fn ignore(_: libc::c_int) {}
-
-fn catch(handler: extern "C" fn(libc::c_int)) {
-    for signal in CAUGHT {
+/// Install `handler` for every [`caught`] signal.
+fn catch(handler: libc::sighandler_t) {
+    for signal in caught() {
         // SAFETY: a zeroed sigaction with a handler that only makes
-        // async-signal-safe calls; SA_RESTART keeps waitpid going.
+        // async-signal-safe calls (or SIG_DFL); SA_RESTART keeps waitpid
+        // going.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler as usize;
+            action.sa_sigaction = handler;
             action.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }
+    }
+}
+
+/// Block (`true`) or unblock the [`caught`] signals for this process.
+fn block_caught(block: bool) {
+    let set = caught_set();
+    let how = if block { libc::SIG_BLOCK } else { libc::SIG_UNBLOCK };
+    // SAFETY: sigprocmask reads one set.
+    unsafe { libc::sigprocmask(how, &set, std::ptr::null_mut()) };
+}
+
+/// Take every [`caught`] signal pending for this process off its queue.
+fn take_pending() -> Vec<libc::c_int> {
+    let set = caught_set();
+    let none = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut taken = Vec::new();
+    loop {
+        // SAFETY: sigtimedwait with a zero timeout dequeues one pending
+        // signal of the set, or fails (EAGAIN) when none is.
+        let signal = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &none) };
+        if signal <= 0 {
+            return taken;
+        }
+        taken.push(signal);
     }
 }
 
@@ -253,7 +378,9 @@ fn catch(handler: extern "C" fn(libc::c_int)) {
 fn run_first_process(processes: u64, program: impl FnOnce()) -> std::io::Result<libc::c_int> {
     let [status_read, status_write] = pipe()?;
     let [alive_read, alive_write] = pipe()?;
-    catch(ignore);
+    // From now on a signal to the program's group waits, in this process
+    // and the first one, until the program exists to get it.
+    block_caught(true);
     // SAFETY: this process has one thread; the child only makes system
     // calls (and the program's child execs).
     let first = unsafe { libc::fork() };
@@ -323,13 +450,36 @@ fn first_process(
             fail(&format!("cannot mount a fresh /proc: {}", std::io::Error::last_os_error()));
         }
     }
-    // pids 1..=processes: this process, the program and its tree.
-    if let Err(e) = std::fs::write("/proc/sys/kernel/pid_max", (processes + 1).to_string()) {
+    // Room for `processes` pids (this process, the program and its tree)
+    // even after the pids wrap, when the kernel skips the first 300.
+    if let Err(e) = std::fs::write("/proc/sys/kernel/pid_max", (processes + 300).to_string()) {
         fail(&format!(
             "cannot bound the program's processes (pid_max of its PID namespace, Linux 6.14+): {e}"
         ));
     }
-    catch(forward);
+    // The program may hold the namespace's root uid (verbgate run as root):
+    // sysctls check that uid, not capabilities, so /proc/sys is made
+    // read-only (Landlock keeps the program from unmounting it).
+    // SAFETY: mount with constant C strings.
+    unsafe {
+        let none = std::ptr::null::<libc::c_char>();
+        let sys = c"/proc/sys".as_ptr();
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        if libc::mount(sys, sys, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0
+            || libc::mount(
+                none,
+                sys,
+                none,
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+                std::ptr::null(),
+            ) != 0
+        {
+            fail(&format!("cannot make /proc/sys read-only: {}", std::io::Error::last_os_error()));
+        }
+    }
+    catch(forward as extern "C" fn(libc::c_int) as libc::sighandler_t);
+    // Signals sent to the group before the program existed: it missed them.
+    let missed = take_pending();
     // SAFETY: single-threaded; the child execs.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -341,11 +491,20 @@ fn first_process(
             libc::close(status);
             libc::close(alive);
         }
+        // The program starts with every signal as the kernel's default,
+        // none blocked: what reaches it from now on does what it would.
+        catch(libc::SIG_DFL);
+        block_caught(false);
         program();
         // SAFETY: `program` execs or exits; never here.
         unsafe { libc::_exit(SETUP_FAILED) }
     }
     PROGRAM.store(pid, std::sync::atomic::Ordering::Relaxed);
+    for signal in missed {
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(pid, signal) };
+    }
+    block_caught(false);
     loop {
         let mut raw: libc::c_int = 0;
         // SAFETY: waitpid writes one int.
