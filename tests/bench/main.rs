@@ -1001,14 +1001,22 @@ async fn bench_main() -> Result<()> {
         return Ok(());
     }
     if std::env::var_os("VERBGATE_BENCH_SANDBOX_ONLY").is_some() {
-        let r = on_worker(sandbox_cost()).await?;
-        println!(
-            "{}: {:.3} ms vs {:.3} ms unconfined (ratio {:.3})",
-            r.figure,
-            r.value,
-            r.baseline,
-            r.ratio()
-        );
+        let mut rows = vec![on_worker(sandbox_cost()).await?];
+        #[cfg(target_os = "linux")]
+        {
+            rows.push(on_worker(namespace_cost()).await?);
+            rows.push(on_worker(confined_end_to_end()).await?);
+        }
+        for r in rows {
+            println!(
+                "{}: {:.3} ms vs {:.3} ms, {} (ratio {:.3})",
+                r.figure,
+                r.value,
+                r.baseline,
+                r.baseline_name,
+                r.ratio()
+            );
+        }
         return Ok(());
     }
     let mut rows = Vec::new();

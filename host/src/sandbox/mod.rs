@@ -96,7 +96,41 @@ enum LinuxConfinement {
 #[cfg(target_os = "linux")]
 pub fn namespaces() -> Result<(), String> {
     static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    PROBE.get_or_init(namespace::probe).clone()
+    PROBE.get_or_init(probe_namespaces).clone()
+}
+
+#[cfg(target_os = "linux")]
+/// Probe whether this kernel gives an unprivileged process the wrapper's
+/// namespaces and a fresh `/proc`: run the wrapper on `true`, unconfined
+/// by anything else. `Err` says why not.
+fn probe_namespaces() -> Result<(), String> {
+    let run_tmp = RunTmp::new().map_err(|e| e.message)?;
+    let tmp = run_tmp.path();
+    let profile = Profile {
+        read: ["/usr", "/bin", "/lib", "/lib64", "/etc"].iter().map(PathBuf::from).collect(),
+        write: vec![],
+        network: false,
+        signals: false,
+        unix_sockets: false,
+        processes: None,
+    };
+    let truth = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.exists())
+        .ok_or("no `true` program to probe with")?;
+    let mut cmd = namespace::command(&profile, tmp, 400, truth);
+    namespace::hand_over(&mut cmd, tmp).map_err(|e| format!("cannot hand the probe over: {e}"))?;
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start verbgate's own binary: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let why = String::from_utf8_lossy(&out.stderr);
+    let why = why.trim().trim_start_matches("verbgate sandbox: ");
+    Err(if why.is_empty() { format!("the probe ended with {}", out.status) } else { why.into() })
 }
 
 impl Confinement {

@@ -268,39 +268,6 @@ pub fn main() -> ! {
     exit_as(status)
 }
 
-/// Probe whether this kernel gives an unprivileged process the wrapper's
-/// namespaces and a fresh `/proc`: run the wrapper on `true`, unconfined
-/// by anything else. `Err` says why not.
-pub fn probe() -> Result<(), String> {
-    let run_tmp = super::RunTmp::new().map_err(|e| e.message)?;
-    let tmp = run_tmp.path();
-    let profile = Profile {
-        read: ["/usr", "/bin", "/lib", "/lib64", "/etc"].iter().map(PathBuf::from).collect(),
-        write: vec![],
-        network: false,
-        signals: false,
-        unix_sockets: false,
-        processes: None,
-    };
-    let truth = ["/usr/bin/true", "/bin/true"]
-        .into_iter()
-        .map(Path::new)
-        .find(|p| p.exists())
-        .ok_or("no `true` program to probe with")?;
-    let mut cmd = command(&profile, tmp, 400, truth);
-    hand_over(&mut cmd, tmp).map_err(|e| format!("cannot hand the probe over: {e}"))?;
-    let out = cmd
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot start verbgate's own binary: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let why = String::from_utf8_lossy(&out.stderr);
-    let why = why.trim().trim_start_matches("verbgate sandbox: ");
-    Err(if why.is_empty() { format!("the probe ended with {}", out.status) } else { why.into() })
-}
-
 /// Unshare the user, PID and mount namespaces, mapping the user's own uid
 /// and gid to themselves (so files keep their owners).
 fn enter_namespaces() -> std::io::Result<()> {
