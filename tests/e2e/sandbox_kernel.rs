@@ -441,6 +441,21 @@ fn a_daemon_an_ops_program_starts_ends_with_the_op() {
     assert!(!still, "a daemon outlived its op in a running server");
 }
 
+/// Start `just.run` of `target` as a job and wait (up to 60 s) for it to
+/// end; the wait's answer.
+fn run_recipe_job(env: &Env, target: &str) -> Value {
+    let fp = env.request(&json!({"help": format!("just.run:{target}")}))["help"]
+        ["schema_fingerprint"]
+        .clone();
+    let out = env.request(
+        &json!({"ops": [{"op": "just.run", "args": {"target": target}, "schema_fingerprint": fp}]}),
+    );
+    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}"));
+    let w = env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 60}));
+    assert_eq!(w["result"]["all_terminal"], true, "{w}");
+    w
+}
+
 /// A daemon that never keeps a pid: it leaves the job's session, then
 /// every 20 ms forks a successor and exits, appending to a file in the
 /// root as it goes. A sweep that reads the pids a tree holds and kills
@@ -471,13 +486,7 @@ fn a_daemon_that_hops_from_pid_to_pid_ends_with_its_job() {
     std::fs::write(env.root.join("justfile"), "hop:\n    /usr/bin/python3 hopper.py hop.log\n")
         .unwrap();
     let log = env.root.join("hop.log");
-    let fp = env.request(&json!({"help": "just.run:hop"}))["help"]["schema_fingerprint"].clone();
-    let out = env.request(
-        &json!({"ops": [{"op": "just.run", "args": {"target": "hop"}, "schema_fingerprint": fp}]}),
-    );
-    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}"));
-    let w = env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 60}));
-    assert_eq!(w["result"]["all_terminal"], true, "{w}");
+    let w = run_recipe_job(&env, "hop");
     assert!(log.with_extension("log.pid").exists(), "the hopper started: {w}");
     // Past the sweep's give-up (10 s after a job) it still hopped, before.
     std::thread::sleep(std::time::Duration::from_secs(11));
@@ -520,13 +529,7 @@ fn a_programs_tree_holds_no_more_processes_than_its_bound() {
     let env = Env::new().allowing(&["just.*"]).with_config("[limits]\nmax_processes = 300\n");
     std::fs::write(env.root.join("forker.py"), FORKER).unwrap();
     std::fs::write(env.root.join("justfile"), "fork:\n    /usr/bin/python3 forker.py\n").unwrap();
-    let fp = env.request(&json!({"help": "just.run:fork"}))["help"]["schema_fingerprint"].clone();
-    let out = env.request(
-        &json!({"ops": [{"op": "just.run", "args": {"target": "fork"}, "schema_fingerprint": fp}]}),
-    );
-    let id = out["results"][0]["result"]["job"]["id"].as_str().unwrap_or_else(|| panic!("{out}"));
-    let w = env.op("job.wait", json!({"ids": [id], "max_wait_seconds": 60}));
-    assert_eq!(w["result"]["all_terminal"], true, "{w}");
+    let w = run_recipe_job(&env, "fork");
     let forked: u32 = std::fs::read_to_string(env.root.join("forked.txt"))
         .unwrap_or_else(|e| panic!("the forker did not finish ({e}): {w}"))
         .trim()
