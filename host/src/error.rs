@@ -140,6 +140,13 @@ closed_codes! {
         /// Landlock), so it did not run; `[sandbox] mode = "off"` is the
         /// operator's explicit way to run unconfined.
         SandboxUnavailable => "sandbox_unavailable",
+        /// An HTTP request's credentials were refused (no bearer token, an
+        /// invalid, expired or forged one, or a token for another audience);
+        /// nothing ran. Recorded in the audit trail with why.
+        Unauthenticated => "unauthenticated",
+        /// An OAuth access token carries none of the scopes the server maps
+        /// to verbs; nothing ran. The answer names the scopes that would.
+        InsufficientScope => "insufficient_scope",
         /// A bug in verbgate; the message says what failed.
         Internal => "internal",
     }

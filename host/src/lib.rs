@@ -36,6 +36,7 @@ pub mod json;
 #[cfg(test)]
 mod layering;
 pub mod mcp;
+pub mod oauth;
 pub mod private_files;
 pub mod registry;
 pub mod runtime;

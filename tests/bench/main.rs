@@ -396,7 +396,8 @@ async fn exec_end_to_end() -> Result<Row> {
     let req = json!({"ops": [{"op": "git.status"}]});
     let dry = d.handle(&json!({"ops": [{"op": "git.status", "dry_run": true}]})).await.body;
     let argv: Vec<String> =
-        serde_json::from_value(dry["results"][0]["result"]["plan"]["command"]["argv"].clone())?;
+        serde_json::from_value(dry["results"][0]["result"]["plan"]["command"]["argv"].clone())
+            .map_err(|e| anyhow::anyhow!("the dry run did not show an argv ({e}): {dry}"))?;
     anyhow::ensure!(
         argv == git.argv,
         "the direct run's argv {:?} is not the op's {argv:?}",

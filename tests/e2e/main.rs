@@ -36,6 +36,7 @@ mod load;
 mod mcp;
 mod mrtr;
 mod npm;
+mod oauth;
 mod policy;
 mod pytest;
 mod python_sdk;

@@ -585,8 +585,14 @@ impl Env {
     /// environment, once it printed the address it serves; its stderr is
     /// drained so it never blocks on a full pipe.
     pub fn serve_http(&self, extra: &[&str]) -> HttpServer {
+        self.serve_http_on("127.0.0.1:0", extra)
+    }
+
+    /// [`Env::serve_http`] on `addr` (a server whose config names its own
+    /// URL, such as `[oauth] resource`, needs its port known first).
+    pub fn serve_http_on(&self, addr: &str, extra: &[&str]) -> HttpServer {
         use std::io::{BufRead, BufReader};
-        let mut args = vec!["serve", "--http", "127.0.0.1:0"];
+        let mut args = vec!["serve", "--http", addr];
         args.extend_from_slice(extra);
         let mut child = self
             .cmd(&args)

@@ -75,8 +75,13 @@ pub async fn run(g: &GlobalArgs, a: ServeArgs) -> Result<ExitCode> {
     let exposure = match a.http {
         None => None,
         Some(addr) => {
-            let store = TokenStore::at_home(&crate::config::Config::load(&g.overrides())?.home);
-            let configured = !store.list()?.is_empty();
+            let config = crate::config::Config::load(&g.overrides())?;
+            let store = TokenStore::at_home(&config.home);
+            let oauth = match config.oauth.clone() {
+                Some(s) => Some(std::sync::Arc::new(crate::oauth::ResourceServer::new(s)?)),
+                None => None,
+            };
+            let configured = !store.list()?.is_empty() || oauth.is_some();
             crate::mcp::http::check_exposure(&addr, configured, a.no_auth, store.path())?;
             // Authentication is on for the server's life unless --no-auth
             // asked otherwise: revoking the last token locks everyone out
@@ -87,7 +92,7 @@ pub async fn run(g: &GlobalArgs, a: ServeArgs) -> Result<ExitCode> {
             let auth = if a.no_auth {
                 Auth::Nobody
             } else if configured {
-                Auth::Tokens { store, generated: None }
+                Auth::Tokens { store, generated: None, oauth }
             } else {
                 let text = crate::tokens::generate()?;
                 let digest = crate::json::sha256_hex(text.as_bytes());
@@ -96,7 +101,7 @@ pub async fn run(g: &GlobalArgs, a: ServeArgs) -> Result<ExitCode> {
 verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME` makes lasting ones, `--no-auth` serves loopback without any",
                     store.path().display()
                 );
-                Auth::Tokens { store, generated: Some(digest) }
+                Auth::Tokens { store, generated: Some(digest), oauth }
             };
             Some((addr, auth))
         }
@@ -157,6 +162,7 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
     eprintln!(
         "verbgate: serving MCP on http://{bound}{MCP_PATH} ({})",
         match auth {
+            Auth::Tokens { oauth: Some(_), .. } => "bearer tokens or OAuth access tokens required",
             Auth::Tokens { .. } => "bearer tokens required",
             Auth::Nobody => "loopback, no authentication: --no-auth",
         }

@@ -86,6 +86,24 @@ impl Caller {
         c
     }
 
+    /// An OAuth access token's caller (`oauth::Verified`): named by its
+    /// subject, reaching what its scopes map to, owning the jobs of its
+    /// issuer and subject (`oauth:<first 16 hex of their hash>`: a
+    /// refreshed token is the same caller, another issuer's same subject
+    /// is not).
+    pub fn for_oauth(
+        subject: &str,
+        identity: &str,
+        allow: Vec<String>,
+        transport: Transport,
+    ) -> Caller {
+        let name: String = subject.chars().filter(|c| !c.is_control()).take(64).collect();
+        let mut c = Caller::new(&name, Some(allow), transport);
+        c.owner = format!("oauth:{}", identity.get(..16).unwrap_or(identity));
+        c.all_jobs = false;
+        c
+    }
+
     /// The process's own user, embedding the dispatcher: no narrowing, and
     /// nobody to ask.
     pub fn local() -> Arc<Caller> {

@@ -189,6 +189,12 @@ impl Dispatcher {
         self.ledger.refused_request(caller, request, error);
     }
 
+    /// Record an HTTP request whose credentials were refused (`details`
+    /// says why; the token itself is never recorded).
+    pub fn record_refused_credentials(&self, caller: &Caller, details: &Value, error: &OpError) {
+        self.ledger.refused_credentials(caller, details, error);
+    }
+
     /// Handle one request.
     pub async fn handle(self: &Arc<Self>, request: &Value) -> Response {
         self.handle_observed(request, Arc::new(Observer::default())).await

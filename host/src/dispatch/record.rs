@@ -290,13 +290,23 @@ impl Ledger {
     /// nothing ran, but the attempt is in the trail. The verb column holds
     /// `request`; the args column the start of what was sent.
     pub fn refused_request(&self, caller: &Caller, request: &Value, error: &OpError) {
+        self.refused("request", caller, request, error);
+    }
+
+    /// Record a request whose credentials were refused before anything
+    /// was read: the verb column holds `authenticate`, the args column why
+    /// (never the token).
+    pub fn refused_credentials(&self, caller: &Caller, details: &Value, error: &OpError) {
+        self.refused("authenticate", caller, details, error);
+    }
+
+    fn refused(&self, op: &str, caller: &Caller, args: &Value, error: &OpError) {
         if self.writer.is_none() {
             return;
         }
-        let mut trail = self.trail(request);
-        trail.args = Some(request.clone());
-        let outcome =
-            OpOutcome { op: "request".to_string(), verb: None, result: Err(error.clone()) };
+        let mut trail = self.trail(args);
+        trail.args = Some(args.clone());
+        let outcome = OpOutcome { op: op.to_string(), verb: None, result: Err(error.clone()) };
         self.finish(caller, &outcome, trail);
     }
 }

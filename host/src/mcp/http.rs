@@ -132,14 +132,17 @@ pub enum Auth {
     /// `--no-auth`: everyone who can reach the port (loopback only, see
     /// [`check_exposure`]).
     Nobody,
-    /// Bearer tokens: those in the token file (re-read at every request)
-    /// and, when the file had none at start, one the server made for its
-    /// own lifetime.
+    /// Bearer tokens: those in the token file (re-read at every request),
+    /// when the file had none at start (and no `[oauth]`), one the server
+    /// made for its own lifetime, and with `[oauth]`, JWT access tokens of
+    /// the authorization servers it names.
     Tokens {
         /// The token file.
         store: TokenStore,
         /// The hex SHA-256 of the token the server made, if it made one.
         generated: Option<String>,
+        /// The OAuth resource server, with `[oauth]`.
+        oauth: Option<Arc<crate::oauth::ResourceServer>>,
     },
 }
 
@@ -161,8 +164,8 @@ Drop --no-auth and create a token (`verbgate token add NAME`, stored in {}), or 
     }
     if no_auth && tokens_configured {
         bail!(
-            "refusing --no-auth: {} holds tokens, and --no-auth would let in everyone without them. \
-Drop --no-auth to require those tokens, or remove them (`verbgate token list`, then `verbgate token revoke NAME`) to serve loopback without any",
+            "refusing --no-auth: {} holds tokens (or verbgate.toml has [oauth]), and --no-auth would let in everyone without them. \
+Drop --no-auth to require those tokens, or remove them (`verbgate token list`, then `verbgate token revoke NAME`, and [oauth]) to serve loopback without any",
             token_file.display()
         );
     }
@@ -197,6 +200,12 @@ type Body = BoxBody<Bytes, Infallible>;
 /// asked for a token).
 type Identity = Arc<str>;
 
+/// What an OAuth caller's identity starts with: it is the digest of its
+/// issuer and subject, not of a token in the token file, so the
+/// revocation sweep leaves it alone (an expired or revoked access token
+/// is refused at its next request by its own checks).
+const OAUTH_IDENTITY: &str = "oauth:";
+
 /// The header carrying a session id (MCP's Streamable HTTP transport).
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -217,6 +226,8 @@ struct Owners {
 
 /// What every connection's handler shares.
 struct Shared {
+    /// Where refused credentials are recorded (the audit trail).
+    dispatcher: Arc<Dispatcher>,
     /// Held consent rounds and 2026-07-28 grants (revoked with the token).
     eras: Arc<Eras>,
     sessions: Arc<LocalSessionManager>,
@@ -239,13 +250,18 @@ impl Shared {
     /// nobody in (as at every request), so then every token's sessions and
     /// responses end.
     async fn close_revoked(&self) {
-        let Auth::Tokens { store, generated } = &self.auth else { return };
+        let Auth::Tokens { store, generated, .. } = &self.auth else { return };
         // Only tokens seen before the file is read: one added since (and
         // already used) is valid though this reading may not show it. A
         // revoked token never comes back: a new one has a new digest.
         let seen: HashSet<Identity> = {
             let o = self.owners();
-            o.sessions.values().cloned().chain(o.revoked.keys().cloned()).collect()
+            o.sessions
+                .values()
+                .cloned()
+                .chain(o.revoked.keys().cloned())
+                .filter(|who| !who.starts_with(OAUTH_IDENTITY))
+                .collect()
         };
         if seen.is_empty() {
             return;
@@ -347,15 +363,21 @@ impl Gate {
         req: Request<Incoming>,
         conn: &ConnState,
     ) -> (Response<Body>, Option<CancellationToken>) {
+        if let Some(doc) = self.resource_metadata(&req) {
+            return (doc, None);
+        }
         if req.uri().path() != MCP_PATH {
             return (
                 plain(StatusCode::NOT_FOUND, format!("not found; the MCP endpoint is {MCP_PATH}")),
                 None,
             );
         }
-        let (caller, who) = match self.authenticate(&req) {
+        let (caller, who) = match self.authenticate(&req).await {
             Ok(found) => found,
-            Err(refusal) => return (closing(refusal.response()), None),
+            Err(refusal) => {
+                self.record_refusal(&refusal);
+                return (closing(refusal.response(self.oauth())), None);
+            }
         };
         conn.authenticated.store(true, Ordering::Relaxed);
         let session =
@@ -489,11 +511,79 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
         Ok(Opening { shared: s.clone(), who, done: false })
     }
 
+    /// The OAuth resource server, if the server is one.
+    fn oauth(&self) -> Option<&crate::oauth::ResourceServer> {
+        match &self.shared.auth {
+            Auth::Tokens { oauth: Some(rs), .. } => Some(rs),
+            _ => None,
+        }
+    }
+
+    /// The protected-resource metadata (RFC 9728), for a GET of one of its
+    /// well-known paths on a server with `[oauth]`: public, as discovery
+    /// needs it before any token.
+    fn resource_metadata(&self, req: &Request<Incoming>) -> Option<Response<Body>> {
+        use crate::oauth::metadata;
+        let rs = self.oauth()?;
+        let path = req.uri().path();
+        if !metadata::paths(rs.settings()).iter().any(|p| p == path) {
+            return None;
+        }
+        if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
+            return Some(plain(StatusCode::METHOD_NOT_ALLOWED, format!("{path} answers GET")));
+        }
+        let body = metadata::document(rs.settings()).to_string();
+        let mut resp = Response::new(Full::new(Bytes::from(body)).boxed());
+        let h = resp.headers_mut();
+        h.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+        // Browser-based clients read it from another origin; it is public.
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, header::HeaderValue::from_static("*"));
+        Some(resp)
+    }
+
+    /// Put a refused presented credential in the audit trail: who it
+    /// claimed to be and why it was refused, never the token.
+    fn record_refusal(&self, refusal: &Refusal) {
+        let (caller, details, code) = match refusal {
+            Refusal::Invalid => (
+                "unknown".to_string(),
+                json!({"credential": "static_token", "reason": "unknown_or_revoked"}),
+                crate::error::ErrorCode::Unauthenticated,
+            ),
+            Refusal::OAuth { rejection, subject, issuer } => (
+                subject.clone().unwrap_or_else(|| "unknown".to_string()),
+                json!({"credential": "oauth", "reason": rejection.reason(), "issuer": issuer, "subject": subject}),
+                match rejection {
+                    crate::oauth::Rejection::InsufficientScope => {
+                        crate::error::ErrorCode::InsufficientScope
+                    }
+                    _ => crate::error::ErrorCode::Unauthenticated,
+                },
+            ),
+            Refusal::Missing | Refusal::Unreadable(_) => return,
+        };
+        let resource = self.oauth().map_or("", |rs| rs.settings().resource.as_str());
+        let message = match refusal {
+            Refusal::OAuth { rejection, .. } => rejection.describe(resource),
+            _ => "invalid or revoked token".to_string(),
+        };
+        let caller = Caller::new(&caller, None, Transport::Http);
+        self.shared.dispatcher.record_refused_credentials(
+            &caller,
+            &details,
+            &crate::error::OpError::new(code, message),
+        );
+    }
+
     /// The caller named by the request's bearer token and the token's
     /// identity, re-reading the token file so a revocation takes effect on
-    /// the next request.
-    fn authenticate(&self, req: &Request<Incoming>) -> Result<(Caller, Option<Identity>), Refusal> {
-        let Auth::Tokens { store, generated } = &self.shared.auth else {
+    /// the next request; with `[oauth]`, a JWT is checked as an access
+    /// token instead.
+    async fn authenticate(
+        &self,
+        req: &Request<Incoming>,
+    ) -> Result<(Caller, Option<Identity>), Refusal> {
+        let Auth::Tokens { store, generated, oauth } = &self.shared.auth else {
             return Ok((Caller::new("local", None, Transport::Http), None));
         };
         let presented = req
@@ -503,6 +593,12 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim);
         let presented = presented.ok_or(Refusal::Missing)?;
+        // A static token is `vgt_` and hex; a JWT has three dotted parts.
+        if let (Some(rs), false) = (oauth, presented.starts_with("vgt_")) {
+            if presented.contains('.') {
+                return oauth_caller(rs, presented).await;
+            }
+        }
         // The file first, even for the server's own token: one that others
         // could have written lets nobody in.
         match store.find(presented) {
@@ -571,23 +667,100 @@ The server's owner must fix it: `chmod 600 $VERBGATE_HOME/{0}` (and `chown` it t
     }
 }
 
+/// Check an OAuth access token; the caller it speaks for, or why not.
+async fn oauth_caller(
+    rs: &crate::oauth::ResourceServer,
+    token: &str,
+) -> Result<(Caller, Option<Identity>), Refusal> {
+    match rs.verify(token).await {
+        Ok(v) => {
+            let digest = sha256_hex(format!("{}\0{}", v.issuer, v.subject).as_bytes());
+            let caller = Caller::for_oauth(&v.subject, &digest, v.allow, Transport::Http);
+            Ok((caller, Some(Identity::from(format!("{OAUTH_IDENTITY}{digest}").as_str()))))
+        }
+        Err(rejection) => {
+            // Who the refused token claimed to be, for the audit trail
+            // only (unverified: never used to decide anything).
+            let claims: Option<Value> = jsonwebtoken::dangerous::insecure_decode_claims(token).ok();
+            let claim =
+                |name: &str| {
+                    claims.as_ref().and_then(|c| c.get(name)).and_then(Value::as_str).map(|s| {
+                        s.chars().filter(|c| !c.is_control()).take(100).collect::<String>()
+                    })
+                };
+            tracing::info!(reason = rejection.reason(), issuer = ?claim("iss"), "refused an OAuth access token");
+            Err(Refusal::OAuth { subject: claim("sub"), issuer: claim("iss"), rejection })
+        }
+    }
+}
+
 /// Why a request was not let through.
 enum Refusal {
     Missing,
     Invalid,
     /// The token file cannot be used; the text says why and what to do.
     Unreadable(String),
+    /// An OAuth access token was refused.
+    OAuth {
+        rejection: crate::oauth::Rejection,
+        /// Its unverified `sub` and `iss` (for the audit trail).
+        subject: Option<String>,
+        issuer: Option<String>,
+    },
 }
 
 impl Refusal {
-    fn response(self) -> Response<Body> {
+    fn response(self, oauth: Option<&crate::oauth::ResourceServer>) -> Response<Body> {
+        use crate::oauth::{metadata, Rejection};
+        let settings = oauth.map(|rs| rs.settings());
+        let challenge = |error: Option<(&str, &str)>, scope: Option<&str>| match settings {
+            Some(s) => metadata::challenge(s, error, scope),
+            None => "Bearer realm=\"verbgate\"".to_string(),
+        };
         match self {
             Refusal::Missing => unauthorized(
                 "missing bearer token: send `Authorization: Bearer <token>` with the token the server printed when it started, or one made with `verbgate token add NAME`",
+                &challenge(None, None),
             ),
-            Refusal::Invalid => unauthorized("invalid or revoked token"),
+            Refusal::Invalid => unauthorized(
+                "invalid or revoked token",
+                &challenge(Some(("invalid_token", "invalid or revoked token")), None),
+            ),
             Refusal::Unreadable(why) => plain(StatusCode::INTERNAL_SERVER_ERROR, why),
+            Refusal::OAuth { rejection, .. } => {
+                let resource = settings.map_or("", |s| s.resource.as_str());
+                let text = rejection.describe(resource);
+                match &rejection {
+                    Rejection::InsufficientScope => {
+                        let scopes: Vec<&str> = settings
+                            .map(|s| s.scopes.keys().map(String::as_str).collect())
+                            .unwrap_or_default();
+                        let mut resp = plain(
+                            StatusCode::FORBIDDEN,
+                            format!("{text}: ask for one of {}", scopes.join(", ")),
+                        );
+                        set_challenge(
+                            &mut resp,
+                            &challenge(Some(("insufficient_scope", &text)), Some(&scopes.join(" "))),
+                        );
+                        resp
+                    }
+                    Rejection::KeysUnavailable(_) => {
+                        let mut resp = plain(StatusCode::SERVICE_UNAVAILABLE, text);
+                        resp.headers_mut()
+                            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+                        resp
+                    }
+                    _ => unauthorized(&text, &challenge(Some(("invalid_token", &text)), None)),
+                }
+            }
         }
+    }
+}
+
+fn set_challenge(resp: &mut Response<Body>, challenge: &str) {
+    if let Ok(v) = header::HeaderValue::from_str(challenge) {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
     }
 }
 
@@ -601,12 +774,9 @@ fn plain(status: StatusCode, text: String) -> Response<Body> {
     resp
 }
 
-fn unauthorized(text: &str) -> Response<Body> {
+fn unauthorized(text: &str, challenge: &str) -> Response<Body> {
     let mut resp = plain(StatusCode::UNAUTHORIZED, text.to_string());
-    resp.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        header::HeaderValue::from_static("Bearer realm=\"verbgate\""),
-    );
+    set_challenge(&mut resp, challenge);
     resp
 }
 
@@ -777,12 +947,20 @@ pub async fn serve_http(
         Some(GrantBook::new(opts.session_idle, opts.max_sessions_per_token)),
     )?);
     let factory_eras = eras.clone();
+    let factory_dispatcher = dispatcher.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(VerbgateServer::new(dispatcher.clone(), Transport::Http, factory_eras.clone())),
+        move || {
+            Ok(VerbgateServer::new(
+                factory_dispatcher.clone(),
+                Transport::Http,
+                factory_eras.clone(),
+            ))
+        },
         sessions.clone(),
         config,
     );
     let shared = Arc::new(Shared {
+        dispatcher,
         eras,
         sessions,
         auth: opts.auth,

@@ -46,6 +46,17 @@ pub fn namespace_problem(name: &str, is_bundled_core: bool) -> Option<String> {
     None
 }
 
+/// Whether `p` is a verb pattern as allow lists, policy rules and OAuth
+/// scope maps write them: `*`, `ns.*` (a namespace, which may itself be
+/// dotted) or an exact verb name.
+pub fn is_pattern(p: &str) -> bool {
+    match p.strip_suffix(".*") {
+        _ if p == "*" => true,
+        Some(ns) => name_problem(&format!("{ns}.x")).is_none(),
+        None => name_problem(p).is_none(),
+    }
+}
+
 /// Whether `verb` matches an allow-list pattern: `*`, `ns.*`, or an exact name.
 pub fn allowed(verb: &str, allow: Option<&[String]>) -> bool {
     let Some(patterns) = allow else { return true };
@@ -61,6 +72,16 @@ pub fn allowed(verb: &str, allow: Option<&[String]>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patterns_are_star_namespace_star_or_names() {
+        for ok in ["*", "git.*", "git.status", "a.b.*"] {
+            assert!(is_pattern(ok), "{ok}");
+        }
+        for bad in ["", "Git.*", "git", ".*", "git.**", "git status"] {
+            assert!(!is_pattern(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn reserved_and_core_namespaces_are_fenced() {
