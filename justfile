@@ -141,7 +141,7 @@ lint:
     cd plugins && CARGO_TARGET_DIR=../target/plugins-native cargo clippy --workspace --quiet -- -D warnings
 
 # Benchmarks against same-run baselines (release build): table, target/bench/results.json, BENCHMARKS.md.
-bench: plugins
+bench: plugins oauth-tools
     cargo build --release --workspace --bins
     ./target/release/verbgate-bench
 

@@ -23,6 +23,7 @@ use verbgate::runtime::{Runtime, SandboxLimits};
 use verbgate_tests::{bin_dir, component};
 
 mod http;
+mod oauth;
 
 /// The heading of BENCHMARKS.md's hand-measured part, which `just bench`
 /// keeps when it rewrites the file.
@@ -1001,6 +1002,18 @@ async fn bench_main() -> Result<()> {
         }
         return Ok(());
     }
+    if std::env::var_os("VERBGATE_BENCH_OAUTH_ONLY").is_some() {
+        let r = oauth::jwt_validation().await?;
+        println!(
+            "{}: {:.1} µs vs {:.1} µs, {} (ratio {:.3})",
+            r.figure,
+            r.value,
+            r.baseline,
+            r.baseline_name,
+            r.ratio()
+        );
+        return Ok(());
+    }
     if std::env::var_os("VERBGATE_BENCH_SANDBOX_ONLY").is_some() {
         let mut rows = vec![on_worker(sandbox_cost()).await?];
         #[cfg(target_os = "linux")]
@@ -1027,6 +1040,7 @@ async fn bench_main() -> Result<()> {
     rows.push(catalog_bytes().await?);
     rows.push(overhead().await?);
     rows.push(policy_audit_cost().await?);
+    rows.push(oauth::jwt_validation().await?);
     rows.push(on_worker(exec_end_to_end()).await?);
     rows.push(on_worker(sandbox_cost()).await?);
     #[cfg(target_os = "linux")]

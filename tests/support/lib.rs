@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod mcp;
+pub mod oauth;
 
 /// Read an HTTP/1.1 response's status line and headers from `s`, byte by
 /// byte (the body is left unread): the status and the headers, trimmed.
