@@ -300,6 +300,12 @@ pub struct PolicyRule {
     pub verbs: Option<Vec<String>>,
     /// Effects (`writes_repo`, `runs_repo_code`, …, `undeclared`).
     pub effects: Option<Vec<EffectPattern>>,
+    /// OAuth subjects (an access token's `sub`) the rule is for; a caller
+    /// without an OAuth identity (a static token, stdio) matches none.
+    pub subjects: Option<Vec<String>>,
+    /// OAuth groups (the access token's `[oauth] groups_claim`) the rule
+    /// is for: it matches a caller in any of them.
+    pub groups: Option<Vec<String>>,
     /// What to do.
     pub decision: Decision,
     /// Why, shown to callers a rule refuses or asks for.
@@ -343,6 +349,11 @@ impl<'de> Deserialize<'de> for EffectPattern {
 fn check_policy(rules: &[PolicyRule]) -> Result<()> {
     for (i, rule) in rules.iter().enumerate() {
         let at = format!("[[policy]] rule {} of verbgate.toml", i + 1);
+        for (key, list) in [("subjects", &rule.subjects), ("groups", &rule.groups)] {
+            if list.as_ref().is_some_and(Vec::is_empty) {
+                bail!("{at}: `{key} = []` matches nobody; leave it out to match every caller");
+            }
+        }
         if rule.effects.as_ref().is_some_and(Vec::is_empty) {
             bail!("{at}: `effects = []` matches nothing; leave it out to match every effect");
         }

@@ -340,6 +340,7 @@ async fn policy_audit_cost() -> Result<Row> {
         Vec::with_capacity(iterations),
     );
     let verb = reg.resolve("job.status").context("job.status")?.clone();
+    let local = verbgate::dispatch::Caller::local();
     for _ in 0..iterations {
         let t = Instant::now();
         d_on.handle(&json!({"ops": [{"op": "job.status", "args": {"id": &ids[0]}}]})).await;
@@ -348,7 +349,7 @@ async fn policy_audit_cost() -> Result<Row> {
         d_off.handle(&json!({"ops": [{"op": "job.status", "args": {"id": &ids[1]}}]})).await;
         without.push(t.elapsed().as_secs_f64() * 1e6);
         let t = Instant::now();
-        std::hint::black_box(d_on.policy().decide(&verb));
+        std::hint::black_box(d_on.policy().decide(&verb, &local));
         decide.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let base = median(without);

@@ -36,7 +36,7 @@ fn resource_server(auth: &AuthServer) -> (Env, verbgate_tests::HttpServer, Strin
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let env = Env::with_plugin("fixture-echo").with_config(&format!(
-        "[oauth]\nresource = \"{resource}\"\n[[oauth.issuers]]\nissuer = \"{}\"\n[oauth.scopes]\n\"echo:argv\" = [\"echo.argv\", \"job.*\"]\n\"verbs:all\" = [\"*\"]\n",
+        "[[policy]]\nverbs = [\"job.list\"]\nsubjects = [\"ci-bot\"]\ndecision = \"deny\"\nreason = \"not for bots\"\n[[policy]]\nverbs = [\"echo.argv\"]\nsubjects = [\"someone-else\"]\ndecision = \"deny\"\n[oauth]\nresource = \"{resource}\"\n[[oauth.issuers]]\nissuer = \"{}\"\n[oauth.scopes]\n\"echo:argv\" = [\"echo.argv\", \"job.*\"]\n\"verbs:all\" = [\"*\"]\n",
         auth.issuer
     ));
     let server = env.serve_http_on(&format!("127.0.0.1:{port}"), &[]);
@@ -66,6 +66,10 @@ fn the_python_sdks_oauth_client_finds_its_way_from_the_401_and_reaches_only_its_
     // The token's scope reaches echo.argv and job.*; echo.sleep is as
     // absent as a verb that does not exist, in the catalog and for ops.
     assert_eq!(v["hidden"]["results"][0]["error"]["code"], "unknown_verb", "{v}");
+    // A `[[policy]]` rule naming the token's subject applies to it (and
+    // one naming another subject does not: echo.argv ran above).
+    assert_eq!(v["jobs"]["results"][0]["error"]["code"], "policy_denied", "{v}");
+    assert_eq!(v["jobs"]["results"][0]["error"]["rule"], "policy[1]", "{v}");
     let catalog = v["catalog"].to_string();
     assert!(catalog.contains("echo.argv") && catalog.contains("job.wait"), "{catalog}");
     assert!(!catalog.contains("echo.sleep") && !catalog.contains("git.status"), "{catalog}");

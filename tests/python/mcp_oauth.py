@@ -54,12 +54,14 @@ async def main(url, issuer, client_id, scope):
                 catalog = await session.call_tool("request", {"help": True})
                 op = await session.call_tool("request", {"ops": [{"op": "echo.argv", "args": {"word": "via-oauth"}}]})
                 hidden = await session.call_tool("request", {"ops": [{"op": "echo.sleep", "args": {"ms": 1}}]})
+                jobs = await session.call_tool("request", {"ops": [{"op": "job.list"}]})
     print(json.dumps({
         "tools": [t.name for t in tools.tools],
         "catalog": catalog.structured_content,
         "op": op.structured_content,
         "op_is_error": bool(op.is_error),
         "hidden": hidden.structured_content,
+        "jobs": jobs.structured_content,
         "access_token_obtained": storage.tokens is not None,
     }))
 

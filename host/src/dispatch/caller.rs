@@ -41,6 +41,20 @@ pub struct Caller {
     /// Whether it sees and acts on every job, not only its own: the local
     /// user, and a token granted `--all-jobs`.
     pub all_jobs: bool,
+    /// An OAuth caller's verified identity, which `[[policy]]` rules may
+    /// match (`subjects`, `groups`); `None` for every other caller.
+    pub claims: Option<Arc<Claims>>,
+}
+
+/// What a verified OAuth access token says about its caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claims {
+    /// `iss`.
+    pub issuer: String,
+    /// `sub`.
+    pub subject: String,
+    /// The groups claim's strings.
+    pub groups: Vec<String>,
 }
 
 impl std::fmt::Debug for Caller {
@@ -68,6 +82,7 @@ impl Caller {
             grants: Arc::new(Grants::default()),
             owner: "local".to_string(),
             all_jobs: true,
+            claims: None,
         }
     }
 
@@ -92,15 +107,16 @@ impl Caller {
     /// refreshed token is the same caller, another issuer's same subject
     /// is not).
     pub fn for_oauth(
-        subject: &str,
+        claims: Claims,
         identity: &str,
         allow: Vec<String>,
         transport: Transport,
     ) -> Caller {
-        let name: String = subject.chars().filter(|c| !c.is_control()).take(64).collect();
+        let name: String = claims.subject.chars().filter(|c| !c.is_control()).take(64).collect();
         let mut c = Caller::new(&name, Some(allow), transport);
         c.owner = format!("oauth:{}", identity.get(..16).unwrap_or(identity));
         c.all_jobs = false;
+        c.claims = Some(Arc::new(claims));
         c
     }
 

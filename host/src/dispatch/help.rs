@@ -74,7 +74,7 @@ pub fn catalog_for(
         // policy asks about or denies: an agent knows before it calls.
         "effects": effect_marks(reachable.iter().copied()),
         "effect_letters": EFFECT_LETTERS,
-        "policy": policy_marks(reachable.iter().copied(), policy),
+        "policy": policy_marks(reachable.iter().copied(), policy, caller),
     });
     let missing: serde_json::Map<String, Value> = registry
         .unavailable()
@@ -225,10 +225,14 @@ fn effect_marks<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>>) -> Value {
 
 /// The verbs the policy asks about (`ask`) or refuses (`deny`); everything
 /// else runs without asking.
-fn policy_marks<'a>(verbs: impl Iterator<Item = &'a Arc<Verb>> + Clone, policy: &Policy) -> Value {
+fn policy_marks<'a>(
+    verbs: impl Iterator<Item = &'a Arc<Verb>> + Clone,
+    policy: &Policy,
+    caller: &Caller,
+) -> Value {
     let mut out = serde_json::Map::new();
     for decision in [Decision::Ask, Decision::Deny] {
-        let names = patterns(verbs.clone(), |v| policy.decide(v).rule.decision == decision);
+        let names = patterns(verbs.clone(), |v| policy.decide(v, caller).rule.decision == decision);
         if !names.is_empty() {
             out.insert(decision.as_str().to_string(), json!(names));
         }
@@ -266,8 +270,8 @@ fn patterns<'a>(
 
 /// What the policy does with `v`, for its contract: the decision, the rule
 /// and, for a verb that cannot run or waits for a person, why.
-pub fn policy_note(v: &Verb, policy: &Policy) -> Value {
-    let rule = policy.decide(v);
+pub fn policy_note(v: &Verb, policy: &Policy, caller: &Caller) -> Value {
+    let rule = policy.decide(v, caller);
     let note = match rule.rule.decision {
         Decision::Allow => "runs without asking",
         Decision::Ask => {
@@ -380,7 +384,7 @@ impl Dispatcher {
         let registry = self.registry_for(verb_name, caller).await;
         let mut contract = verb_help(&registry, verb_name)?;
         let verb = registry.resolve(verb_name).cloned().expect("verb_help found it");
-        contract["policy"] = policy_note(&verb, &self.policy);
+        contract["policy"] = policy_note(&verb, &self.policy, caller);
         contract["sandbox"] = self.sandbox_note(&verb);
         if !verb.two_stage {
             if target.is_some() {
@@ -392,7 +396,7 @@ impl Dispatcher {
             }
             return Ok(contract);
         }
-        let rule = self.policy().decide(&verb);
+        let rule = self.policy().decide(&verb, caller);
         let denied =
             (rule.rule.decision == Decision::Deny).then(|| super::policy::denied(&verb, rule));
         let _turn = match denied {

@@ -109,7 +109,7 @@ impl Dispatcher {
         // The kill runs the job verb's plugin and a program it plans: a verb
         // the policy now denies runs nothing, not even its kill-plan (and
         // the job is not signalled either: no fallback).
-        let rule = self.policy().decide(&verb);
+        let rule = self.policy().decide(&verb, caller);
         if rule.rule.decision == crate::config::Decision::Deny {
             return Err(super::policy::denied(&verb, rule).with("id", job.id.as_str()));
         }

@@ -55,7 +55,7 @@ use crate::jobs::Jobs;
 use crate::registry::live::LiveRegistry;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
-pub use caller::{Caller, Transport};
+pub use caller::{Caller, Claims, Transport};
 use outcome::OpOutcome;
 use record::Ledger;
 use request::Request;

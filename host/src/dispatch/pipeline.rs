@@ -56,7 +56,7 @@ impl Dispatcher {
         // 2. policy: a denied verb is refused before anything about it
         // runs, even its plugin's `plan`; an `ask` is settled once the plan
         // shows what will run.
-        let rule = self.policy.decide(verb);
+        let rule = self.policy.decide(verb, caller);
         trail.decision = Some(rule.rule.decision);
         trail.decided_by = Some(rule.name());
         if rule.rule.decision == Decision::Deny {

@@ -10,6 +10,7 @@
 
 use serde_json::{json, Value};
 
+use super::caller::{Caller, Claims};
 use crate::config::{Decision, EffectPattern, PolicyRule};
 use crate::error::{ErrorCode, OpError};
 use crate::registry::fence;
@@ -44,7 +45,30 @@ impl Rule {
         }
     }
 
-    fn matches(&self, verb: &str, aliases: &[String], effects: &Effects) -> bool {
+    fn matches(
+        &self,
+        verb: &str,
+        aliases: &[String],
+        effects: &Effects,
+        claims: Option<&Claims>,
+    ) -> bool {
+        self.matches_caller(claims) && self.matches_verb(verb, aliases, effects)
+    }
+
+    /// Whether the rule is for this caller: every rule is, unless it names
+    /// OAuth `subjects` or `groups` — then only a caller whose verified
+    /// token has one of them (a caller without claims matches none).
+    fn matches_caller(&self, claims: Option<&Claims>) -> bool {
+        let subject_ok = self.rule.subjects.as_deref().is_none_or(|subjects| {
+            claims.is_some_and(|c| subjects.iter().any(|s| *s == c.subject))
+        });
+        let groups_ok = self.rule.groups.as_deref().is_none_or(|groups| {
+            claims.is_some_and(|c| c.groups.iter().any(|g| groups.contains(g)))
+        });
+        subject_ok && groups_ok
+    }
+
+    fn matches_verb(&self, verb: &str, aliases: &[String], effects: &Effects) -> bool {
         let verb_ok = self
             .rule
             .verbs
@@ -112,6 +136,8 @@ fn defaults(sandboxed: bool) -> Vec<Rule> {
             rule: PolicyRule {
                 verbs: None,
                 effects: (!effects.is_empty()).then(|| effects.to_vec()),
+                subjects: None,
+                groups: None,
                 decision,
                 reason: Some(reason.to_string()),
             },
@@ -196,10 +222,11 @@ impl Policy {
         Policy { rules }
     }
 
-    /// The first rule matching `verb` under its name or any of its aliases
-    /// (there always is one: the last default matches everything).
-    pub fn decide(&self, verb: &Verb) -> &Rule {
-        self.decide_named(&verb.name, &verb.aliases, &verb.effects)
+    /// The first rule matching `verb` under its name or any of its aliases,
+    /// for `caller` (there always is one: the last default matches
+    /// everything).
+    pub fn decide(&self, verb: &Verb, caller: &Caller) -> &Rule {
+        self.decide_as(&verb.name, &verb.aliases, &verb.effects, caller.claims.as_deref())
     }
 
     /// [`Policy::decide`] by name and effects, for a verb without aliases.
@@ -209,9 +236,20 @@ impl Policy {
 
     /// [`Policy::decide`] by canonical name, aliases and effects.
     pub fn decide_named(&self, verb: &str, aliases: &[String], effects: &Effects) -> &Rule {
+        self.decide_as(verb, aliases, effects, None)
+    }
+
+    /// [`Policy::decide_named`] for a caller with these OAuth claims.
+    pub fn decide_as(
+        &self,
+        verb: &str,
+        aliases: &[String],
+        effects: &Effects,
+        claims: Option<&Claims>,
+    ) -> &Rule {
         self.rules
             .iter()
-            .find(|r| r.matches(verb, aliases, effects))
+            .find(|r| r.matches(verb, aliases, effects, claims))
             .unwrap_or_else(|| self.rules.last().expect("the defaults end with a catch-all"))
     }
 }
@@ -247,9 +285,35 @@ mod tests {
                     .map(|s| toml::Value::String(s.to_string()).try_into().expect("a known effect"))
                     .collect()
             }),
+            subjects: None,
+            groups: None,
             decision,
             reason: None,
         }
+    }
+
+    #[test]
+    fn rules_naming_subjects_or_groups_match_only_those_oauth_callers() {
+        let read = Effects::declared(vec![Effect::ReadsRepo]);
+        let mut for_alice = rule(Some(&["git.*"]), None, Decision::Deny);
+        for_alice.subjects = Some(vec!["alice".into()]);
+        let mut for_ops = rule(None, None, Decision::Allow);
+        for_ops.groups = Some(vec!["ops".into()]);
+        let mut everyone_else = rule(None, None, Decision::Ask);
+        everyone_else.verbs = Some(vec!["git.*".into()]);
+        let p = Policy::new(&[for_alice, for_ops, everyone_else]);
+        let claims = |sub: &str, groups: &[&str]| Claims {
+            issuer: "https://as".into(),
+            subject: sub.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        };
+        let decide = |c: Option<&Claims>| p.decide_as("git.log", &[], &read, c).name();
+        assert_eq!(decide(Some(&claims("alice", &["ops"]))), "policy[1]");
+        assert_eq!(decide(Some(&claims("bob", &["dev", "ops"]))), "policy[2]");
+        assert_eq!(decide(Some(&claims("bob", &["dev"]))), "policy[3]");
+        // A static token or stdio has no claims: no subject or group rule is for it,
+        // even one naming a subject equal to its caller name.
+        assert_eq!(decide(None), "policy[3]");
     }
 
     #[test]

@@ -45,7 +45,7 @@ impl Dispatcher {
         caller: &Caller,
     ) -> Result<ResolvedTarget, OpError> {
         let mut trail = self.ledger.trail(&json!({ "resolve_target": target }));
-        let rule = self.policy().decide(verb);
+        let rule = self.policy().decide(verb, caller);
         trail.decision = Some(rule.rule.decision);
         trail.decided_by = Some(rule.name());
         let result = self.resolve_target_traced(verb, target, caller, &mut trail).await;

@@ -675,7 +675,9 @@ async fn oauth_caller(
     match rs.verify(token).await {
         Ok(v) => {
             let digest = sha256_hex(format!("{}\0{}", v.issuer, v.subject).as_bytes());
-            let caller = Caller::for_oauth(&v.subject, &digest, v.allow, Transport::Http);
+            let claims =
+                crate::dispatch::Claims { issuer: v.issuer, subject: v.subject, groups: v.groups };
+            let caller = Caller::for_oauth(claims, &digest, v.allow, Transport::Http);
             Ok((caller, Some(Identity::from(format!("{OAUTH_IDENTITY}{digest}").as_str()))))
         }
         Err(rejection) => {

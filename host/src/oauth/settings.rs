@@ -58,6 +58,10 @@ pub struct OAuthSettings {
     /// Clock skew allowed on `exp`/`nbf`, seconds.
     #[serde(default = "default_leeway")]
     pub leeway_secs: u64,
+    /// The claim holding the caller's groups (a list of strings), which
+    /// `[[policy]]` rules match with `groups`.
+    #[serde(default = "default_groups_claim")]
+    pub groups_claim: String,
     /// Least seconds between key fetches for an unknown `kid`.
     #[serde(default = "default_refetch")]
     pub refetch_secs: u64,
@@ -86,6 +90,9 @@ fn default_algorithms() -> Vec<String> {
 }
 fn default_leeway() -> u64 {
     DEFAULT_LEEWAY_SECS
+}
+fn default_groups_claim() -> String {
+    "groups".to_string()
 }
 fn default_refetch() -> u64 {
     DEFAULT_REFETCH_SECS
@@ -176,6 +183,9 @@ impl OAuthSettings {
                     DEFAULT_ALGORITHMS.join(", ")
                 );
             }
+        }
+        if self.groups_claim.is_empty() {
+            bail!("{at}: `groups_claim` is empty; leave it out for `groups`");
         }
         if self.leeway_secs > 300 {
             bail!(

@@ -95,6 +95,8 @@ pub struct Verified {
     pub scopes: Vec<String>,
     /// The union of those scopes' verb patterns.
     pub allow: Vec<String>,
+    /// The groups claim (`[oauth] groups_claim`), its strings.
+    pub groups: Vec<String>,
     /// `exp`, seconds since the epoch.
     pub expires: u64,
 }
@@ -216,11 +218,17 @@ impl ResourceServer {
         }
         let allow: BTreeSet<String> =
             scopes.iter().flat_map(|s| self.settings.scopes[s].iter().cloned()).collect();
+        let groups = claims
+            .get(&self.settings.groups_claim)
+            .and_then(Value::as_array)
+            .map(|g| g.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
         Ok(Verified {
             issuer: iss.to_string(),
             subject,
             scopes,
             allow: allow.into_iter().collect(),
+            groups,
             expires,
         })
     }
