@@ -59,9 +59,11 @@ impl Rule {
     /// OAuth `subjects` or `groups` — then only a caller whose verified
     /// token has one of them (a caller without claims matches none).
     fn matches_caller(&self, claims: Option<&Claims>) -> bool {
-        let subject_ok = self.rule.subjects.as_deref().is_none_or(|subjects| {
-            claims.is_some_and(|c| subjects.iter().any(|s| *s == c.subject))
-        });
+        let subject_ok = self
+            .rule
+            .subjects
+            .as_deref()
+            .is_none_or(|subjects| claims.is_some_and(|c| subjects.contains(&c.subject)));
         let groups_ok = self.rule.groups.as_deref().is_none_or(|groups| {
             claims.is_some_and(|c| c.groups.iter().any(|g| groups.contains(g)))
         });
