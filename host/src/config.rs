@@ -1005,6 +1005,8 @@ mod tests {
             ("oauth.issuers".into(), None),
             ("oauth.scopes".into(), None),
             ("oauth.ca_file".into(), None),
+            ("oauth.groups_claim".into(), Some(json!("groups"))),
+            ("oauth.require_at_jwt".into(), Some(json!(true))),
             ("oauth.algorithms".into(), Some(json!(crate::oauth::settings::DEFAULT_ALGORITHMS))),
             ("oauth.leeway_secs".into(), Some(json!(crate::oauth::settings::DEFAULT_LEEWAY_SECS))),
             (

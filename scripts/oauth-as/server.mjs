@@ -7,6 +7,7 @@
 //   test_aud=<aud>        another audience
 //   test_exp=<seconds>    exp this many seconds from now (negative: expired)
 //   test_kid=<kid>        a key id the server does not publish
+//   test_typ=<typ>        another header typ (an ID token's `JWT`)
 // A real server grants a client only the scopes it was registered for: the
 // optional second argument says which, `{"client": ["scope", …]}` (a client
 // not named gets what it asks for).
@@ -27,6 +28,9 @@ server.service.on('beforeTokenSigning', (token, req) => {
   if (client && grants[client] && typeof token.payload.scope === 'string') {
     token.payload.scope = token.payload.scope.split(' ').filter((s) => grants[client].includes(s)).join(' ');
   }
+  // RFC 9068: an access token's header says it is one.
+  token.header.typ = 'at+jwt';
+  if (body.test_typ) token.header.typ = body.test_typ;
   if (body.resource) token.payload.aud = body.resource;
   if (body.test_aud) token.payload.aud = body.test_aud;
   if (body.test_exp) token.payload.exp = Math.floor(Date.now() / 1000) + Number(body.test_exp);

@@ -178,6 +178,15 @@ fn forged_expired_and_misdirected_tokens_are_refused_and_audited() {
             401,
             "unknown_key",
         ),
+        (
+            "typ JWT, not at+jwt (an ID token)",
+            access_token(
+                &auth,
+                &[("resource", &resource), ("scope", "verbs:all"), ("test_typ", "JWT")],
+            ),
+            401,
+            "not_an_access_token",
+        ),
         ("alg none", none, 401, "algorithm_not_accepted"),
         ("HS256 with the public key", hs256, 401, "algorithm_not_accepted"),
         ("tampered payload", tampered, 401, "bad_signature"),

@@ -112,7 +112,14 @@ impl Caller {
         allow: Vec<String>,
         transport: Transport,
     ) -> Caller {
-        let name: String = claims.subject.chars().filter(|c| !c.is_control()).take(64).collect();
+        // `oauth:` first: a subject named like a static token (`ci`,
+        // `generated`) is not that token in the audit trail.
+        let name: String = std::iter::once("oauth:")
+            .flat_map(str::chars)
+            .chain(claims.subject.chars())
+            .filter(|c| !c.is_control())
+            .take(64)
+            .collect();
         let mut c = Caller::new(&name, Some(allow), transport);
         c.owner = format!("oauth:{}", identity.get(..16).unwrap_or(identity));
         c.all_jobs = false;

@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
 use super::scope::GrantBook;
 use super::{Eras, TokenIdentity, VerbgateServer};
@@ -228,6 +228,8 @@ struct Owners {
 struct Shared {
     /// Where refused credentials are recorded (the audit trail).
     dispatcher: Arc<Dispatcher>,
+    /// Refused credentials this minute: when it began, how many.
+    refusals: Mutex<(std::time::Instant, u32)>,
     /// Held consent rounds and 2026-07-28 grants (revoked with the token).
     eras: Arc<Eras>,
     sessions: Arc<LocalSessionManager>,
@@ -362,7 +364,7 @@ impl Gate {
         &self,
         req: Request<Incoming>,
         conn: &ConnState,
-    ) -> (Response<Body>, Option<CancellationToken>) {
+    ) -> (Response<Body>, Option<Ending>) {
         if let Some(doc) = self.resource_metadata(&req) {
             return (doc, None);
         }
@@ -372,7 +374,7 @@ impl Gate {
                 None,
             );
         }
-        let (caller, who) = match self.authenticate(&req).await {
+        let (caller, who, expires) = match self.authenticate(&req).await {
             Ok(found) => found,
             Err(refusal) => {
                 self.record_refusal(&refusal);
@@ -382,9 +384,15 @@ impl Gate {
         conn.authenticated.store(true, Ordering::Relaxed);
         let session =
             req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let ending = who
-            .as_ref()
-            .map(|who| self.shared.owners().revoked.entry(who.clone()).or_default().clone());
+        // A static token's responses end when it is revoked; an access
+        // token's when it expires (nothing revokes it here).
+        let ending: Option<Ending> = match expires {
+            Some(exp) => Some(Box::pin(tokio::time::sleep(until(exp)))),
+            None => who.as_ref().map(|who| {
+                let t = self.shared.owners().revoked.entry(who.clone()).or_default().clone();
+                Box::pin(t.cancelled_owned()) as Ending
+            }),
+        };
         if let (Some(id), Some(who)) = (&session, &who) {
             if self.shared.owners().sessions.get(id) != Some(who) {
                 // The same answer as for a session that does not exist.
@@ -543,16 +551,20 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
 
     /// Put a refused presented credential in the audit trail: who it
     /// claimed to be and why it was refused, never the token.
+    ///
+    /// The caller column is always `unauthenticated` (what a refused token
+    /// claims is in the details, so no one can write rows under a real
+    /// caller's name), and at most [`REFUSALS_RECORDED`] a minute are
+    /// written: past it they are counted in the log, so a flood of bad
+    /// tokens cannot push the real history out of the trail's retention.
     fn record_refusal(&self, refusal: &Refusal) {
-        let (caller, details, code) = match refusal {
+        let (details, code) = match refusal {
             Refusal::Invalid => (
-                "unknown".to_string(),
                 json!({"credential": "static_token", "reason": "unknown_or_revoked"}),
                 crate::error::ErrorCode::Unauthenticated,
             ),
             Refusal::OAuth { rejection, subject, issuer } => (
-                subject.clone().unwrap_or_else(|| "unknown".to_string()),
-                json!({"credential": "oauth", "reason": rejection.reason(), "issuer": issuer, "subject": subject}),
+                json!({"credential": "oauth", "reason": rejection.reason(), "claimed_issuer": issuer, "claimed_subject": subject}),
                 match rejection {
                     crate::oauth::Rejection::InsufficientScope => {
                         crate::error::ErrorCode::InsufficientScope
@@ -562,12 +574,28 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
             ),
             Refusal::Missing | Refusal::Unreadable(_) => return,
         };
+        {
+            let mut window = self.shared.refusals.lock().unwrap_or_else(|e| e.into_inner());
+            if window.0.elapsed() >= Duration::from_secs(60) {
+                if window.1 > REFUSALS_RECORDED {
+                    tracing::warn!(
+                        unrecorded = window.1 - REFUSALS_RECORDED,
+                        "refused credentials past the audit trail's {REFUSALS_RECORDED} a minute were not recorded"
+                    );
+                }
+                *window = (std::time::Instant::now(), 0);
+            }
+            window.1 += 1;
+            if window.1 > REFUSALS_RECORDED {
+                return;
+            }
+        }
         let resource = self.oauth().map_or("", |rs| rs.settings().resource.as_str());
         let message = match refusal {
             Refusal::OAuth { rejection, .. } => rejection.describe(resource),
             _ => "invalid or revoked token".to_string(),
         };
-        let caller = Caller::new(&caller, None, Transport::Http);
+        let caller = Caller::new("unauthenticated", None, Transport::Http);
         self.shared.dispatcher.record_refused_credentials(
             &caller,
             &details,
@@ -579,12 +607,9 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
     /// identity, re-reading the token file so a revocation takes effect on
     /// the next request; with `[oauth]`, a JWT is checked as an access
     /// token instead.
-    async fn authenticate(
-        &self,
-        req: &Request<Incoming>,
-    ) -> Result<(Caller, Option<Identity>), Refusal> {
+    async fn authenticate(&self, req: &Request<Incoming>) -> Result<Authenticated, Refusal> {
         let Auth::Tokens { store, generated, oauth } = &self.shared.auth else {
-            return Ok((Caller::new("local", None, Transport::Http), None));
+            return Ok((Caller::new("local", None, Transport::Http), None, None));
         };
         let presented = req
             .headers()
@@ -604,7 +629,7 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
         match store.find(presented) {
             Ok(Some(t)) => {
                 let who = Identity::from(t.sha256.as_str());
-                Ok((token_caller(&t), Some(who)))
+                Ok((token_caller(&t), Some(who), None))
             }
             Ok(None) => match generated {
                 Some(digest)
@@ -616,6 +641,7 @@ close one you no longer use (HTTP DELETE with its Mcp-Session-Id) or wait until 
                     Ok((
                         Caller::new(GENERATED_TOKEN_NAME, None, Transport::Http),
                         Some(Identity::from(digest.as_str())),
+                        None,
                     ))
                 }
                 _ => Err(Refusal::Invalid),
@@ -667,18 +693,38 @@ The server's owner must fix it: `chmod 600 $VERBGATE_HOME/{0}` (and `chown` it t
     }
 }
 
+/// Who a request authenticated as: the caller, its identity (sessions,
+/// revocation) and, for an access token, when it expires (s since epoch).
+type Authenticated = (Caller, Option<Identity>, Option<u64>);
+
+/// Most refused credentials recorded in the audit trail a minute.
+const REFUSALS_RECORDED: u32 = 60;
+
+/// What ends a response early: its static token's revocation, or its
+/// access token's expiry (polled by the body itself: nothing outlives it).
+type Ending = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The time left until `exp` (seconds since the epoch).
+fn until(exp: u64) -> Duration {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Duration::from_secs(exp.saturating_sub(now))
+}
+
 /// Check an OAuth access token; the caller it speaks for, or why not.
 async fn oauth_caller(
     rs: &crate::oauth::ResourceServer,
     token: &str,
-) -> Result<(Caller, Option<Identity>), Refusal> {
+) -> Result<Authenticated, Refusal> {
     match rs.verify(token).await {
         Ok(v) => {
             let digest = sha256_hex(format!("{}\0{}", v.issuer, v.subject).as_bytes());
             let claims =
                 crate::dispatch::Claims { issuer: v.issuer, subject: v.subject, groups: v.groups };
             let caller = Caller::for_oauth(claims, &digest, v.allow, Transport::Http);
-            Ok((caller, Some(Identity::from(format!("{OAUTH_IDENTITY}{digest}").as_str()))))
+            let who = Identity::from(format!("{OAUTH_IDENTITY}{digest}").as_str());
+            Ok((caller, Some(who), Some(v.expires)))
         }
         Err(rejection) => {
             // Who the refused token claimed to be, for the audit trail
@@ -877,7 +923,7 @@ impl Conns {
 /// its connection counted busy until it is sent.
 struct Guarded {
     inner: Body,
-    revoked: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    revoked: Option<Ending>,
     _busy: Option<Busy>,
 }
 
@@ -963,6 +1009,7 @@ pub async fn serve_http(
     );
     let shared = Arc::new(Shared {
         dispatcher,
+        refusals: Mutex::new((std::time::Instant::now(), 0)),
         eras,
         sessions,
         auth: opts.auth,
@@ -1030,7 +1077,7 @@ pub async fn serve_http(
                         }));
                     };
                     let (resp, ending) = gate.handle(req, &state).await;
-                    let revoked = ending.map(|t| Box::pin(t.cancelled_owned()));
+                    let revoked = ending;
                     Ok::<_, Infallible>(resp.map(|inner| Guarded {
                         inner,
                         revoked,

@@ -90,7 +90,7 @@ impl IssuerKeys {
     /// The key that checks a token with header `kid` and `alg`, fetching
     /// the set when it is stale or lacks the key (within the bounds above).
     pub async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<Key, Missing> {
-        let snap = self.snapshot();
+        let snap = self.usable_snapshot();
         let fresh = snap.fetched.is_some_and(|t| t.elapsed() < self.max_age);
         if fresh {
             if let Some(k) = pick(&snap.keys, kid, alg) {
@@ -101,15 +101,17 @@ impl IssuerKeys {
         // `refetch`: while the server cannot be reached, the keys it last
         // gave keep checking tokens (and a fetch is tried again later).
         let may_fetch = snap.tried.is_none_or(|t| t.elapsed() >= self.refetch);
+        // One fetch at a time, and no request waits for a fetch another
+        // started: while an issuer is slow, requests answer from what is
+        // known at once instead of each holding a connection for it.
         if may_fetch {
-            let _one = self.fetching.lock().await;
-            // Another caller may have fetched while this one waited.
-            let again = self.snapshot();
-            if again.tried == snap.tried {
-                self.refresh().await;
+            if let Ok(_one) = self.fetching.try_lock() {
+                if self.snapshot().tried == snap.tried {
+                    self.refresh().await;
+                }
             }
         }
-        let snap = self.snapshot();
+        let snap = self.usable_snapshot();
         if let Some(k) = pick(&snap.keys, kid, alg) {
             return Ok(k);
         }
@@ -119,9 +121,31 @@ impl IssuerKeys {
         }
     }
 
-    /// Fetch the set now, keeping the old one if the fetch fails.
+    /// The snapshot, without keys older than twice `max_age`: while the
+    /// issuer cannot be reached its last keys keep working for a while, not
+    /// for ever (a key removed from the set must stop working even if the
+    /// fetch can be made to fail).
+    fn usable_snapshot(&self) -> Snapshot {
+        let mut snap = self.snapshot();
+        if snap.fetched.is_some_and(|t| t.elapsed() >= self.max_age * 2) {
+            snap.keys = Arc::default();
+            snap.fetched = None;
+            snap.failure.get_or_insert_with(|| "its keys are too old to use".to_string());
+        }
+        snap
+    }
+
+    /// Fetch the set now (discovery and keys within one
+    /// [`super::fetch::FETCH_TIMEOUT`]), keeping the old one if it fails.
     async fn refresh(&self) {
-        let result = self.fetch().await;
+        let result = tokio::time::timeout(super::fetch::FETCH_TIMEOUT, self.fetch())
+            .await
+            .unwrap_or_else(|_| {
+                Err(anyhow::anyhow!(
+                    "fetching the keys took more than {} s",
+                    super::fetch::FETCH_TIMEOUT.as_secs()
+                ))
+            });
         let mut snap = self.snapshot.write().unwrap_or_else(|e| e.into_inner());
         snap.tried = Some(Instant::now());
         match result {
@@ -184,6 +208,12 @@ impl IssuerKeys {
                     };
                     if let Some(p) = url_problem(jwks) {
                         anyhow::bail!("{url} names jwks_uri {p}");
+                    }
+                    // Loopback HTTP is for a local issuer: a remote one's
+                    // metadata pointing at a local port would let whoever
+                    // binds that port on this machine serve the keys.
+                    if jwks.starts_with("http://") && !issuer.starts_with("http://") {
+                        anyhow::bail!("{url} names jwks_uri {jwks:?}: plain http to loopback, from an issuer that is not itself local");
                     }
                     return Ok(jwks.to_string());
                 }

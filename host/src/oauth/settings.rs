@@ -62,6 +62,12 @@ pub struct OAuthSettings {
     /// `[[policy]]` rules match with `groups`.
     #[serde(default = "default_groups_claim")]
     pub groups_claim: String,
+    /// Refuse a token whose header `typ` is not `at+jwt` (RFC 9068 §4).
+    /// Default true; false for an authorization server that does not mark
+    /// its access tokens (then an ID token it issued for this audience
+    /// would pass too).
+    #[serde(default = "default_true")]
+    pub require_at_jwt: bool,
     /// Least seconds between key fetches for an unknown `kid`.
     #[serde(default = "default_refetch")]
     pub refetch_secs: u64,
@@ -93,6 +99,9 @@ fn default_leeway() -> u64 {
 }
 fn default_groups_claim() -> String {
     "groups".to_string()
+}
+fn default_true() -> bool {
+    true
 }
 fn default_refetch() -> u64 {
     DEFAULT_REFETCH_SECS

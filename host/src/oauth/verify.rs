@@ -40,6 +40,8 @@ pub enum Rejection {
     WrongAudience,
     /// A claim the spec requires is absent or of the wrong type.
     MissingClaim(&'static str),
+    /// Its `typ` is not `at+jwt` (RFC 9068): an ID token, or another JWT.
+    NotAnAccessToken(String),
     /// Valid, but none of its scopes maps to verbs.
     InsufficientScope,
     /// The issuer's keys cannot be fetched (and none are known).
@@ -59,6 +61,7 @@ impl Rejection {
             Rejection::NotYetValid => "not_yet_valid",
             Rejection::WrongAudience => "wrong_audience",
             Rejection::MissingClaim(_) => "missing_claim",
+            Rejection::NotAnAccessToken(_) => "not_an_access_token",
             Rejection::InsufficientScope => "insufficient_scope",
             Rejection::KeysUnavailable(_) => "keys_unavailable",
         }
@@ -78,6 +81,7 @@ impl Rejection {
             Rejection::NotYetValid => "the access token is not valid yet (nbf); check the clocks".to_string(),
             Rejection::WrongAudience => format!("the access token is not for this server: its audience must name {resource} (ask for it with resource={resource})"),
             Rejection::MissingClaim(c) => format!("the access token has no valid `{c}` claim"),
+            Rejection::NotAnAccessToken(typ) => format!("the token's typ is {typ:?}, not at+jwt: it is not an access token (RFC 9068)"),
             Rejection::InsufficientScope => "the access token has none of the scopes this server maps to verbs".to_string(),
             Rejection::KeysUnavailable(_) => "the server cannot fetch its authorization server's keys right now; retry shortly".to_string(),
         }
@@ -161,6 +165,16 @@ impl ResourceServer {
         if !self.algorithms.contains(&header.alg) {
             return Err(Rejection::Algorithm(format!("{:?}", header.alg)));
         }
+        // RFC 9068 §4: an access token says it is one, so an ID token (or
+        // any other JWT) the same issuer signed cannot stand in for it.
+        if self.settings.require_at_jwt {
+            let typ = header.typ.as_deref().unwrap_or("").to_ascii_lowercase();
+            if typ != "at+jwt" && typ != "application/at+jwt" {
+                return Err(Rejection::NotAnAccessToken(clip(
+                    header.typ.as_deref().unwrap_or("none"),
+                )));
+            }
+        }
         // The issuer picks the keys; the signature check below then binds
         // the token to that issuer (`iss` is validated again by the crate).
         let claims: Value = jsonwebtoken::dangerous::insecure_decode_claims(token)
@@ -241,8 +255,15 @@ fn token_scopes(claims: &Value) -> Vec<String> {
     if let Some(s) = claims.get("scope").and_then(Value::as_str) {
         out.extend(s.split(' ').filter(|s| !s.is_empty()).map(str::to_string));
     }
-    if let Some(list) = claims.get("scp").and_then(Value::as_array) {
-        out.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+    match claims.get("scp") {
+        Some(Value::Array(list)) => {
+            out.extend(list.iter().filter_map(Value::as_str).map(str::to_string))
+        }
+        // Entra sends `scp` as one space-separated string.
+        Some(Value::String(s)) => {
+            out.extend(s.split(' ').filter(|s| !s.is_empty()).map(str::to_string))
+        }
+        _ => {}
     }
     let mut seen = BTreeSet::new();
     out.retain(|s| seen.insert(s.clone()));
@@ -278,6 +299,7 @@ mod tests {
         assert_eq!(token_scopes(&json!({"scope": "a b  a"})), ["a", "b"]);
         assert_eq!(token_scopes(&json!({"scp": ["x", 3, "y"], "scope": "x"})), ["x", "y"]);
         assert!(token_scopes(&json!({"scope": 5})).is_empty());
+        assert_eq!(token_scopes(&json!({"scp": "a b"})), ["a", "b"]);
     }
 
     #[test]
