@@ -40,6 +40,20 @@ struct Row {
 }
 
 impl Row {
+    /// One line for a partial run (`VERBGATE_BENCH_*_ONLY`).
+    fn line(&self) -> String {
+        format!(
+            "{}: {} {} vs {} {}, {} (ratio {})",
+            self.figure,
+            fmt(self.value),
+            self.unit,
+            fmt(self.baseline),
+            self.unit,
+            self.baseline_name,
+            fmt(self.ratio())
+        )
+    }
+
     fn ratio(&self) -> f64 {
         if self.baseline == 0.0 {
             f64::NAN
@@ -1004,15 +1018,7 @@ async fn bench_main() -> Result<()> {
         return Ok(());
     }
     if std::env::var_os("VERBGATE_BENCH_OAUTH_ONLY").is_some() {
-        let r = oauth::jwt_validation().await?;
-        println!(
-            "{}: {:.1} µs vs {:.1} µs, {} (ratio {:.3})",
-            r.figure,
-            r.value,
-            r.baseline,
-            r.baseline_name,
-            r.ratio()
-        );
+        println!("{}", oauth::jwt_validation().await?.line());
         return Ok(());
     }
     if std::env::var_os("VERBGATE_BENCH_SANDBOX_ONLY").is_some() {
@@ -1023,14 +1029,7 @@ async fn bench_main() -> Result<()> {
             rows.push(on_worker(confined_end_to_end()).await?);
         }
         for r in rows {
-            println!(
-                "{}: {:.3} ms vs {:.3} ms, {} (ratio {:.3})",
-                r.figure,
-                r.value,
-                r.baseline,
-                r.baseline_name,
-                r.ratio()
-            );
+            println!("{}", r.line());
         }
         return Ok(());
     }

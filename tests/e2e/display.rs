@@ -14,16 +14,6 @@ fn hidden(c: char) -> bool {
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
-fn audit_json(env: &Env) -> Vec<Value> {
-    let out = env.cmd(&["audit", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "verbgate audit failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 /// Run tests/python/mcp_display.py in `mode` against `env`.
 fn python(env: &Env, mode: &str) -> Value {
     let python = target_dir().join("py/bin/python");
@@ -72,7 +62,7 @@ fn terminal_escapes_in_an_op_name_cannot_rewrite_the_audit_table() {
     assert!(table.contains(r"\u{1b}[1A\u{1b}[2K\r2026"), "the escape is shown, visibly:\n{table}");
     assert!(table.contains(r"git.\u{202e}sutats\u{200b}"), "{table}");
     // The JSON lines stay exact: the op name as it was sent.
-    let rows = audit_json(&env);
+    let rows = env.audit_rows();
     let verbs: Vec<&str> = rows.iter().map(|r| r["verb"].as_str().unwrap()).collect();
     assert_eq!(verbs, ["job.list", forged, bidi]);
 }
@@ -86,7 +76,7 @@ fn a_megabyte_client_name_is_recorded_clipped_and_escaped() {
     let results = v["result"]["results"].as_array().unwrap();
     assert_eq!(results.len(), 8, "{v}");
     assert!(results.iter().all(|r| r["ok"] == true), "{v}");
-    let rows = audit_json(&env);
+    let rows = env.audit_rows();
     assert_eq!(rows.len(), 8);
     for row in &rows {
         let client = row["client"].as_str().unwrap();
@@ -173,7 +163,7 @@ fn a_row_holding_a_value_verbgate_never_writes_is_named_and_hides_no_other() {
         lines[1].contains("job.list") && lines[3].contains("job.list") && lines[3].contains(" ok "),
         "{table}"
     );
-    let rows = audit_json(&env);
+    let rows = env.audit_rows();
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(rows[1]["id"], 2);
     assert!(rows[1]["unreadable"].as_str().unwrap().contains("unknown outcome"), "{rows:?}");

@@ -49,40 +49,90 @@ fn the_python_sdks_oauth_client_finds_its_way_from_the_401_and_reaches_only_its_
     let (_env, server, _) = resource_server(&auth);
     let python = target_dir().join("py/bin/python");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_oauth.py");
-    let out = Command::new(&python)
-        .arg(&script)
-        .args([server.url.as_str(), auth.issuer.as_str(), "ci-bot", "echo:argv"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(v["access_token_obtained"], true, "{v}");
-    assert_eq!(v["tools"], json!(["request"]));
-    // The client asked for every scope the metadata lists (the SDK does);
-    // the authorization server granted it `echo:argv` alone.
-    assert_eq!(v["op"]["results"][0]["result"]["argv"], json!(["via-oauth"]), "{v}");
-    assert_eq!(v["op_is_error"], false);
-    // The token's scope reaches echo.argv and job.*; echo.sleep is as
-    // absent as a verb that does not exist, in the catalog and for ops.
-    assert_eq!(v["hidden"]["results"][0]["error"]["code"], "unknown_verb", "{v}");
-    // A `[[policy]]` rule naming the token's subject applies to it (and
-    // one naming another subject does not: echo.argv ran above).
-    assert_eq!(v["jobs"]["results"][0]["error"]["code"], "policy_denied", "{v}");
-    assert_eq!(v["jobs"]["results"][0]["error"]["rule"], "policy[1]", "{v}");
-    let catalog = v["catalog"].to_string();
-    assert!(catalog.contains("echo.argv") && catalog.contains("job.wait"), "{catalog}");
-    assert!(!catalog.contains("echo.sleep") && !catalog.contains("git.status"), "{catalog}");
+    // Both eras: 2026-07-28 (no session, every request carries its token)
+    // and the 2025-11-25 handshake (a session the token's identity owns).
+    for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let out = Command::new(&python)
+            .arg(&script)
+            .args([mode, server.url.as_str(), auth.issuer.as_str(), "ci-bot", "echo:argv"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{mode}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(v["protocol"], protocol, "{v}");
+        assert_eq!(v["access_token_obtained"], true, "{mode}: {v}");
+        assert_eq!(v["tools"], json!(["request"]));
+        // The client asked for every scope the metadata lists (the SDK
+        // does); the authorization server granted it `echo:argv` alone,
+        // which reaches echo.argv and job.*: echo.sleep is as absent as a
+        // verb that does not exist, in the catalog and for ops.
+        let batch = &v["batch"]["body"]["results"];
+        assert_eq!(batch[0]["result"]["argv"], json!(["via-oauth"]), "{mode}: {v}");
+        assert_eq!(batch[1]["error"]["code"], "unknown_verb", "{mode}: {v}");
+        // A `[[policy]]` rule naming the token's subject applies to it (and
+        // one naming another subject does not: echo.argv ran).
+        assert_eq!(batch[2]["error"]["code"], "policy_denied", "{mode}: {v}");
+        assert_eq!(batch[2]["error"]["rule"], "policy[1]", "{mode}: {v}");
+        let catalog = v["catalog"].to_string();
+        assert!(catalog.contains("echo.argv") && catalog.contains("job.wait"), "{catalog}");
+        assert!(!catalog.contains("echo.sleep") && !catalog.contains("git.status"), "{catalog}");
+        // Four concurrent calls on the client, each the same narrowed caller.
+        for (i, call) in v["together"].as_array().unwrap().iter().enumerate() {
+            let results = &call["body"]["results"];
+            assert_eq!(results[0]["result"]["argv"], json!([format!("c{i}")]), "{mode}: {v}");
+            assert_eq!(results[1]["error"]["code"], "unknown_verb", "{mode}: {v}");
+        }
+    }
+}
+
+/// An `initialize`, then a GET of the session's event stream with
+/// `token`: how long the stream stays open (it ends when the token does).
+fn stream_lifetime(addr: &str, token: &str) -> Duration {
+    let (status, headers, body) = initialize(addr, Some(token));
+    assert_eq!(status, 200, "{body}");
+    let session = header(&headers, "mcp-session-id").expect("a session id").to_string();
+    let started = std::time::Instant::now();
+    let head = format!(
+        "GET /mcp HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {token}\r\nMcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    let (status, _, _) = exchange(addr, &head, b"");
+    assert_eq!(status, 200);
+    started.elapsed()
+}
+
+#[test]
+fn an_access_tokens_open_stream_ends_when_the_token_expires() {
+    let auth = start_authorization_server();
+    let (_env, server, resource) = resource_server(&auth);
+    // `exp` 4 s away: the stream (which never ends by itself) closes then,
+    // though the session lives on (seen: open until the test's read timeout
+    // before responses watched the token's expiry).
+    let token =
+        access_token(&auth, &[("resource", &resource), ("scope", "verbs:all"), ("test_exp", "4")]);
+    let open = stream_lifetime(&server.addr, &token);
+    assert!(open < Duration::from_secs(15), "the stream outlived its token by {open:?}");
+}
+
+#[test]
+fn a_flood_of_bad_tokens_cannot_fill_the_audit_trail() {
+    let auth = start_authorization_server();
+    let (env, server, _) = resource_server(&auth);
+    for i in 0..80 {
+        let (status, _, _) = initialize(&server.addr, Some(&format!("a{i}.b.c")));
+        assert_eq!(status, 401);
+    }
+    // The writer thread commits shortly after; give it time to write all
+    // it would.
+    std::thread::sleep(Duration::from_secs(2));
+    let refused: Vec<Value> =
+        env.audit_rows().into_iter().filter(|r| r["verb"] == "authenticate").collect();
+    assert_eq!(refused.len(), 60, "at most 60 refusals a minute are recorded");
+    assert!(refused.iter().all(|r| r["caller"] == "unauthenticated"), "{refused:?}");
 }
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-fn audit_rows(env: &Env) -> Vec<Value> {
-    let out = env.cmd(&["audit", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 #[test]
@@ -220,7 +270,8 @@ fn forged_expired_and_misdirected_tokens_are_refused_and_audited() {
     // thread commits rows shortly after).
     let mut reasons: Vec<String> = vec![];
     for _ in 0..100 {
-        reasons = audit_rows(&env)
+        reasons = env
+            .audit_rows()
             .iter()
             .filter(|r| r["verb"] == "authenticate")
             .map(|r| {
@@ -239,6 +290,6 @@ fn forged_expired_and_misdirected_tokens_are_refused_and_audited() {
     reasons.sort();
     assert_eq!(reasons, want);
     // The good token was never refused, and no row holds a token.
-    let all = audit_rows(&env).iter().map(Value::to_string).collect::<String>();
+    let all = env.audit_rows().iter().map(Value::to_string).collect::<String>();
     assert!(!all.contains(&good) && !all.contains(&payload), "a token reached the audit trail");
 }

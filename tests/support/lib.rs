@@ -295,6 +295,20 @@ impl Env {
         (out.status.code().unwrap_or(-1), json, stderr)
     }
 
+    /// The audit trail's rows, as `verbgate audit --json` prints them.
+    pub fn audit_rows(&self) -> Vec<Value> {
+        let out = self.cmd(&["audit", "--json"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "verbgate audit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
     /// Run verbgate and require exit 0.
     pub fn run_ok(&self, args: &[&str]) -> Value {
         let (code, json, stderr) = self.run(args);
@@ -567,17 +581,20 @@ impl Default for Env {
 
 /// A running `verbgate serve --http 127.0.0.1:0`; killed when dropped.
 pub struct HttpServer {
-    child: std::process::Child,
+    _child: Reaped,
     /// `host:port` it is bound to.
     pub addr: String,
     /// `http://host:port/mcp`.
     pub url: String,
 }
 
-impl Drop for HttpServer {
+/// A child process killed and reaped when dropped (servers a test started).
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -620,7 +637,7 @@ impl Env {
             .recv_timeout(std::time::Duration::from_secs(120))
             .expect("verbgate serve --http printed its address");
         let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-        HttpServer { child, addr, url }
+        HttpServer { _child: Reaped(child), addr, url }
     }
 }
 

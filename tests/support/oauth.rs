@@ -6,23 +6,16 @@
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::target_dir;
+use crate::{target_dir, Reaped};
 
 /// A running authorization server; stopped when dropped.
 pub struct AuthServer {
-    child: Child,
+    _child: Reaped,
     /// Its issuer identifier (`http://localhost:PORT`).
     pub issuer: String,
-}
-
-impl Drop for AuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl AuthServer {
@@ -50,7 +43,7 @@ impl AuthServer {
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let up: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-        AuthServer { child, issuer: up["issuer"].as_str().unwrap().to_string() }
+        AuthServer { _child: Reaped(child), issuer: up["issuer"].as_str().unwrap().to_string() }
     }
 }
 
