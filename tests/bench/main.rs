@@ -1018,7 +1018,9 @@ async fn bench_main() -> Result<()> {
         return Ok(());
     }
     if std::env::var_os("VERBGATE_BENCH_OAUTH_ONLY").is_some() {
-        println!("{}", oauth::jwt_validation().await?.line());
+        for r in oauth::jwt_validation().await? {
+            println!("{}", r.line());
+        }
         return Ok(());
     }
     if std::env::var_os("VERBGATE_BENCH_SANDBOX_ONLY").is_some() {
@@ -1040,7 +1042,7 @@ async fn bench_main() -> Result<()> {
     rows.push(catalog_bytes().await?);
     rows.push(overhead().await?);
     rows.push(policy_audit_cost().await?);
-    rows.push(oauth::jwt_validation().await?);
+    rows.extend(oauth::jwt_validation().await?);
     rows.push(on_worker(exec_end_to_end()).await?);
     rows.push(on_worker(sandbox_cost()).await?);
     #[cfg(target_os = "linux")]

@@ -9,7 +9,10 @@
 
 use base64::Engine;
 use serde_json::{json, Value};
+use std::io::{Read, Write};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use verbgate_tests::oauth::{access_token, exchange, free_port, header, host_of, AuthServer};
 use verbgate_tests::{target_dir, Env};
@@ -33,10 +36,20 @@ fn initialize(addr: &str, token: Option<&str>) -> (u16, Vec<(String, String)>, S
 /// An environment whose server is a resource server for `auth` at
 /// `http://127.0.0.1:PORT/mcp`.
 fn resource_server(auth: &AuthServer) -> (Env, verbgate_tests::HttpServer, String) {
+    resource_server_with(auth, "", "")
+}
+
+/// [`resource_server`] with more `[oauth]` lines and more lines for its
+/// issuer.
+fn resource_server_with(
+    auth: &AuthServer,
+    oauth_extra: &str,
+    issuer_extra: &str,
+) -> (Env, verbgate_tests::HttpServer, String) {
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let env = Env::with_plugin("fixture-echo").with_config(&format!(
-        "[[policy]]\nverbs = [\"job.list\"]\nsubjects = [\"ci-bot\"]\ndecision = \"deny\"\nreason = \"not for bots\"\n[[policy]]\nverbs = [\"echo.argv\"]\nsubjects = [\"someone-else\"]\ndecision = \"deny\"\n[oauth]\nresource = \"{resource}\"\n[[oauth.issuers]]\nissuer = \"{}\"\n[oauth.scopes]\n\"echo:argv\" = [\"echo.argv\", \"job.*\"]\n\"verbs:all\" = [\"*\"]\n",
+        "[[policy]]\nverbs = [\"job.list\"]\nsubjects = [\"ci-bot\"]\ndecision = \"deny\"\nreason = \"not for bots\"\n[[policy]]\nverbs = [\"echo.argv\"]\nsubjects = [\"someone-else\"]\ndecision = \"deny\"\n[oauth]\nresource = \"{resource}\"\n{oauth_extra}[[oauth.issuers]]\nissuer = \"{}\"\n{issuer_extra}[oauth.scopes]\n\"echo:argv\" = [\"echo.argv\", \"job.*\"]\n\"verbs:all\" = [\"*\"]\n",
         auth.issuer
     ));
     let server = env.serve_http_on(&format!("127.0.0.1:{port}"), &[]);
@@ -135,6 +148,103 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// The key set `auth` publishes.
+fn published_keys(auth: &AuthServer) -> Value {
+    let (_, _, jwks) = exchange(
+        &host_of(&auth.issuer).replace("localhost", "127.0.0.1"),
+        &format!("GET /jwks HTTP/1.0\r\nHost: {}\r\n\r\n", host_of(&auth.issuer)),
+        b"",
+    );
+    serde_json::from_slice(&jwks).unwrap()
+}
+
+/// A key set served from loopback whose content the test changes (as an
+/// issuer's rotation would), counting the fetches.
+struct KeysServer {
+    url: String,
+    body: Arc<Mutex<String>>,
+    fetches: Arc<AtomicUsize>,
+}
+
+impl KeysServer {
+    fn start(body: String) -> KeysServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        let body = Arc::new(Mutex::new(body));
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let (served, counted) = (body.clone(), fetches.clone());
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let mut head = vec![];
+                let mut byte = [0u8];
+                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                counted.fetch_add(1, Ordering::SeqCst);
+                let body = served.lock().unwrap().clone();
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        KeysServer { url, body, fetches }
+    }
+}
+
+/// The verified-token cache must not outlive the key that checked a
+/// token: once the issuer's set no longer holds that key (rotated out,
+/// compromised), the token is refused, however recently it was let in.
+/// Seen failing (200) with the cache's key-set binding disabled.
+#[test]
+fn a_token_let_in_once_is_refused_after_its_key_leaves_the_set() {
+    let auth = start_authorization_server();
+    let published = published_keys(&auth);
+    let keys = KeysServer::start(published.to_string());
+    let (env, server, resource) = resource_server_with(
+        &auth,
+        "refetch_secs = 1\n",
+        &format!("jwks_uri = \"{}\"\n", keys.url),
+    );
+    let addr = &server.addr;
+    let token = access_token(&auth, &[("resource", &resource), ("scope", "verbs:all")]);
+    for _ in 0..3 {
+        let (status, _, body) = initialize(addr, Some(&token));
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(keys.fetches.load(Ordering::SeqCst), 1, "one fetch, then cached");
+    // The issuer rotates: the same key material now goes by another id, and
+    // the token's `kid` is no longer in the set.
+    let mut rotated = published.clone();
+    rotated["keys"][0]["kid"] = json!("rotated");
+    *keys.body.lock().unwrap() = rotated.to_string();
+    std::thread::sleep(Duration::from_millis(1100));
+    // A token naming the new id makes the server fetch the set again…
+    let fresh = access_token(
+        &auth,
+        &[("resource", &resource), ("scope", "verbs:all"), ("test_kid", "rotated")],
+    );
+    let (status, _, body) = initialize(addr, Some(&fresh));
+    assert_eq!(status, 200, "the new set checks a token by its new id: {body}");
+    assert_eq!(keys.fetches.load(Ordering::SeqCst), 2);
+    // …and the old token, checked minutes ago, is refused now.
+    let (status, headers, body) = initialize(addr, Some(&token));
+    assert_eq!(status, 401, "{body}");
+    assert!(header(&headers, "www-authenticate").unwrap_or_default().contains("invalid_token"));
+    let refused = (0..100)
+        .find_map(|_| {
+            let rows = env.audit_rows();
+            let row = rows.iter().find(|r| r["verb"] == "authenticate").cloned();
+            if row.is_none() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            row
+        })
+        .expect("the refusal is audited");
+    assert!(refused["args"].to_string().contains("unknown_key"), "{refused}");
+}
+
 #[test]
 fn forged_expired_and_misdirected_tokens_are_refused_and_audited() {
     let auth = start_authorization_server();
@@ -176,12 +286,7 @@ fn forged_expired_and_misdirected_tokens_are_refused_and_audited() {
     // alg none: the same claims, no signature.
     let none = format!("{}.{payload}.", b64(br#"{"alg":"none","typ":"JWT"}"#));
     // HS256 keyed with the issuer's published key (the classic confusion).
-    let (_, _, jwks) = exchange(
-        &host_of(&auth.issuer).replace("localhost", "127.0.0.1"),
-        &format!("GET /jwks HTTP/1.0\r\nHost: {}\r\n\r\n", host_of(&auth.issuer)),
-        b"",
-    );
-    let jwks: Value = serde_json::from_slice(&jwks).unwrap();
+    let jwks = published_keys(&auth);
     let published = jwks["keys"][0].to_string();
     let mut hs_header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
     hs_header.kid = jwks["keys"][0]["kid"].as_str().map(str::to_string);

@@ -30,10 +30,14 @@ pub struct Key {
     pub decoding: DecodingKey,
 }
 
+/// A fetched set of keys. Each fetch makes a new one, so a result checked
+/// with a set can tell whether that set is still the current one.
+pub type KeySet = Arc<Vec<Key>>;
+
 /// The keys known for one issuer, and when they were fetched.
 #[derive(Clone, Default)]
 struct Snapshot {
-    keys: Arc<Vec<Key>>,
+    keys: KeySet,
     fetched: Option<Instant>,
     tried: Option<Instant>,
     /// Why the last fetch failed, if it did.
@@ -87,14 +91,26 @@ impl IssuerKeys {
         self.snapshot.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The key that checks a token with header `kid` and `alg`, fetching
-    /// the set when it is stale or lacks the key (within the bounds above).
-    pub async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<Key, Missing> {
+    /// The current set, if it is younger than `keys_max_age_secs` (a
+    /// stale one is fetched again by the next full check, not reused).
+    pub fn fresh_set(&self) -> Option<KeySet> {
+        let snap = self.usable_snapshot();
+        snap.fetched.is_some_and(|t| t.elapsed() < self.max_age).then_some(snap.keys)
+    }
+
+    /// The key that checks a token with header `kid` and `alg`, and the set
+    /// it came from, fetching the set when it is stale or lacks the key
+    /// (within the bounds above).
+    pub async fn key_for(
+        &self,
+        kid: Option<&str>,
+        alg: Algorithm,
+    ) -> Result<(Key, KeySet), Missing> {
         let snap = self.usable_snapshot();
         let fresh = snap.fetched.is_some_and(|t| t.elapsed() < self.max_age);
         if fresh {
             if let Some(k) = pick(&snap.keys, kid, alg) {
-                return Ok(k);
+                return Ok((k, snap.keys));
             }
         }
         // Stale keys and unknown ids alike fetch at most once per
@@ -113,7 +129,7 @@ impl IssuerKeys {
         }
         let snap = self.usable_snapshot();
         if let Some(k) = pick(&snap.keys, kid, alg) {
-            return Ok(k);
+            return Ok((k, snap.keys));
         }
         match (snap.fetched, snap.failure) {
             (None, Some(why)) => Err(Missing::Unavailable(why)),

@@ -7,6 +7,7 @@
 //! what its scopes reach. A token never goes further: programs see nothing
 //! of it (no passthrough).
 
+pub mod cache;
 pub mod fetch;
 pub mod keys;
 pub mod metadata;

@@ -12,8 +12,9 @@ use std::collections::BTreeSet;
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::cache::{self, Verdicts, VERIFIED_KEPT};
 use super::fetch::Fetcher;
-use super::keys::{IssuerKeys, Missing};
+use super::keys::{IssuerKeys, KeySet, Missing};
 use super::settings::OAuthSettings;
 
 /// Longest access token looked at, bytes.
@@ -110,6 +111,8 @@ pub struct ResourceServer {
     settings: OAuthSettings,
     algorithms: Vec<Algorithm>,
     issuers: Vec<IssuerKeys>,
+    /// Tokens already verified (see [`super::cache`]).
+    verdicts: Verdicts,
 }
 
 impl std::fmt::Debug for ResourceServer {
@@ -142,7 +145,7 @@ impl ResourceServer {
                 )
             })
             .collect();
-        Ok(ResourceServer { settings, algorithms, issuers })
+        Ok(ResourceServer { settings, algorithms, issuers, verdicts: Verdicts::new(VERIFIED_KEPT) })
     }
 
     /// The settings it was made from.
@@ -150,8 +153,28 @@ impl ResourceServer {
         &self.settings
     }
 
-    /// Check `token` completely; what it speaks for, or why not.
+    /// What `token` speaks for, or why not: from the cache of verified
+    /// tokens while its result still holds, else [`Self::check`]ed in full
+    /// (and the result kept).
     pub async fn verify(&self, token: &str) -> Result<Verified, Rejection> {
+        let digest = cache::digest(token);
+        let current = |i: usize| self.issuers.get(i).and_then(IssuerKeys::fresh_set);
+        if let Some(v) = self.verdicts.get(&digest, now(), current) {
+            return Ok(v);
+        }
+        let (verified, issuer, keys) = self.check_with_keys(token).await?;
+        self.verdicts.put(digest, verified.clone(), issuer, keys, now(), current);
+        Ok(verified)
+    }
+
+    /// Check `token` completely, cache aside: what it speaks for, or why not.
+    pub async fn check(&self, token: &str) -> Result<Verified, Rejection> {
+        self.check_with_keys(token).await.map(|(v, _, _)| v)
+    }
+
+    /// [`Self::check`], with the issuer's index and the key set that
+    /// verified the signature.
+    async fn check_with_keys(&self, token: &str) -> Result<(Verified, usize, KeySet), Rejection> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Rejection::Malformed(format!("longer than {MAX_TOKEN_BYTES} bytes")));
         }
@@ -181,15 +204,17 @@ impl ResourceServer {
             .map_err(|e| Rejection::Malformed(format!("its claims: {e}")))?;
         let iss =
             claims.get("iss").and_then(Value::as_str).ok_or(Rejection::MissingClaim("iss"))?;
-        let keys = self
+        let (index, keys) = self
             .issuers
             .iter()
-            .find(|k| k.issuer() == iss)
+            .enumerate()
+            .find(|(_, k)| k.issuer() == iss)
             .ok_or_else(|| Rejection::UnknownIssuer(clip(iss)))?;
-        let key = keys.key_for(header.kid.as_deref(), header.alg).await.map_err(|m| match m {
-            Missing::UnknownKey => Rejection::UnknownKey(header.kid.as_deref().map(clip)),
-            Missing::Unavailable(why) => Rejection::KeysUnavailable(why),
-        })?;
+        let (key, set) =
+            keys.key_for(header.kid.as_deref(), header.alg).await.map_err(|m| match m {
+                Missing::UnknownKey => Rejection::UnknownKey(header.kid.as_deref().map(clip)),
+                Missing::Unavailable(why) => Rejection::KeysUnavailable(why),
+            })?;
         let mut validation = Validation::new(header.alg);
         validation.algorithms = vec![header.alg];
         validation.leeway = self.settings.leeway_secs;
@@ -237,15 +262,21 @@ impl ResourceServer {
             .and_then(Value::as_array)
             .map(|g| g.iter().filter_map(Value::as_str).map(str::to_string).collect())
             .unwrap_or_default();
-        Ok(Verified {
+        let verified = Verified {
             issuer: iss.to_string(),
             subject,
             scopes,
             allow: allow.into_iter().collect(),
             groups,
             expires,
-        })
+        };
+        Ok((verified, index, set))
     }
+}
+
+/// Seconds since the epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The token's scopes: RFC 9068's space-separated `scope`, or the `scp`
