@@ -124,3 +124,14 @@ fn the_sdk_error_codes_are_the_hosts_plugin_codes() {
     host_codes.sort();
     assert_eq!(sdk_codes, host_codes, "the guest SDK's ErrorCode (left) and the host's PLUGIN_CODES (right) must list the same codes, spelt alike");
 }
+
+#[test]
+fn the_audit_export_schema_is_pinned() {
+    // A SIEM parses these lines: a field renamed, dropped or given another
+    // meaning must change the schema id, and shows here first.
+    let env = Env::new();
+    let out = env.cmd(&["audit", "export", "--schema"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_golden("audit-export.schema.json", &schema);
+}

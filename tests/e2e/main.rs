@@ -3,6 +3,7 @@
 //! one module per area.
 
 mod argv;
+mod audit_export;
 mod audit_fails_closed;
 mod authoring;
 mod bounds;

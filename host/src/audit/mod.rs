@@ -3,12 +3,14 @@
 //! who asked, what the policy decided and who decided it, what ran and how
 //! it ended. Queued as the op ends and committed in batches by a writer
 //! thread ([`AuditWriter`]), flushed when the dispatcher goes away; read by
-//! `verbgate audit`.
+//! `verbgate audit` (and exported as JSON Lines by `verbgate audit export`,
+//! [`export`]).
 //!
 //! Args are stored bounded (`audit.args_bytes`) and with the values of the
 //! params a verb marks sensitive replaced by `"<redacted>"`: the trail is
 //! for reading later, by people who should not learn secrets from it.
 
+pub mod export;
 mod record;
 mod store;
 mod writer;

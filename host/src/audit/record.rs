@@ -66,6 +66,10 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// Every transport (the export schema lists them).
+    pub const ALL: &'static [Transport] =
+        &[Transport::Stdio, Transport::Http, Transport::Cli, Transport::Library];
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -99,6 +103,17 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// Every answer (the export schema lists them).
+    pub const ALL: &'static [Answer] = &[
+        Answer::AllowOnce,
+        Answer::AllowSession,
+        Answer::Decline,
+        Answer::Dismissed,
+        Answer::Timeout,
+        Answer::Cancelled,
+        Answer::Failed,
+    ];
+
     /// The wire name (audit trail, error details).
     pub fn as_str(self) -> &'static str {
         match self {

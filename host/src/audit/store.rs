@@ -83,6 +83,8 @@ pub struct Filter {
     pub after_id: Option<i64>,
     /// At most this many rows (the newest), oldest first.
     pub limit: usize,
+    /// Take the *oldest* `limit` rows instead (an export's pages).
+    pub oldest: bool,
 }
 
 /// What a prune removed.
@@ -160,16 +162,18 @@ impl AuditStore {
         tx.commit()
     }
 
-    /// Rows matching `filter`, oldest first (the newest `limit` of them).
+    /// Rows matching `filter`, oldest first (the newest `limit` of them, or
+    /// with `filter.oldest` the oldest).
     /// A row holding a value outside a column's closed set (a newer
     /// verbgate wrote it, or the file was edited) is listed as
     /// [`Unreadable`], naming it, and the rows around it are still read.
     pub fn query(&self, filter: &Filter) -> rusqlite::Result<Vec<Result<Record, Unreadable>>> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let mut stmt = conn.prepare_cached(
+        let order = if filter.oldest { "ASC" } else { "DESC" };
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT id, time_ms, transport, client, caller, verb, args, fingerprint, decision, decided_by, answer, program, argv, outcome, duration_ms, job_id, dry_run, read_back
-             FROM audit WHERE time_ms >= ?1 AND id > ?2 AND (?3 IS NULL OR outcome = ?3) ORDER BY id DESC",
-        )?;
+             FROM audit WHERE time_ms >= ?1 AND id > ?2 AND (?3 IS NULL OR outcome = ?3) ORDER BY id {order}",
+        ))?;
         let rows = stmt.query_map(
             params![
                 filter.since_ms.unwrap_or(i64::MIN),
@@ -232,7 +236,9 @@ impl AuditStore {
                 }
             }
         }
-        out.reverse();
+        if !filter.oldest {
+            out.reverse();
+        }
         Ok(out)
     }
 

@@ -1,6 +1,7 @@
 //! `verbgate audit`: read the audit trail — every op, its caller, the
 //! policy's decision and who made it, what ran and how it ended — and
-//! `verbgate audit prune` to apply its retention now.
+//! `verbgate audit prune` to apply its retention now, and `verbgate audit
+//! export` to hand it to a SIEM as JSON Lines.
 
 use anyhow::{bail, Context as _, Result};
 use std::process::ExitCode;
@@ -45,12 +46,56 @@ enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write every row (or those after --after-id) to stdout as JSON Lines,
+    /// oldest first, in the stable `verbgate.audit/1` shape (docs/policy.md).
+    Export(ExportArgs),
 }
+
+/// `verbgate audit export`.
+#[derive(Debug, clap::Args)]
+struct ExportArgs {
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+    format: Format,
+    /// Only rows with an id above this: the last id a previous export
+    /// wrote, to continue where it stopped.
+    #[arg(long, value_name = "ID", default_value_t = 0)]
+    after_id: u64,
+    /// Only ops since this long ago or this time (as for `verbgate audit`).
+    #[arg(long, value_name = "WHEN")]
+    since: Option<String>,
+    /// Only ops whose verb matches.
+    #[arg(long, value_name = "PATTERN")]
+    verb: Option<String>,
+    /// Only ops that ended so.
+    #[arg(long, value_name = "CODE")]
+    outcome: Option<String>,
+    /// Print the JSON Schema of a line instead of rows.
+    #[arg(long)]
+    schema: bool,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Format {
+    /// One JSON object per line.
+    Jsonl,
+}
+
+/// A `started` row younger than this is an op still running (its end
+/// comes later); an older one is an op whose end was never recorded.
+const STILL_RUNNING_MS: i64 = 24 * 3_600_000;
+
+/// Rows read from the store at a time while exporting.
+const EXPORT_PAGE: usize = 1000;
 
 /// Run `verbgate audit`.
 pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
     let config = Config::load(&g.overrides())?;
     let store = AuditStore::open(&config.state_dir())?;
+    if let Some(AuditCommand::Export(e)) = a.command {
+        return export(&store, e);
+    }
     if let Some(AuditCommand::Prune { json }) = a.command {
         let report = store.prune(
             config.audit.retain_days,
@@ -75,6 +120,7 @@ pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
         outcome: a.outcome,
         after_id: None,
         limit: a.limit.max(1),
+        oldest: false,
     };
     if !a.json {
         println!(
@@ -101,6 +147,88 @@ pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
         filter.limit = usize::MAX;
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// `verbgate audit export`: every matching row, oldest first, a page at a
+/// time (memory stays bounded on a trail of millions of rows); where it
+/// ended goes to stderr, so a collector can continue with `--after-id`.
+fn export(store: &AuditStore, e: ExportArgs) -> Result<ExitCode> {
+    use crate::audit::export::{self, ExportLine};
+    use std::io::Write as _;
+    let Format::Jsonl = e.format;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if e.schema {
+        writeln!(out, "{}", serde_json::to_string_pretty(&export::schema())?)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let after_id = i64::try_from(e.after_id)
+        .map_err(|_| anyhow::anyhow!("--after-id {}: no row id is that large", e.after_id))?;
+    let since_ms =
+        e.since.as_deref().map(|s| parse_since(s, crate::jobs::process::now_ms())).transpose()?;
+    let mut filter = Filter {
+        since_ms,
+        verb: e.verb,
+        outcome: e.outcome,
+        after_id: Some(after_id),
+        limit: EXPORT_PAGE,
+        oldest: true,
+    };
+    let (mut count, mut last, mut running) = (0usize, None, None::<i64>);
+    let now = crate::jobs::process::now_ms();
+    loop {
+        let rows = store.query(&filter)?;
+        let Some(end) = rows.last() else { break };
+        filter.after_id = Some(match end {
+            Ok(r) => r.id,
+            Err(u) => u.id,
+        });
+        for row in &rows {
+            let line = match row {
+                Ok(r) => {
+                    // An op still running: its row gets its end later, so
+                    // the next export must start before it (a row left
+                    // `started` a day ago is a crashed op, and final).
+                    let recent = now.saturating_sub(r.time_ms) < STILL_RUNNING_MS;
+                    if r.outcome == crate::audit::RowOutcome::Started && recent {
+                        running.get_or_insert(r.id);
+                    }
+                    ExportLine::from(r)
+                }
+                Err(u) => ExportLine::from(u),
+            };
+            let written = serde_json::to_writer(&mut out, &line)
+                .map_err(std::io::Error::from)
+                .and_then(|()| out.write_all(b"\n"));
+            match written {
+                Ok(()) => {}
+                // The reader went away (`| head`): stop, as other tools do.
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                    return Ok(ExitCode::SUCCESS)
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        count += rows.len();
+        last = filter.after_id;
+        if rows.len() < EXPORT_PAGE {
+            break;
+        }
+    }
+    match out.flush() {
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        r => r?,
+    }
+    match (last, running) {
+        (Some(id), None) => eprintln!("exported {count} row(s), the last id {id}: continue with --after-id {id}"),
+        (Some(id), Some(first)) => eprintln!(
+            "exported {count} row(s), the last id {id}; row {first} and later ones include ops still running: continue with --after-id {} to get them again with their end (keep the last line per id)",
+            first - 1
+        ),
+        (None, _) => eprintln!("exported 0 rows: none after id {} matches", e.after_id),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Longest cell of the table (bytes shown); the `run` column gets
@@ -174,11 +302,7 @@ fn table_row(r: &Record) -> String {
     )
 }
 
-/// `2026-12-03T10:00:00.123Z` from Unix ms.
-fn utc(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map_or_else(|| ms.to_string(), |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
-}
+use crate::audit::export::utc;
 
 /// `--since`: a duration ago, a UTC time or date, or Unix ms.
 fn parse_since(s: &str, now_ms: i64) -> Result<i64> {

@@ -20,15 +20,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::keys::KeySet;
-use super::Verified;
 
 /// Most verified tokens kept. Past it, expired and outdated entries go
 /// first, then all of them (each refilled by one full check).
 pub const VERIFIED_KEPT: usize = 4096;
 
 /// One kept result.
-struct Entry {
-    verified: Verified,
+struct Entry<V> {
+    verified: V,
+    /// Its token's `exp`, seconds since the epoch.
+    expires: u64,
     /// Index of the issuer (in `[[oauth.issuers]]` order) that signed it.
     issuer: usize,
     /// The set its key came from.
@@ -43,15 +44,15 @@ pub fn digest(token: &str) -> TokenDigest {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// Verified tokens, bounded.
-pub struct Verdicts {
+/// Verified tokens (what each speaks for: `V`), bounded.
+pub struct Verdicts<V> {
     capacity: usize,
-    entries: Mutex<HashMap<TokenDigest, Entry>>,
+    entries: Mutex<HashMap<TokenDigest, Entry<V>>>,
 }
 
-impl Verdicts {
+impl<V: Clone> Verdicts<V> {
     /// An empty cache of at most `capacity` tokens.
-    pub fn new(capacity: usize) -> Verdicts {
+    pub fn new(capacity: usize) -> Verdicts<V> {
         Verdicts { capacity, entries: Mutex::default() }
     }
 
@@ -63,7 +64,7 @@ impl Verdicts {
         digest: &TokenDigest,
         now: u64,
         current: impl Fn(usize) -> Option<KeySet>,
-    ) -> Option<Verified> {
+    ) -> Option<V> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let entry = entries.get(digest)?;
         if holds(entry, now, &current) {
@@ -73,11 +74,14 @@ impl Verdicts {
         None
     }
 
-    /// Keep `verified`, checked with `keys` of issuer number `issuer`.
+    /// Keep `verified`, a token expiring at `expires` checked with `keys`
+    /// of issuer number `issuer`.
+    #[allow(clippy::too_many_arguments)]
     pub fn put(
         &self,
         digest: TokenDigest,
-        verified: Verified,
+        verified: V,
+        expires: u64,
         issuer: usize,
         keys: KeySet,
         now: u64,
@@ -90,7 +94,7 @@ impl Verdicts {
                 entries.clear();
             }
         }
-        entries.insert(digest, Entry { verified, issuer, keys });
+        entries.insert(digest, Entry { verified, expires, issuer, keys });
     }
 
     /// How many results are kept.
@@ -105,24 +109,17 @@ impl Verdicts {
 }
 
 /// Whether a kept result still stands (see the module comment).
-fn holds(entry: &Entry, now: u64, current: &impl Fn(usize) -> Option<KeySet>) -> bool {
-    now < entry.verified.expires
-        && current(entry.issuer).is_some_and(|set| Arc::ptr_eq(&set, &entry.keys))
+fn holds<V>(entry: &Entry<V>, now: u64, current: &impl Fn(usize) -> Option<KeySet>) -> bool {
+    now < entry.expires && current(entry.issuer).is_some_and(|set| Arc::ptr_eq(&set, &entry.keys))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn verified(expires: u64) -> Verified {
-        Verified {
-            issuer: "https://as.example".into(),
-            subject: "alice".into(),
-            scopes: vec!["verbs:all".into()],
-            allow: vec!["*".into()],
-            groups: vec![],
-            expires,
-        }
+    /// What a test token speaks for, and its `exp` (for `put`).
+    fn verified(expires: u64) -> (&'static str, u64) {
+        ("alice", expires)
     }
 
     #[test]
@@ -131,8 +128,8 @@ mod tests {
         let current = |_| Some(set.clone());
         let cache = Verdicts::new(8);
         let d = digest("token");
-        cache.put(d, verified(1000), 0, set.clone(), 10, current);
-        assert_eq!(cache.get(&d, 999, current).map(|v| v.subject), Some("alice".into()));
+        cache.put(d, verified(1000).0, verified(1000).1, 0, set.clone(), 10, current);
+        assert_eq!(cache.get(&d, 999, current), Some("alice"));
         assert!(cache.get(&d, 1000, current).is_none(), "at exp the token is checked again");
         assert!(cache.is_empty(), "and the entry is gone");
     }
@@ -142,15 +139,15 @@ mod tests {
         let old: KeySet = Arc::default();
         let cache = Verdicts::new(8);
         let d = digest("token");
-        cache.put(d, verified(1000), 0, old.clone(), 10, |_| Some(old.clone()));
+        cache.put(d, verified(1000).0, verified(1000).1, 0, old.clone(), 10, |_| Some(old.clone()));
         // The issuer's keys were fetched again (a rotated or removed key):
         // a set equal in content but not the same fetch does not count.
         let new: KeySet = Arc::default();
         assert!(cache.get(&d, 20, |_| Some(new.clone())).is_none());
-        cache.put(d, verified(1000), 0, old.clone(), 10, |_| Some(old.clone()));
+        cache.put(d, verified(1000).0, verified(1000).1, 0, old.clone(), 10, |_| Some(old.clone()));
         // Stale or unusable keys (`fresh_set` gives none) end it too.
         assert!(cache.get(&d, 20, |_| None).is_none());
-        cache.put(d, verified(1000), 1, old.clone(), 10, |_| Some(old.clone()));
+        cache.put(d, verified(1000).0, verified(1000).1, 1, old.clone(), 10, |_| Some(old.clone()));
         let only_second = |i: usize| (i == 1).then(|| old.clone());
         assert!(cache.get(&d, 20, only_second).is_some(), "each issuer's own set");
         assert!(cache.get(&digest("token "), 20, only_second).is_none(), "any other byte misses");
@@ -162,13 +159,29 @@ mod tests {
         let current = |_| Some(set.clone());
         let cache = Verdicts::new(4);
         for i in 0..4 {
-            cache.put(digest(&format!("t{i}")), verified(100 + i), 0, set.clone(), 10, current);
+            cache.put(
+                digest(&format!("t{i}")),
+                verified(100 + i).0,
+                verified(100 + i).1,
+                0,
+                set.clone(),
+                10,
+                current,
+            );
         }
         // Full: at 102 three entries have expired and make room.
-        cache.put(digest("t4"), verified(500), 0, set.clone(), 102, current);
+        cache.put(digest("t4"), verified(500).0, verified(500).1, 0, set.clone(), 102, current);
         assert_eq!(cache.len(), 2);
         for i in 5..20 {
-            cache.put(digest(&format!("t{i}")), verified(500), 0, set.clone(), 102, current);
+            cache.put(
+                digest(&format!("t{i}")),
+                verified(500).0,
+                verified(500).1,
+                0,
+                set.clone(),
+                102,
+                current,
+            );
             assert!(cache.len() <= 4);
         }
         assert!(cache.get(&digest("t19"), 102, current).is_some(), "the newest is kept");

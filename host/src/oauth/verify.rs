@@ -112,7 +112,7 @@ pub struct ResourceServer {
     algorithms: Vec<Algorithm>,
     issuers: Vec<IssuerKeys>,
     /// Tokens already verified (see [`super::cache`]).
-    verdicts: Verdicts,
+    verdicts: Verdicts<Verified>,
 }
 
 impl std::fmt::Debug for ResourceServer {
@@ -163,7 +163,8 @@ impl ResourceServer {
             return Ok(v);
         }
         let (verified, issuer, keys) = self.check_with_keys(token).await?;
-        self.verdicts.put(digest, verified.clone(), issuer, keys, now(), current);
+        let expires = verified.expires;
+        self.verdicts.put(digest, verified.clone(), expires, issuer, keys, now(), current);
         Ok(verified)
     }
 
