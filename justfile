@@ -38,6 +38,11 @@ python-env:
     @test -x target/py/bin/python || python3 -m venv target/py
     @target/py/bin/python -c "import mcp" 2>/dev/null || target/py/bin/pip install --quiet "mcp>=2,<3"
 
+# The official OTLP protobuf definitions (pinned, from PyPI) in target/py, for the OTLP receiver
+# the telemetry test starts (scripts/otlp-receiver.py).
+otel-tools: python-env
+    @target/py/bin/python -c "import opentelemetry.proto" 2>/dev/null || target/py/bin/pip install --quiet "opentelemetry-proto==1.45.2"
+
 # ripgrep and pytest (pinned, from PyPI: the `ripgrep` wheel ships the rg binary) in target/py, for the rg and pytest verbs' tests.
 test-tools: python-env node-tools
     @target/py/bin/rg --version 2>/dev/null | grep -q "^ripgrep 15.1.0" || target/py/bin/python -m pip install --quiet "ripgrep==15.1.0"
@@ -113,7 +118,7 @@ guests: guest-tools
     ./scripts/build-guests.sh
 
 # Every tool the tests use (PyPI, npm, the macOS std and zig), installed into target/.
-tools: python-env test-tools inspector conformance-tools oauth-tools guest-tools
+tools: python-env test-tools inspector conformance-tools oauth-tools otel-tools guest-tools
     ./scripts/zig-tools.sh aarch64-apple-darwin
 
 # Run the whole test suite: lint, the plugins' own parsers, host, end-to-end, and the macOS build gate.

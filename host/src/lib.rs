@@ -41,7 +41,9 @@ pub mod private_files;
 pub mod registry;
 pub mod runtime;
 pub mod sandbox;
+pub mod telemetry;
 pub mod text;
+pub mod tls;
 pub mod tokens;
 pub mod trust;
 

@@ -47,6 +47,7 @@ mod sandbox;
 mod sandbox_kernel;
 mod sandbox_toolchain;
 mod tasks;
+mod telemetry;
 mod trust;
 mod tsc;
 mod turns;

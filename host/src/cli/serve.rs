@@ -128,6 +128,9 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
             Err(e) => tracing::warn!(error = %e, "cannot prune the audit trail"),
         }
     }
+    // OTLP export, when OTEL_EXPORTER_OTLP_* asks for it (a protocol other
+    // than http/protobuf stops the start, saying so).
+    let telemetry = crate::telemetry::start_from_env()?;
     // A server lives long: give back what compiling at start freed. (A
     // one-shot command exits instead, which is cheaper still.)
     crate::runtime::release_freed_memory();
@@ -139,6 +142,9 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
             "serving MCP on stdio"
         );
         crate::mcp::serve_stdio(ctx.dispatcher()).await?;
+        if telemetry {
+            flush_telemetry().await;
+        }
         // A client that left at once (initialize, tools/list, gone) would
         // otherwise leave every component uncompiled and each later start
         // as cold as this one: the compiles running finish and are cached.
@@ -185,6 +191,28 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
         max_sessions_per_token: a.max_sessions_per_token as usize,
         auth,
     };
-    crate::mcp::http::serve_http(ctx.dispatcher(), listener, opts).await?;
+    let serving = crate::mcp::http::serve_http(ctx.dispatcher(), listener, opts);
+    if !telemetry {
+        serving.await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Exporting: SIGTERM and Ctrl-C end the server after the buffered
+    // spans and metrics are sent (a kill would lose the last batch).
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot watch for SIGTERM")?;
+    tokio::select! {
+        served = serving => served?,
+        _ = term.recv() => tracing::info!("SIGTERM: flushing telemetry, then stopping"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: flushing telemetry, then stopping"),
+    }
+    flush_telemetry().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Send what telemetry holds and stop it (the exports run on this
+/// runtime, so the blocking shutdown runs beside it).
+async fn flush_telemetry() {
+    if let Err(e) = tokio::task::spawn_blocking(crate::telemetry::shutdown).await {
+        tracing::warn!(error = %e, "cannot flush telemetry");
+    }
 }

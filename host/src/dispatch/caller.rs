@@ -44,6 +44,9 @@ pub struct Caller {
     /// An OAuth caller's verified identity, which `[[policy]]` rules may
     /// match (`subjects`, `groups`); `None` for every other caller.
     pub claims: Option<Arc<Claims>>,
+    /// The trace context of the MCP request this caller's ops belong to
+    /// (their spans' parent), when telemetry is on.
+    pub trace: Option<opentelemetry::Context>,
 }
 
 /// What a verified OAuth access token says about its caller.
@@ -83,6 +86,7 @@ impl Caller {
             owner: "local".to_string(),
             all_jobs: true,
             claims: None,
+            trace: None,
         }
     }
 

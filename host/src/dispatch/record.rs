@@ -274,12 +274,26 @@ impl Ledger {
     /// so a failing write here loses only the end of a recorded op (its
     /// row keeps saying `started`), or a refusal.
     pub fn finish(&self, caller: &Caller, outcome: &OpOutcome, trail: Trail) {
-        let Some(writer) = &self.writer else { return };
+        let telemetry = crate::telemetry::active().is_some();
+        if self.writer.is_none() && !telemetry {
+            return;
+        }
         let code = match &outcome.result {
             Ok(_) => RowOutcome::Ok,
             Err(e) => RowOutcome::Failed(e.code),
         };
         let record = self.row(caller, &outcome.op, outcome.verb.as_deref(), code, &trail);
+        if telemetry {
+            // The op's span is the row's public part: what ran and how it
+            // ended, never its args.
+            let exit = outcome.result.as_ref().ok().and_then(|v| v.get("exit_code"));
+            crate::telemetry::span::op(
+                caller.trace.as_ref(),
+                &record,
+                exit.and_then(Value::as_i64),
+            );
+        }
+        let Some(writer) = &self.writer else { return };
         match trail.row {
             Some(id) => writer.update(id, record),
             None => writer.record(record),

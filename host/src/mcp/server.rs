@@ -103,6 +103,7 @@ impl VerbgateServer {
         };
         // From `_meta` on 2026-07-28, from `initialize` before.
         caller.client = context.client_info().map(|info| crate::mcp::client::label(&info));
+        caller.trace = context.extensions.get::<opentelemetry::Context>().cloned();
         caller.grants = match (&self.eras.book, modern) {
             (Some(book), true) => {
                 book.grants(&identity(context), caller.client.as_deref().unwrap_or(""))
@@ -155,8 +156,12 @@ impl ServerHandler for VerbgateServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let span = self.request_span("tools/list", None, &context);
+        if let Some(span) = span {
+            span.end(None);
+        }
         Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
     }
 
@@ -165,6 +170,94 @@ impl ServerHandler for VerbgateServer {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(span) = self.request_span("tools/call", Some(&request.name), &context) else {
+            return self.call(request, context).await;
+        };
+        // The ops' spans are children of this one: the caller made from
+        // `context` carries it to dispatch.
+        context.extensions.insert(span.context());
+        let answer = self.call(request, context).await;
+        span.end(error_type(&answer).as_deref());
+        answer
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let span = self.request_span("tasks/get", None, &context);
+        let caller = self.caller(&context, is_modern(&context));
+        let answer = match self.tasks() {
+            Ok(tasks) => tasks.get(&self.dispatcher, &request.task_id, caller).await,
+            Err(e) => Err(e),
+        };
+        if let Some(span) = span {
+            span.end(answer.as_ref().err().map(|e| e.code.0.to_string()).as_deref());
+        }
+        answer
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let span = self.request_span("tasks/cancel", None, &context);
+        let caller = self.caller(&context, is_modern(&context));
+        let answer = match self.tasks() {
+            Ok(tasks) => tasks.cancel(&self.dispatcher, &request.task_id, caller).await,
+            Err(e) => Err(e),
+        };
+        if let Some(span) = span {
+            span.end(answer.as_ref().err().map(|e| e.code.0.to_string()).as_deref());
+        }
+        answer
+    }
+}
+
+/// A request's `error.type`: the JSON-RPC error code, or `tool_error` for a
+/// result with `isError` (MCP semantic conventions); `None` when it did
+/// not fail.
+fn error_type(answer: &Result<CallToolResponse, McpError>) -> Option<String> {
+    match answer {
+        Err(e) => Some(e.code.0.to_string()),
+        Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
+            Some("tool_error".to_string())
+        }
+        Ok(_) => None,
+    }
+}
+
+impl VerbgateServer {
+    /// The telemetry span of one request, `None` when telemetry is off.
+    fn request_span(
+        &self,
+        method: &'static str,
+        tool: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<crate::telemetry::span::RequestSpan> {
+        crate::telemetry::active()?;
+        let parts = context.extensions.get::<http::request::Parts>();
+        let session =
+            parts.and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok());
+        crate::telemetry::span::RequestSpan::start(crate::telemetry::span::RequestInfo {
+            method,
+            tool,
+            meta: Some(&context.meta.0 .0),
+            request_id: Some(context.id.to_string()),
+            session,
+            protocol: context.protocol_version().map(|v| v.to_string()),
+            network: if self.transport == Transport::Http { "tcp" } else { "pipe" },
+        })
+    }
+
+    /// A `tools/call`, its span aside.
+    async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -200,24 +293,6 @@ impl ServerHandler for VerbgateServer {
             _ = context.ct.cancelled() => return Err(cancelled()),
         };
         Ok(self.finish(response, &context, &owner))
-    }
-
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, McpError> {
-        let caller = self.caller(&context, is_modern(&context));
-        self.tasks()?.get(&self.dispatcher, &request.task_id, caller).await
-    }
-
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let caller = self.caller(&context, is_modern(&context));
-        self.tasks()?.cancel(&self.dispatcher, &request.task_id, caller).await
     }
 }
 

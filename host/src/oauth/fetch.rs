@@ -11,7 +11,6 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::settings::url_problem;
@@ -38,45 +37,7 @@ impl Fetcher {
     /// A client trusting Mozilla's roots and, when given, the PEM
     /// certificates in `ca_file`.
     pub fn new(ca_file: Option<&Path>) -> Result<Fetcher> {
-        use rustls::pki_types::{pem::PemObject, CertificateDer};
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(path) = ca_file {
-            let mut added = 0;
-            for cert in CertificateDer::pem_file_iter(path)
-                .with_context(|| format!("cannot read [oauth] ca_file {}", path.display()))?
-            {
-                let cert = cert.with_context(|| {
-                    format!("[oauth] ca_file {} holds a malformed certificate", path.display())
-                })?;
-                roots.add(cert).with_context(|| {
-                    format!("[oauth] ca_file {}: a certificate is not a CA's", path.display())
-                })?;
-                added += 1;
-            }
-            if added == 0 {
-                bail!("[oauth] ca_file {} holds no PEM certificate", path.display());
-            }
-        }
-        // ring, not aws-lc-rs (rustls' default, which builds a C library and
-        // would need a C cross toolchain for the macOS build): what it lacks
-        // is post-quantum key exchange, which fetching public keys can do
-        // without (a recorded session reveals only public documents).
-        #[allow(deprecated)]
-        let provider = rustls::crypto::ring::default_provider();
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
-            .with_safe_default_protocol_versions()
-            .context("rustls refused its default protocol versions")?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(FETCH_TIMEOUT));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
+        let https = crate::tls::connector(ca_file, "[oauth] ca_file", FETCH_TIMEOUT)?;
         Ok(Fetcher { client: Client::builder(TokioExecutor::new()).build(https) })
     }
 
