@@ -24,6 +24,7 @@ use verbgate_tests::{bin_dir, component};
 
 mod http;
 mod oauth;
+mod otel;
 
 /// The heading of BENCHMARKS.md's hand-measured part, which `just bench`
 /// keeps when it rewrites the file.
@@ -164,8 +165,14 @@ struct Stdio_ {
 
 impl Stdio_ {
     fn start(home: &Home) -> Result<Stdio_> {
+        Stdio_::start_with(home, &[])
+    }
+
+    /// [`Stdio_::start`] with more environment.
+    fn start_with(home: &Home, env: &[(&str, &str)]) -> Result<Stdio_> {
         let mut child = home
             .verbgate()
+            .envs(env.iter().copied())
             .arg("serve")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -1017,6 +1024,10 @@ async fn bench_main() -> Result<()> {
         }
         return Ok(());
     }
+    if std::env::var_os("VERBGATE_BENCH_OTEL_ONLY").is_some() {
+        println!("{}", otel::overhead()?.line());
+        return Ok(());
+    }
     if std::env::var_os("VERBGATE_BENCH_OAUTH_ONLY").is_some() {
         for r in oauth::jwt_validation().await? {
             println!("{}", r.line());
@@ -1043,6 +1054,7 @@ async fn bench_main() -> Result<()> {
     rows.push(overhead().await?);
     rows.push(policy_audit_cost().await?);
     rows.extend(oauth::jwt_validation().await?);
+    rows.push(otel::overhead()?);
     rows.push(on_worker(exec_end_to_end()).await?);
     rows.push(on_worker(sandbox_cost()).await?);
     #[cfg(target_os = "linux")]

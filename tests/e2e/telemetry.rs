@@ -179,11 +179,8 @@ fn a_protocol_verbgate_does_not_speak_stops_the_start_saying_so() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(
         said.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && said.contains("http/protobuf"),
         "{said}"
