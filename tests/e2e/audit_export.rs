@@ -91,8 +91,17 @@ fn the_whole_trail_exports_in_order_each_line_valid_and_continues_by_id() {
     assert_eq!(again[0]["id"], running);
     let (none, stderr) = export(&env, &["--after-id", &ids.last().unwrap().to_string()]);
     assert!(none.is_empty() && stderr.contains("exported 0 rows"), "{stderr}");
-    let (only, _) = export(&env, &["--outcome", "unknown_verb"]);
+    let (only, stderr) = export(&env, &["--outcome", "unknown_verb"]);
     assert_eq!(only.len(), 1);
+    // Asking only for `ok` rows: the running op is not among them, but the
+    // continuation still stops before it, so its end is exported later.
+    let (oks, stderr_ok) = export(&env, &["--outcome", "ok"]);
+    assert!(oks.iter().filter(|l| l.get("unreadable").is_none()).all(|l| l["outcome"] == "ok"));
+    assert!(stderr_ok.contains(&format!("--after-id {}", running - 1)), "{stderr_ok}");
+    assert!(
+        !stderr.contains("still running"),
+        "the running op lies after the only unknown_verb row: {stderr}"
+    );
     let bad = env.cmd(&["audit", "export", "--after-id=-5"]).output().unwrap();
     assert!(!bad.status.success());
     let said = String::from_utf8_lossy(&bad.stderr);

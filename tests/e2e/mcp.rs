@@ -128,10 +128,17 @@ fn long_requests_report_progress_when_asked() {
         let env = Env::new();
         env.install("fixture-echo");
         let s = session(&env).await;
+        let started = std::time::Instant::now();
         let quick =
             s.request_with_progress(json!({"ops": [{"op": "echo.argv"}]}), 7).await.unwrap();
+        let took = started.elapsed();
         assert_eq!(quick.structured["status"], "success");
-        assert!(s.progress().is_empty(), "a request under a second sends no progress");
+        // Only a request that did finish within the interval can be held to
+        // it (on a machine busy compiling, echo.argv may take longer).
+        if took < std::time::Duration::from_secs(1) {
+            assert!(s.progress().is_empty(), "a request under a second sends no progress");
+        }
+        let before = s.progress().len();
         let slow = s
             .request_with_progress(
                 json!({"ops": [{"op": "echo.sleep", "args": {"ms": 2300}}, {"op": "echo.argv"}]}),
@@ -140,7 +147,7 @@ fn long_requests_report_progress_when_asked() {
             .await
             .unwrap();
         assert_eq!(slow.structured["status"], "success", "{}", slow.structured);
-        let progress = s.progress();
+        let progress = s.progress().split_off(before);
         assert!(!progress.is_empty(), "a 2.3 s request must report progress");
         for p in &progress {
             assert_eq!(

@@ -67,6 +67,11 @@ fn session(env: &Env, otel: &[(&str, String)], meta: Value) -> Vec<Value> {
     answers.push(read(&mut stdout));
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}));
     answers.push(read(&mut stdout));
+    // A tool name a client made up: refused, and one metric bucket.
+    send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "made-up-tool-17", "arguments": {}}}),
+    );
+    answers.push(read(&mut stdout));
     drop(stdin);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
@@ -151,6 +156,12 @@ fn a_tools_call_is_a_server_span_of_the_clients_trace_with_op_children_and_metri
             && d["count"].as_u64() >= Some(1)),
         "{durations:#?}"
     );
+    assert!(
+        durations.iter().all(|d| d["attributes"]["gen_ai.tool.name"] != "made-up-tool-17"),
+        "a made-up tool name is no metric series: {durations:#?}"
+    );
+    assert!(durations.iter().any(|d| d["attributes"]["gen_ai.tool.name"] == "unknown"
+        && d["attributes"]["error.type"] == "-32602"));
     let counts = metric("verbgate.ops");
     assert!(
         counts.iter().any(|c| c["attributes"]["verbgate.verb"] == "echo.argv" && c["value"] == 1),

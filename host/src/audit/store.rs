@@ -242,6 +242,22 @@ impl AuditStore {
         Ok(out)
     }
 
+    /// Rows still saying `started` with an id above `after_id` that arrived
+    /// at or after `since_ms`: id and verb (an export's continuation must
+    /// not pass them, whatever outcome it asked for).
+    pub fn started_after(
+        &self,
+        after_id: i64,
+        since_ms: i64,
+    ) -> rusqlite::Result<Vec<(i64, String)>> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, verb FROM audit WHERE id > ?1 AND time_ms >= ?2 AND outcome = 'started' ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![after_id, since_ms], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect()
+    }
+
     /// The newest row id (0 when empty), where `--follow` starts.
     pub fn last_id(&self) -> rusqlite::Result<i64> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());

@@ -175,8 +175,18 @@ fn export(store: &AuditStore, e: ExportArgs) -> Result<ExitCode> {
         limit: EXPORT_PAGE,
         oldest: true,
     };
-    let (mut count, mut last, mut running) = (0usize, None, None::<i64>);
+    let (mut count, mut last) = (0usize, None);
+    // Ops still running when the export starts: their rows get their end
+    // later, so the continuation must not pass them — found apart from the
+    // pages, because `--outcome` leaves them out of those (a row left
+    // `started` a day ago is a crashed op, and final).
     let now = crate::jobs::process::now_ms();
+    let pattern = filter.verb.as_ref().map(|p| vec![p.clone()]);
+    let running = store
+        .started_after(after_id, now.saturating_sub(STILL_RUNNING_MS))?
+        .into_iter()
+        .find(|(_, verb)| crate::registry::fence::allowed(verb, pattern.as_deref()))
+        .map(|(id, _)| id);
     loop {
         let rows = store.query(&filter)?;
         let Some(end) = rows.last() else { break };
@@ -186,16 +196,7 @@ fn export(store: &AuditStore, e: ExportArgs) -> Result<ExitCode> {
         });
         for row in &rows {
             let line = match row {
-                Ok(r) => {
-                    // An op still running: its row gets its end later, so
-                    // the next export must start before it (a row left
-                    // `started` a day ago is a crashed op, and final).
-                    let recent = now.saturating_sub(r.time_ms) < STILL_RUNNING_MS;
-                    if r.outcome == crate::audit::RowOutcome::Started && recent {
-                        running.get_or_insert(r.id);
-                    }
-                    ExportLine::from(r)
-                }
+                Ok(r) => ExportLine::from(r),
                 Err(u) => ExportLine::from(u),
             };
             let written = serde_json::to_writer(&mut out, &line)
@@ -220,6 +221,7 @@ fn export(store: &AuditStore, e: ExportArgs) -> Result<ExitCode> {
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
         r => r?,
     }
+    let running = running.filter(|first| last.is_some_and(|l| *first <= l));
     match (last, running) {
         (Some(id), None) => eprintln!("exported {count} row(s), the last id {id}: continue with --after-id {id}"),
         (Some(id), Some(first)) => eprintln!(

@@ -212,7 +212,11 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
 /// Send what telemetry holds and stop it (the exports run on this
 /// runtime, so the blocking shutdown runs beside it).
 async fn flush_telemetry() {
-    if let Err(e) = tokio::task::spawn_blocking(crate::telemetry::shutdown).await {
-        tracing::warn!(error = %e, "cannot flush telemetry");
+    // A collector that accepts and never answers must not hold the exit.
+    let flush = tokio::task::spawn_blocking(crate::telemetry::shutdown);
+    match tokio::time::timeout(std::time::Duration::from_secs(15), flush).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot flush telemetry"),
+        Err(_) => tracing::warn!("telemetry still flushing after 15 s; stopping without it"),
     }
 }

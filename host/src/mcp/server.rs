@@ -252,6 +252,10 @@ impl VerbgateServer {
             request_id: Some(context.id.to_string()),
             session,
             protocol: context.protocol_version().map(|v| v.to_string()),
+            tool_known: tool == Some(TOOL_NAME),
+            protocol_known: context
+                .protocol_version()
+                .is_some_and(|v| ProtocolVersion::KNOWN_VERSIONS.contains(&v)),
             network: if self.transport == Transport::Http { "tcp" } else { "pipe" },
         })
     }

@@ -39,15 +39,23 @@ pub struct RequestInfo<'a> {
     pub session: Option<&'a str>,
     /// The protocol version it speaks.
     pub protocol: Option<String>,
+    /// Whether `tool` is a tool the server has and `protocol` a version it
+    /// knows: only then do they become metric attributes (anything a
+    /// client makes up counts as `unknown` there, on the span as sent).
+    pub tool_known: bool,
+    /// See `tool_known`.
+    pub protocol_known: bool,
     /// `pipe` (stdio) or `tcp` (HTTP).
     pub network: &'static str,
 }
 
-/// One MCP request being handled; ended with [`RequestSpan::end`].
+/// One MCP request being handled; ended with [`RequestSpan::end`], or
+/// as `cancelled` when dropped unended (the client cancelled or went away).
 pub struct RequestSpan {
     cx: Context,
     start: Instant,
     attrs: Vec<KeyValue>,
+    ended: bool,
 }
 
 /// `params._meta` as a carrier of W3C trace context.
@@ -78,15 +86,20 @@ impl RequestSpan {
             KeyValue::new("mcp.method.name", info.method),
             KeyValue::new("network.transport", info.network),
         ];
+        // Metrics get low-cardinality attributes only: no value a client
+        // chose freely.
+        let mut metric_attrs = attrs.clone();
+        let known = |ok: bool, v: &str| if ok { clip(v) } else { "unknown".to_string() };
         if let Some(tool) = info.tool {
             attrs.push(KeyValue::new("gen_ai.tool.name", clip(tool)));
             attrs.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+            metric_attrs.push(KeyValue::new("gen_ai.tool.name", known(info.tool_known, tool)));
+            metric_attrs.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
         }
         if let Some(p) = &info.protocol {
             attrs.push(KeyValue::new("mcp.protocol.version", clip(p)));
+            metric_attrs.push(KeyValue::new("mcp.protocol.version", known(info.protocol_known, p)));
         }
-        // Metrics get the low-cardinality attributes only.
-        let metric_attrs = attrs.clone();
         if let Some(id) = &info.request_id {
             attrs.push(KeyValue::new("jsonrpc.request.id", clip(id)));
         }
@@ -108,7 +121,7 @@ impl RequestSpan {
             }
             None => parent,
         };
-        Some(RequestSpan { cx, start: Instant::now(), attrs: metric_attrs })
+        Some(RequestSpan { cx, start: Instant::now(), attrs: metric_attrs, ended: false })
     }
 
     /// The context its ops' spans are children of.
@@ -118,6 +131,13 @@ impl RequestSpan {
 
     /// End it; `error` is its `error.type` when it failed.
     pub fn end(mut self, error: Option<&str>) {
+        self.finish(error);
+    }
+
+    fn finish(&mut self, error: Option<&str>) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
         let span = self.cx.span();
         if let Some(e) = error {
             let e = clip(e);
@@ -129,6 +149,12 @@ impl RequestSpan {
         if let Some(h) = super::active().and_then(|t| t.request_duration.as_ref()) {
             h.record(self.start.elapsed().as_secs_f64(), &self.attrs);
         }
+    }
+}
+
+impl Drop for RequestSpan {
+    fn drop(&mut self) {
+        self.finish(Some("cancelled"));
     }
 }
 
