@@ -2,7 +2,7 @@
 //! to two servers of one home, one exporting traces and metrics over
 //! OTLP/HTTP to a local collector stand-in (every span and metric encoded
 //! and sent: a batch each 200 ms, metrics each second), one with no OTEL_*
-//! set, interleaved so both see the same machine.
+//! set, interleaved (ABBA) so both see the same machine.
 
 use anyhow::Result;
 use serde_json::json;
@@ -78,8 +78,14 @@ pub fn overhead() -> Result<Row> {
         anyhow::ensure!(r["status"] == "success", "{r}");
     }
     let (mut with, mut without) = (Vec::new(), Vec::new());
-    for _ in 0..runs(30) {
-        for (s, out) in [(&mut on, &mut with), (&mut off, &mut without)] {
+    // ABBA order: neither server always runs first (or right after the
+    // other's export burst).
+    for round in 0..runs(80) {
+        let mut pair = [(&mut on, &mut with), (&mut off, &mut without)];
+        if round % 2 == 1 {
+            pair.reverse();
+        }
+        for (s, out) in pair {
             let t = Instant::now();
             for _ in 0..10 {
                 s.request(batch.clone())?;
