@@ -29,7 +29,9 @@ fn run(revision: &str) -> Vec<(String, String, String)> {
     let (node, cli) = suite();
     let env = Env::with_plugin("core");
     env.install("git");
-    let server = env.serve_http(&["--no-auth"]);
+    // The suite's scenarios call its fixture tools, which only this
+    // hidden flag serves.
+    let server = env.serve_http(&["--no-auth", "--conformance-fixtures"]);
     let out_dir = env.tmp.path().join(format!("conformance-{revision}"));
     let baseline =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("conformance/{revision}.yml"));
@@ -108,4 +110,45 @@ fn the_official_suite_passes_at_2026_07_28_but_for_its_baseline() {
         assert!(!passed(&checks, scenario).is_empty(), "{scenario} passed no check: {checks:?}");
     }
     assert!(checks.iter().filter(|c| c.2 == "SUCCESS").count() >= 90, "{checks:?}");
+}
+
+/// `tools/list` over one stateless 2026-07-28 POST: the tool names.
+fn listed(addr: &str) -> Vec<String> {
+    let body =
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+        }}})
+        .to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let (status, _, answer) = verbgate_tests::oauth::exchange(addr, &head, body.as_bytes());
+    let text = String::from_utf8_lossy(&answer).to_string();
+    assert_eq!(status, 200, "{text}");
+    let json = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text).to_string();
+    let v: serde_json::Value =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {text}"));
+    v["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_fixture_tools_exist_only_behind_the_hidden_flag() {
+    let env = Env::with_plugin("fixture-echo");
+    let real = env.serve_http(&["--no-auth"]);
+    assert_eq!(listed(&real.addr), ["request"], "a real server lists one tool");
+    let fixtures = env.serve_http(&["--no-auth", "--conformance-fixtures"]);
+    let names = listed(&fixtures.addr);
+    assert_eq!(names[0], "request");
+    assert!(names.iter().any(|n| n == "test_simple_text"), "{names:?}");
+    // The flag is not in `serve --help`.
+    let help = env.cmd(&["serve", "--help"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("conformance-fixtures"));
 }

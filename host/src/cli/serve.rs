@@ -22,6 +22,10 @@ const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
+    /// Also serve the MCP conformance suite's fixture tools (test_*):
+    /// for `just conformance` only, never a real server.
+    #[arg(long = "conformance-fixtures", hide = true, requires = "http")]
+    conformance_fixtures: bool,
     /// Serve Streamable HTTP on this address (path /mcp) instead of stdio.
     /// Port 0 picks a free port; the bound address is printed on stderr.
     #[arg(long, value_name = "ADDR")]
@@ -190,7 +194,11 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
         max_sessions: a.max_sessions as usize,
         max_sessions_per_token: a.max_sessions_per_token as usize,
         auth,
+        conformance_fixtures: a.conformance_fixtures,
     };
+    if a.conformance_fixtures {
+        eprintln!("verbgate: --conformance-fixtures: serving the MCP conformance suite's fixture tools beside `request` (for testing only)");
+    }
     let serving = crate::mcp::http::serve_http(ctx.dispatcher(), listener, opts);
     if !telemetry {
         serving.await?;

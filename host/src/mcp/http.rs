@@ -124,6 +124,8 @@ pub struct HttpOptions {
     pub max_sessions_per_token: usize,
     /// Who is let in.
     pub auth: Auth,
+    /// Serve the conformance suite's fixture tools too (testing only).
+    pub conformance_fixtures: bool,
 }
 
 /// Who the HTTP transport lets in.
@@ -990,10 +992,12 @@ pub async fn serve_http(
     // One table of held consent rounds and one grant book for the whole
     // server: a 2026-07-28 request has no session, so its retry (and its
     // grants) may come on any request of the same token and client.
-    let eras = Arc::new(Eras::new(
+    let mut eras = Eras::new(
         &dispatcher,
         Some(GrantBook::new(opts.session_idle, opts.max_sessions_per_token)),
-    )?);
+    )?;
+    eras.fixtures = opts.conformance_fixtures;
+    let eras = Arc::new(eras);
     let factory_eras = eras.clone();
     let factory_dispatcher = dispatcher.clone();
     let mcp = StreamableHttpService::new(

@@ -10,6 +10,7 @@
 
 pub(crate) mod client;
 mod consent;
+mod fixtures;
 pub mod http;
 pub mod mrtr;
 pub mod scope;

@@ -42,6 +42,9 @@ pub struct Eras {
     pub book: Option<GrantBook>,
     /// Durable SEP-2663 tasks; `None` without a job store.
     pub tasks: Option<Tasks>,
+    /// Whether the conformance suite's fixture tools are served beside
+    /// `request` (`serve --conformance-fixtures`, see [`super::fixtures`]).
+    pub fixtures: bool,
 }
 
 impl Eras {
@@ -57,7 +60,7 @@ impl Eras {
                 None
             }
         };
-        Ok(Eras { rounds: Rounds::new()?, book, tasks })
+        Ok(Eras { rounds: Rounds::new()?, book, tasks, fixtures: false })
     }
 }
 
@@ -162,11 +165,21 @@ impl ServerHandler for VerbgateServer {
         if let Some(span) = span {
             span.end(None);
         }
-        Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
+        let mut tools = vec![self.tool.clone()];
+        if self.eras.fixtures {
+            tools.extend(super::fixtures::tools());
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == TOOL_NAME).then(|| self.tool.clone())
+        if name == TOOL_NAME {
+            return Some(self.tool.clone());
+        }
+        self.eras
+            .fixtures
+            .then(|| super::fixtures::tools().into_iter().find(|t| t.name == name))
+            .flatten()
     }
 
     async fn call_tool(
@@ -266,6 +279,11 @@ impl VerbgateServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if self.eras.fixtures && request.name != TOOL_NAME {
+            if let Some(result) = super::fixtures::call(&request.name, &context).await {
+                return Ok(result.into());
+            }
+        }
         if request.name != TOOL_NAME {
             return Err(McpError::invalid_params(
                 format!("unknown tool `{}`; the only tool is `{TOOL_NAME}`", request.name),
