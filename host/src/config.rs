@@ -87,6 +87,10 @@ pub struct Limits {
     pub job_retain_days: u64,
     /// At most this many ended jobs are kept (the newest). Default 1000.
     pub job_retain_count: usize,
+    /// How long an op naming a verb not loaded yet waits for the
+    /// components still compiling in the background, ms (0: not at all;
+    /// at most 600000). Default 60000.
+    pub loading_wait_ms: u64,
 }
 
 impl Default for Limits {
@@ -117,6 +121,7 @@ impl Default for Limits {
             job_timeout_max_ms: 86_400_000,
             job_retain_days: 14,
             job_retain_count: 1000,
+            loading_wait_ms: 60_000,
         }
     }
 }
@@ -139,6 +144,12 @@ pub struct ComponentLimits {
 fn check_limits(limits: &Limits, components: &BTreeMap<String, ComponentLimits>) -> Result<()> {
     if limits.batch_cap == 0 {
         bail!("limits.batch_cap must be at least 1");
+    }
+    if limits.loading_wait_ms > 600_000 {
+        bail!(
+            "limits.loading_wait_ms is {}: at most 600000 (10 minutes), which no client waits for",
+            limits.loading_wait_ms
+        );
     }
     if !(1..=MAX_CONCURRENT_CALLS).contains(&limits.plugin_concurrent_calls) {
         bail!(

@@ -216,3 +216,44 @@ fn a_pool_of_one_call_still_runs_every_guest_language() {
         assert_eq!(r["ok"], true, "{ns}.argv in a pool of one call: {r}");
     }
 }
+
+#[test]
+fn an_op_whose_verb_is_still_compiling_past_the_wait_is_told_to_retry_not_unknown() {
+    // Before: when the wait for background compiles ended with one still
+    // running, the op answered plain `unknown_verb`, as if the verb did not
+    // exist. With `limits.loading_wait_ms = 0` no op waits at all.
+    verbgate_tests::require_guest_tools();
+    let env = Env::cold().with_config("[limits]\nloading_wait_ms = 0\n").allowing(&["pyecho.*"]);
+    env.install("py-echo");
+    verbgate_tests::runtime().block_on(async {
+        let s = Session::start(env.serve_command()).await.unwrap();
+        let early = s.request(json!({"ops": [{"op": "pyecho.argv", "args": {"word": "x"}}, {"op": "no.such"}]})).await.unwrap().structured;
+        for (i, r) in early["results"].as_array().unwrap().iter().enumerate() {
+            // The bundled set may still be compiling too on a loaded machine.
+            let loading = r["error"]["loading"].as_array().cloned().unwrap_or_default();
+            if loading.is_empty() {
+                continue; // compiles were done before the request arrived
+            }
+            assert_eq!(r["error"]["code"], "unavailable", "op {i}: {r}");
+            assert_eq!(r["error"]["reason_code"], "loading", "{r}");
+            assert!(loading.iter().any(|l| l == "py-echo.wasm"), "{r}");
+            assert!(r["error"]["message"].as_str().unwrap().contains("Retry shortly"), "{r}");
+        }
+        assert!(
+            early["results"][0]["error"]["code"] == "unavailable" || early["results"][0]["ok"] == true,
+            "{early}"
+        );
+        // Once it has compiled, the same op runs and a missing verb is unknown.
+        let mut done = Value::Null;
+        for _ in 0..600 {
+            done = s.request(json!({"ops": [{"op": "pyecho.argv", "args": {"word": "x"}}, {"op": "no.such"}]})).await.unwrap().structured;
+            if done["results"][0]["ok"] == true {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        assert_eq!(done["results"][0]["ok"], true, "{done}");
+        assert_eq!(done["results"][1]["error"]["code"], "unknown_verb", "{done}");
+        s.close().await.unwrap();
+    });
+}

@@ -14,8 +14,8 @@ use crate::error::{ErrorCode, OpError};
 use crate::json::near_matches;
 use crate::registry::{Registry, Verb};
 
-/// How long an op naming an unknown verb (or the catalog) waits for
-/// background compiles.
+/// How long the catalog waits for background compiles (an op waits
+/// `limits.loading_wait_ms`).
 pub(crate) const LOADING_WAIT: Duration = Duration::from_secs(60);
 
 impl Dispatcher {
@@ -31,7 +31,8 @@ impl Dispatcher {
         {
             return registry;
         }
-        self.live_registry().wait_for_verb(name, reaches, LOADING_WAIT).await;
+        let wait = Duration::from_millis(self.config().limits.loading_wait_ms);
+        self.live_registry().wait_for_verb(name, reaches, wait).await;
         self.registry()
     }
 
@@ -46,9 +47,31 @@ impl Dispatcher {
         let registry = self.registry_for(name, caller).await;
         match registry.resolve(name) {
             Some(verb) if caller.permits(&verb.name) => Ok(Arc::clone(verb)),
+            // The wait ended with components still compiling: the verb may
+            // be one of theirs, so "no such verb" would be a guess. Said the
+            // same way for every name the caller does not reach, whether it
+            // exists or not, so the answer tells a narrowed caller nothing.
+            _ if !registry.deferred().is_empty() => Err(still_loading(&registry, name)),
             _ => Err(unknown_verb(&registry, name, |n| caller.permits(n))),
         }
     }
+}
+
+/// `unavailable` for a name that resolved to nothing the caller reaches
+/// while components are still compiling: retry, naming what is loading.
+fn still_loading(registry: &Registry, name: &str) -> OpError {
+    let loading: Vec<String> = registry.deferred().iter().map(|d| d.file_name()).collect();
+    OpError::new(
+        ErrorCode::Unavailable,
+        format!(
+            "no verb named `{name}` has loaded yet, and {} component(s) are still compiling ({}): it may be one of theirs. Retry shortly, or ask {{\"help\": true}} (its `loading` list) to see when they are done",
+            loading.len(),
+            loading.join(", ")
+        ),
+    )
+    .with("verb", name)
+    .with("loading", loading)
+    .with("reason_code", "loading")
 }
 
 /// The one error for a name that resolves to no verb the caller reaches:
