@@ -191,26 +191,8 @@ macro_rules! wire {
     };
 }
 
-wire!(
-    Transport,
-    "transport",
-    vec![Transport::Stdio, Transport::Http, Transport::Cli, Transport::Library],
-    Transport::as_str
-);
-wire!(
-    Answer,
-    "answer",
-    vec![
-        Answer::AllowOnce,
-        Answer::AllowSession,
-        Answer::Decline,
-        Answer::Dismissed,
-        Answer::Timeout,
-        Answer::Cancelled,
-        Answer::Failed
-    ],
-    Answer::as_str
-);
+wire!(Transport, "transport", Transport::ALL.to_vec(), Transport::as_str);
+wire!(Answer, "answer", Answer::ALL.to_vec(), Answer::as_str);
 wire!(
     RowOutcome,
     "outcome",

@@ -16,16 +16,8 @@ use crate::config::Config;
 pub struct AuditArgs {
     #[command(subcommand)]
     command: Option<AuditCommand>,
-    /// Only ops since this long ago (`30s`, `15m`, `2h`, `7d`) or this
-    /// RFC 3339-like UTC time (`2026-12-03T10:00:00Z`) or Unix ms.
-    #[arg(long, value_name = "WHEN")]
-    since: Option<String>,
-    /// Only ops whose verb matches (`git.*`, `cargo.test`).
-    #[arg(long, value_name = "PATTERN")]
-    verb: Option<String>,
-    /// Only ops that ended so (`ok`, or an error code like `policy_denied`).
-    #[arg(long, value_name = "CODE")]
-    outcome: Option<String>,
+    #[command(flatten)]
+    rows: RowFilter,
     /// At most this many rows (the newest).
     #[arg(long, default_value_t = 100)]
     limit: usize,
@@ -51,6 +43,21 @@ enum AuditCommand {
     Export(ExportArgs),
 }
 
+/// Which rows, for both the listing and the export.
+#[derive(Debug, clap::Args)]
+struct RowFilter {
+    /// Only ops since this long ago (`30s`, `15m`, `2h`, `7d`) or this
+    /// RFC 3339-like UTC time (`2026-12-03T10:00:00Z`) or Unix ms.
+    #[arg(long, value_name = "WHEN")]
+    since: Option<String>,
+    /// Only ops whose verb matches (`git.*`, `cargo.test`).
+    #[arg(long, value_name = "PATTERN")]
+    verb: Option<String>,
+    /// Only ops that ended so (`ok`, or an error code like `policy_denied`).
+    #[arg(long, value_name = "CODE")]
+    outcome: Option<String>,
+}
+
 /// `verbgate audit export`.
 #[derive(Debug, clap::Args)]
 struct ExportArgs {
@@ -61,15 +68,8 @@ struct ExportArgs {
     /// wrote, to continue where it stopped.
     #[arg(long, value_name = "ID", default_value_t = 0)]
     after_id: u64,
-    /// Only ops since this long ago or this time (as for `verbgate audit`).
-    #[arg(long, value_name = "WHEN")]
-    since: Option<String>,
-    /// Only ops whose verb matches.
-    #[arg(long, value_name = "PATTERN")]
-    verb: Option<String>,
-    /// Only ops that ended so.
-    #[arg(long, value_name = "CODE")]
-    outcome: Option<String>,
+    #[command(flatten)]
+    rows: RowFilter,
     /// Print the JSON Schema of a line instead of rows.
     #[arg(long)]
     schema: bool,
@@ -112,12 +112,16 @@ pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let since_ms =
-        a.since.as_deref().map(|s| parse_since(s, crate::jobs::process::now_ms())).transpose()?;
+    let since_ms = a
+        .rows
+        .since
+        .as_deref()
+        .map(|s| parse_since(s, crate::jobs::process::now_ms()))
+        .transpose()?;
     let mut filter = Filter {
         since_ms,
-        verb: a.verb,
-        outcome: a.outcome,
+        verb: a.rows.verb,
+        outcome: a.rows.outcome,
         after_id: None,
         limit: a.limit.max(1),
         oldest: false,
@@ -165,12 +169,16 @@ fn export(store: &AuditStore, e: ExportArgs) -> Result<ExitCode> {
     }
     let after_id = i64::try_from(e.after_id)
         .map_err(|_| anyhow::anyhow!("--after-id {}: no row id is that large", e.after_id))?;
-    let since_ms =
-        e.since.as_deref().map(|s| parse_since(s, crate::jobs::process::now_ms())).transpose()?;
+    let since_ms = e
+        .rows
+        .since
+        .as_deref()
+        .map(|s| parse_since(s, crate::jobs::process::now_ms()))
+        .transpose()?;
     let mut filter = Filter {
         since_ms,
-        verb: e.verb,
-        outcome: e.outcome,
+        verb: e.rows.verb,
+        outcome: e.rows.outcome,
         after_id: Some(after_id),
         limit: EXPORT_PAGE,
         oldest: true,

@@ -6,13 +6,16 @@
 //! `just conformance`), which says so on stderr at start. They touch no
 //! verb, program or file: each answers the fixed content the suite checks.
 //!
-//! Only the scenarios whose checks need nothing but content and progress
-//! are served; those needing a server-to-client request (sampling,
-//! elicitation forms the suite defines) or the 2026-07-28 input-required
-//! fixtures are listed as not done in tests/conformance/.
+//! Content, progress, and (on 2025-11-25, whose server may send requests)
+//! the sampling and elicitation fixtures, which ask the client and report
+//! its answer; the 2026-07-28 input-required ones are in
+//! [`super::fixtures_mrtr`].
+
+#![allow(deprecated)] // sampling requests: the suite still calls them (SEP-2577 deprecates)
 
 use rmcp::model::{
-    CallToolResult, ContentBlock, ProgressNotificationParam, ResourceContents, Tool,
+    CallToolResult, ClientResult, ContentBlock, CreateMessageRequest, ElicitRequest,
+    ProgressNotificationParam, ResourceContents, ServerRequest, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
@@ -38,7 +41,7 @@ pub fn tools() -> Vec<Tool> {
     let empty = || object(json!({"type": "object", "properties": {}}));
     let tool =
         |name: &'static str, description: &'static str| Tool::new(name, description, empty());
-    vec![
+    let mut tools = vec![
         tool("test_simple_text", "Conformance fixture: one text item"),
         tool("test_image_content", "Conformance fixture: one PNG image"),
         tool("test_audio_content", "Conformance fixture: one WAV audio item"),
@@ -47,6 +50,36 @@ pub fn tools() -> Vec<Tool> {
         tool("test_error_handling", "Conformance fixture: a result with isError"),
         tool("test_tool_with_progress", "Conformance fixture: three progress notifications"),
         tool("test_logging_tool", "Conformance fixture: a plain result, no log messages"),
+        Tool::new(
+            "test_sampling",
+            "Conformance fixture: asks the client to sample",
+            object(
+                json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}),
+            ),
+        ),
+        Tool::new(
+            "test_elicitation",
+            "Conformance fixture: asks the client's user for a username and email",
+            object(
+                json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+            ),
+        ),
+        tool(
+            "test_elicitation_sep1034_defaults",
+            "Conformance fixture: a form with defaults (SEP-1034)",
+        ),
+        tool(
+            "test_elicitation_sep1330_enums",
+            "Conformance fixture: a form with every enum shape (SEP-1330)",
+        ),
+        tool(
+            "test_streaming_elicitation",
+            "Conformance fixture: a plain result, no request on the stream",
+        ),
+        tool(
+            "test_missing_capability",
+            "Conformance fixture: needs the client's sampling capability",
+        ),
         Tool::new(
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features",
@@ -68,11 +101,52 @@ pub fn tools() -> Vec<Tool> {
                 "additionalProperties": false
             })),
         ),
-    ]
+    ];
+    tools.extend(super::fixtures_mrtr::NAMES.iter().map(|n| {
+        tool(n, "Conformance fixture: asks for input in an InputRequiredResult (2026-07-28)")
+    }));
+    tools
 }
 
-/// Call fixture `name`; `None` when it is not one.
-pub async fn call(name: &str, context: &RequestContext<RoleServer>) -> Option<CallToolResult> {
+/// A request to the client, its answer as JSON, or why not.
+async fn ask(
+    context: &RequestContext<RoleServer>,
+    request: ServerRequest,
+) -> Result<Value, String> {
+    match context.peer.send_request(request).await {
+        Ok(ClientResult::CreateMessageResult(r)) => {
+            serde_json::to_value(r).map_err(|e| e.to_string())
+        }
+        Ok(ClientResult::ElicitResult(r)) => serde_json::to_value(r).map_err(|e| e.to_string()),
+        Ok(other) => Err(format!("the client answered {other:?}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Elicit with the form `schema`; a text result with the answer.
+async fn elicit(
+    context: &RequestContext<RoleServer>,
+    message: &str,
+    schema: Value,
+) -> CallToolResult {
+    let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
+    let answered = match serde_json::from_value(params) {
+        Ok(p) => ask(context, ServerRequest::ElicitRequest(ElicitRequest::new(p))).await,
+        Err(e) => Err(format!("the fixture form does not parse: {e}")),
+    };
+    match answered {
+        Ok(a) => CallToolResult::success(vec![ContentBlock::text(format!("User response: {a}"))]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
+    }
+}
+
+/// Call fixture `name` with `args`; `None` when it is not one.
+pub async fn call(
+    name: &str,
+    args: &Map<String, Value>,
+    context: &RequestContext<RoleServer>,
+) -> Option<CallToolResult> {
+    let arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
     let resource = |uri: &str, mime: &str, text: &str| {
         ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(mime))
     };
@@ -103,7 +177,7 @@ pub async fn call(name: &str, context: &RequestContext<RoleServer>) -> Option<Ca
         "test_error_handling" => CallToolResult::error(vec![ContentBlock::text(
             "This tool intentionally returns an error for testing",
         )]),
-        "test_logging_tool" | "json_schema_2020_12_tool" => {
+        "test_logging_tool" | "json_schema_2020_12_tool" | "test_streaming_elicitation" => {
             CallToolResult::success(vec![ContentBlock::text(format!("{name} ran"))])
         }
         "test_tool_with_progress" => {
@@ -117,6 +191,60 @@ pub async fn call(name: &str, context: &RequestContext<RoleServer>) -> Option<Ca
                 }
             }
             CallToolResult::success(vec![ContentBlock::text("Progress test completed")])
+        }
+        "test_sampling" => {
+            let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": arg("prompt")}}], "maxTokens": 100});
+            let answered = match serde_json::from_value(params) {
+                Ok(p) => {
+                    ask(context, ServerRequest::CreateMessageRequest(CreateMessageRequest::new(p)))
+                        .await
+                }
+                Err(e) => Err(format!("the fixture request does not parse: {e}")),
+            };
+            match answered {
+                Ok(a) => {
+                    let text = a["content"]["text"].as_str().unwrap_or_default().to_string();
+                    CallToolResult::success(vec![ContentBlock::text(format!(
+                        "LLM response: {text}"
+                    ))])
+                }
+                Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
+            }
+        }
+        "test_elicitation" => {
+            let schema = json!({"type": "object", "properties": {
+                "username": {"type": "string", "description": "Your username"},
+                "email": {"type": "string", "description": "Your email address"}
+            }, "required": ["username", "email"]});
+            elicit(context, &arg("message"), schema).await
+        }
+        "test_elicitation_sep1034_defaults" => {
+            let schema = json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                "verified": {"type": "boolean", "description": "Verification status", "default": true}
+            }});
+            elicit(context, "Please review and update the form fields with defaults", schema).await
+        }
+        "test_elicitation_sep1330_enums" => {
+            let schema = json!({"type": "object", "properties": {
+                "untitledSingle": {"type": "string", "description": "Choose an option", "enum": ["option1", "option2", "option3"]},
+                "titledSingle": {"type": "string", "description": "Choose a titled option", "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"}
+                ]},
+                "legacyEnum": {"type": "string", "description": "Choose a legacy option", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+                "untitledMulti": {"type": "array", "description": "Choose multiple options", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                "titledMulti": {"type": "array", "description": "Choose multiple titled options", "items": {"anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"}
+                ]}}
+            }});
+            elicit(context, "Please select options from the enum fields", schema).await
         }
         _ => return None,
     })

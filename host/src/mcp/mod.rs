@@ -11,6 +11,7 @@
 pub(crate) mod client;
 mod consent;
 mod fixtures;
+mod fixtures_mrtr;
 pub mod http;
 pub mod mrtr;
 pub mod scope;

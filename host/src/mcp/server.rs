@@ -209,10 +209,7 @@ impl ServerHandler for VerbgateServer {
             Ok(tasks) => tasks.get(&self.dispatcher, &request.task_id, caller).await,
             Err(e) => Err(e),
         };
-        if let Some(span) = span {
-            span.end(answer.as_ref().err().map(|e| e.code.0.to_string()).as_deref());
-        }
-        answer
+        ended(span, answer)
     }
 
     async fn cancel_task(
@@ -226,11 +223,19 @@ impl ServerHandler for VerbgateServer {
             Ok(tasks) => tasks.cancel(&self.dispatcher, &request.task_id, caller).await,
             Err(e) => Err(e),
         };
-        if let Some(span) = span {
-            span.end(answer.as_ref().err().map(|e| e.code.0.to_string()).as_deref());
-        }
-        answer
+        ended(span, answer)
     }
+}
+
+/// End a request's span (if any) with its answer's JSON-RPC error code.
+fn ended<T>(
+    span: Option<crate::telemetry::span::RequestSpan>,
+    answer: Result<T, McpError>,
+) -> Result<T, McpError> {
+    if let Some(span) = span {
+        span.end(answer.as_ref().err().map(|e| e.code.0.to_string()).as_deref());
+    }
+    answer
 }
 
 /// A request's `error.type`: the JSON-RPC error code, or `tool_error` for a
@@ -280,7 +285,18 @@ impl VerbgateServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         if self.eras.fixtures && request.name != TOOL_NAME {
-            if let Some(result) = super::fixtures::call(&request.name, &context).await {
+            if request.name == "test_missing_capability" {
+                return super::fixtures_mrtr::missing_capability(&context);
+            }
+            let (state, responses) =
+                (request.request_state.as_deref(), request.input_responses.as_ref());
+            if let Some(answer) =
+                super::fixtures_mrtr::call(&request.name, state, responses, &context)
+            {
+                return answer;
+            }
+            let args = request.arguments.clone().unwrap_or_default();
+            if let Some(result) = super::fixtures::call(&request.name, &args, &context).await {
                 return Ok(result.into());
             }
         }
