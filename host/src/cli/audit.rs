@@ -58,6 +58,16 @@ struct RowFilter {
     outcome: Option<String>,
 }
 
+impl RowFilter {
+    /// The store's filter for these flags, from `after_id`, `limit` rows
+    /// at a time (the oldest first when `oldest`).
+    fn filter(self, after_id: Option<i64>, limit: usize, oldest: bool) -> Result<Filter> {
+        let now = crate::jobs::process::now_ms();
+        let since_ms = self.since.as_deref().map(|s| parse_since(s, now)).transpose()?;
+        Ok(Filter { since_ms, verb: self.verb, outcome: self.outcome, after_id, limit, oldest })
+    }
+}
+
 /// `verbgate audit export`.
 #[derive(Debug, clap::Args)]
 struct ExportArgs {
@@ -112,20 +122,7 @@ pub async fn run(g: &GlobalArgs, a: AuditArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let since_ms = a
-        .rows
-        .since
-        .as_deref()
-        .map(|s| parse_since(s, crate::jobs::process::now_ms()))
-        .transpose()?;
-    let mut filter = Filter {
-        since_ms,
-        verb: a.rows.verb,
-        outcome: a.rows.outcome,
-        after_id: None,
-        limit: a.limit.max(1),
-        oldest: false,
-    };
+    let mut filter = a.rows.filter(None, a.limit.max(1), false)?;
     if !a.json {
         println!(
             "{:<24} {:<6} {:<14} {:<18} {:<6} {:<22} {:<20} {:>7}  run",
@@ -169,20 +166,7 @@ fn export(store: &AuditStore, e: ExportArgs) -> Result<ExitCode> {
     }
     let after_id = i64::try_from(e.after_id)
         .map_err(|_| anyhow::anyhow!("--after-id {}: no row id is that large", e.after_id))?;
-    let since_ms = e
-        .rows
-        .since
-        .as_deref()
-        .map(|s| parse_since(s, crate::jobs::process::now_ms()))
-        .transpose()?;
-    let mut filter = Filter {
-        since_ms,
-        verb: e.rows.verb,
-        outcome: e.rows.outcome,
-        after_id: Some(after_id),
-        limit: EXPORT_PAGE,
-        oldest: true,
-    };
+    let mut filter = e.rows.filter(Some(after_id), EXPORT_PAGE, true)?;
     let (mut count, mut last) = (0usize, None);
     // Ops still running when the export starts: their rows get their end
     // later, so the continuation must not pass them — found apart from the
