@@ -75,6 +75,12 @@ pub struct Limits {
     /// skips the first 300 pids once they wrap; until then a tree may hold
     /// up to 299 more). Default 1024, at least 16.
     pub max_processes: u64,
+    /// Memory one confined program's whole tree may use at once, MiB
+    /// (pages, the kernel's memory for it, swap), with the program's own
+    /// namespaces: a memory cgroup of its own (Linux); past it the kernel
+    /// ends processes of that tree only. 0: no bound. Default 4096; else
+    /// 64 to 16777216 (16 TiB).
+    pub max_memory_mib: u64,
     /// Cap on each of a job's stdout and stderr, bytes: past it the
     /// supervisor stops the job (`output_limit`). Default 64 MiB.
     pub job_output_bytes: u64,
@@ -116,6 +122,7 @@ impl Default for Limits {
             plugin_error_details_bytes: 64 << 10,
             max_running_jobs: 16,
             max_processes: 1024,
+            max_memory_mib: 4096,
             job_output_bytes: 64 << 20,
             job_timeout_ms: 3_600_000,
             job_timeout_max_ms: 86_400_000,
@@ -262,6 +269,12 @@ fn check_job_limits(limits: &Limits) -> Result<()> {
         bail!(
             "limits.max_processes = {} is too few to start a program (verbgate's own process in its namespace counts); it must be at least 16",
             limits.max_processes
+        );
+    }
+    if limits.max_memory_mib != 0 && !(64..=1 << 24).contains(&limits.max_memory_mib) {
+        bail!(
+            "limits.max_memory_mib = {} is out of range: give 64 to 16777216 MiB, or 0 for no memory bound on a program's processes",
+            limits.max_memory_mib
         );
     }
     if limits.job_timeout_ms > limits.job_timeout_max_ms {

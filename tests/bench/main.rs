@@ -493,14 +493,33 @@ async fn sandbox_cost() -> Result<Row> {
 /// cost.
 #[cfg(target_os = "linux")]
 async fn namespace_cost() -> Result<Row> {
-    let default = Home::new(&[], "")?;
+    // The memory bound's cgroup is a layer of its own (below).
+    let default = Home::new(&[], "[limits]\nmax_memory_mib = 0\n")?;
     let without = Home::new(&[], "[sandbox]\nnamespaces = false\n")?;
     let (w, b) = interleaved(&default, &without).await?;
     Ok(Row {
-        figure: "git.status in its own namespaces (the default)".into(),
+        figure: "git.status in its own namespaces (memory bound off)".into(),
         value: w,
         unit: "ms",
         baseline_name: "same verb, namespaces = false".into(),
+        baseline: b,
+        goal: None,
+    })
+}
+
+/// What the memory bound adds (the tree's cgroup made, limited, joined,
+/// read and removed): git.status as by default vs with `[limits]
+/// max_memory_mib = 0`. Reported, no goal: the layer's cost.
+#[cfg(target_os = "linux")]
+async fn memory_bound_cost() -> Result<Row> {
+    let default = Home::new(&[], "")?;
+    let without = Home::new(&[], "[limits]\nmax_memory_mib = 0\n")?;
+    let (w, b) = interleaved(&default, &without).await?;
+    Ok(Row {
+        figure: "git.status with its tree's memory cgroup (the default)".into(),
+        value: w,
+        unit: "ms",
+        baseline_name: "same verb, max_memory_mib = 0".into(),
         baseline: b,
         goal: None,
     })
@@ -1039,6 +1058,7 @@ async fn bench_main() -> Result<()> {
         #[cfg(target_os = "linux")]
         {
             rows.push(on_worker(namespace_cost()).await?);
+            rows.push(on_worker(memory_bound_cost()).await?);
             rows.push(on_worker(confined_end_to_end()).await?);
         }
         for r in rows {
@@ -1060,6 +1080,7 @@ async fn bench_main() -> Result<()> {
     #[cfg(target_os = "linux")]
     {
         rows.push(on_worker(namespace_cost()).await?);
+        rows.push(on_worker(memory_bound_cost()).await?);
         rows.push(on_worker(confined_end_to_end()).await?);
     }
     rows.extend(start_rows()?);

@@ -223,7 +223,10 @@ fn an_op_whose_verb_is_still_compiling_past_the_wait_is_told_to_retry_not_unknow
     // running, the op answered plain `unknown_verb`, as if the verb did not
     // exist. With `limits.loading_wait_ms = 0` no op waits at all.
     verbgate_tests::require_guest_tools();
-    let env = Env::cold().with_config("[limits]\nloading_wait_ms = 0\n").allowing(&["pyecho.*"]);
+    let env = Env::cold()
+        .with_config("[limits]\nloading_wait_ms = 0\n")
+        .with_program("rg", "/nonexistent/rg")
+        .allowing(&["pyecho.*"]);
     env.install("py-echo");
     verbgate_tests::runtime().block_on(async {
         let s = Session::start(env.serve_command()).await.unwrap();
@@ -243,6 +246,18 @@ fn an_op_whose_verb_is_still_compiling_past_the_wait_is_told_to_retry_not_unknow
             early["results"][0]["error"]["code"] == "unavailable" || early["results"][0]["ok"] == true,
             "{early}"
         );
+        // A verb whose component has loaded but whose program is missing is
+        // known while others still compile: it says why, not "retry".
+        let missing = s.request(json!({"ops": [{"op": "rg.files"}]})).await.unwrap().structured;
+        let r = &missing["results"][0];
+        assert_eq!(r["error"]["code"], "unavailable", "{missing}");
+        let loading = r["error"]["loading"].as_array().cloned().unwrap_or_default();
+        if r["error"]["reason_code"] == "loading" {
+            // Only when rg's own (bundled) component is still compiling.
+            assert!(loading.iter().any(|l| l != "py-echo.wasm"), "{missing}");
+        } else {
+            assert_eq!(r["error"]["reason_code"], "missing_program", "{missing}");
+        }
         // Once it has compiled, the same op runs and a missing verb is unknown.
         let mut done = Value::Null;
         for _ in 0..600 {
@@ -254,6 +269,8 @@ fn an_op_whose_verb_is_still_compiling_past_the_wait_is_told_to_retry_not_unknow
         }
         assert_eq!(done["results"][0]["ok"], true, "{done}");
         assert_eq!(done["results"][1]["error"]["code"], "unknown_verb", "{done}");
+        let missing = s.request(json!({"ops": [{"op": "rg.files"}]})).await.unwrap().structured;
+        assert_eq!(missing["results"][0]["error"]["reason_code"], "missing_program", "{missing}");
         s.close().await.unwrap();
     });
 }

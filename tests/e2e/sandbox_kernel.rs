@@ -574,3 +574,134 @@ fn the_wrapper_that_starts_a_program_gets_none_of_its_environment() {
     );
     assert_eq!(cwd, Path::new("/"), "the job's first process runs in the repository");
 }
+
+/// A tree of four processes that each fill 100 MiB and hold it together;
+/// `tree.txt` gets how many of them did, `alive-<i>` marks each that got
+/// its memory.
+const HOG: &str = r#"
+import os, time
+kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        x = b"x" * (100 << 20)
+        open("alive-%d" % i, "w").write("100 MiB")
+        time.sleep(2)
+        os._exit(0)
+    kids.append(pid)
+ok = 0
+for pid in kids:
+    _, status = os.waitpid(pid, 0)
+    ok += os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+open("tree.txt", "w").write(str(ok))
+"#;
+
+#[test]
+fn a_programs_tree_holds_no_more_memory_than_its_bound() {
+    // Issue 36: one job touched 2 GiB. Unbounded (`max_memory_mib = 0`,
+    // as every tree was before) the four processes hold 400 MiB together;
+    // bounded to 128 MiB for the whole tree, the kernel ends the tree's
+    // processes past it (not the server's, not another tree's), and the
+    // job's stderr says why.
+    for (bound, all_fit) in [(0, true), (128, false)] {
+        let env = Env::new()
+            .allowing(&["just.*"])
+            .with_config(&format!("[limits]\nmax_memory_mib = {bound}\n"));
+        std::fs::write(env.root.join("hog.py"), HOG).unwrap();
+        std::fs::write(env.root.join("justfile"), "hog:\n    /usr/bin/python3 hog.py\n").unwrap();
+        let w = run_recipe_job(&env, "hog");
+        let tree = std::fs::read_to_string(env.root.join("tree.txt")).ok();
+        let alive = (0..4).filter(|i| env.root.join(format!("alive-{i}")).exists()).count();
+        let id = w["result"]["terminal"][0].as_str().unwrap_or_else(|| panic!("{w}")).to_string();
+        let err = env.op("job.output", json!({"id": id, "stream": "stderr"}));
+        let stderr = err.to_string();
+        if all_fit {
+            assert_eq!(
+                tree.as_deref(),
+                Some("4"),
+                "unbounded, every process should fit: {w} {stderr}"
+            );
+            assert_eq!(alive, 4);
+        } else {
+            assert!(alive <= 1, "{alive} processes held 100 MiB each under a 128 MiB bound: {w}");
+            assert_ne!(tree.as_deref(), Some("4"), "{w}");
+            assert!(stderr.contains("memory bound (128 MiB"), "the job does not say why: {stderr}");
+        }
+        // A server and a new op still work: the bound took only the tree.
+        let st = env.op("job.status", json!({"id": id}));
+        assert_eq!(st["ok"], true, "{st}");
+    }
+}
+
+#[test]
+fn without_a_memory_cgroup_it_may_manage_a_program_is_refused_not_run_unbounded() {
+    // No silent fallback: where verbgate's user may not make memory cgroups
+    // (an unprivileged user on cgroup v1, as here) an op that would start a
+    // program answers sandbox_unavailable, saying how to give it one or how
+    // to turn the bound off; with `max_memory_mib = 0` the same op runs.
+    // As root the test runs verbgate as `nobody`.
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    verbgate_tests::git(&env.root, &["init", "-q", "-b", "main"]);
+    // Everything the other user needs: the binary (the checkout may be
+    // where `nobody` cannot reach it) and the environment's files.
+    let bin = env.tmp.path().join("verbgate");
+    if std::fs::hard_link(verbgate_tests::verbgate_bin(), &bin).is_err() {
+        std::fs::copy(verbgate_tests::verbgate_bin(), &bin).unwrap();
+    }
+    // SAFETY: getuid cannot fail.
+    let root = unsafe { libc::getuid() } == 0;
+    if root {
+        let ok = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(env.tmp.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "chown failed");
+        std::fs::set_permissions(env.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let run = |args: &[&str]| -> Value {
+        let mut c = if root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&bin);
+            c
+        } else {
+            std::process::Command::new(&bin)
+        };
+        c.env("VERBGATE_HOME", &env.home)
+            .env("HOME", env.tmp.path())
+            .env_remove("VERBGATE_LOG")
+            .arg("--root")
+            .arg(&env.root)
+            .arg("--plugins")
+            .arg(&env.plugins)
+            .args(args);
+        let out = c.output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    };
+    let status = json!({"ops": [{"op": "git.status"}]}).to_string();
+    let doctor = run(&["doctor"]);
+    let r = run(&["request", &status]);
+    if doctor["memory_bound"]["missing"].is_null() {
+        // This user may make memory cgroups (a delegated v2 cgroup).
+        assert_eq!(r["results"][0]["ok"], true, "{r}");
+        return;
+    }
+    let e = &r["results"][0]["error"];
+    assert_eq!(e["code"], "sandbox_unavailable", "{r}");
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("without a memory bound") && msg.contains("max_memory_mib = 0"), "{msg}");
+    // The operator's knowing opt-out.
+    let config = env.home.join("verbgate.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("[limits]\nmax_memory_mib = 0\n{text}")).unwrap();
+    let r = run(&["request", &status]);
+    assert_eq!(r["results"][0]["ok"], true, "with the bound off the op runs: {r}");
+}

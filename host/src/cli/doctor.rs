@@ -57,9 +57,23 @@ pub async fn run(g: &GlobalArgs, _args: DoctorArgs) -> Result<ExitCode> {
             "missing": support.missing,
             "what_happens": what,
         },
+        "memory_bound": memory_bound(&ctx.config),
         "root": ctx.config.root.display().to_string(),
         "verbs": Value::Object(verbs),
     });
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The memory bound on each program's tree: its size and where its
+/// cgroups go, or why ops would answer `sandbox_unavailable`.
+fn memory_bound(config: &crate::config::Config) -> Value {
+    let mib = config.limits.max_memory_mib;
+    if mib == 0 || !config.sandbox.namespaces || !cfg!(target_os = "linux") {
+        return json!({"max_memory_mib": null, "cgroups": null, "missing": null});
+    }
+    match crate::sandbox::memory_cgroups() {
+        Ok(at) => json!({"max_memory_mib": mib, "cgroups": at, "missing": null}),
+        Err(why) => json!({"max_memory_mib": mib, "cgroups": null, "missing": why}),
+    }
 }

@@ -166,6 +166,13 @@ verbgate: clients send `Authorization: Bearer <token>`; `verbgate token add NAME
         }
         return Ok(ExitCode::SUCCESS);
     };
+    // The fixture tools are test scaffolding that asks the client for
+    // input and echoes it: never on an address others can reach.
+    if a.conformance_fixtures && !addr.ip().is_loopback() {
+        anyhow::bail!(
+            "--conformance-fixtures serves test tools and is refused on {addr}: bind a loopback address (127.0.0.1 or [::1]) to run the conformance suite"
+        );
+    }
     let listener = crate::mcp::http::bind(addr).await?;
     let bound = listener.local_addr().context("cannot read the bound address")?;
     // Tests and scripts read this line to find a port-0 server.

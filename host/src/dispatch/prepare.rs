@@ -263,6 +263,7 @@ pub fn profile_for(
     });
     if cfg!(target_os = "linux") && config.sandbox.namespaces {
         profile.processes = Some(config.limits.max_processes);
+        profile.memory_mib = Some(config.limits.max_memory_mib).filter(|&m| m > 0);
     }
     profile
 }

@@ -113,7 +113,16 @@ async fn ask(
     context: &RequestContext<RoleServer>,
     request: ServerRequest,
 ) -> Result<Value, String> {
-    match context.peer.send_request(request).await {
+    // Bounded, and given up with the call: a client that never answers
+    // must not hold the fixture (and its task) forever.
+    let answered = tokio::select! {
+        r = context.peer.send_request(request) => r,
+        _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => {
+            return Err("the client did not answer within 60 s".to_string())
+        }
+        _ = context.ct.cancelled() => return Err("the call was cancelled".to_string()),
+    };
+    match answered {
         Ok(ClientResult::CreateMessageResult(r)) => {
             serde_json::to_value(r).map_err(|e| e.to_string())
         }

@@ -49,6 +49,13 @@ fn ask_name() -> Option<InputRequest> {
     )
 }
 
+fn ask_color() -> Option<InputRequest> {
+    request(
+        "elicitation/create",
+        json!({"mode": "form", "message": "What is your favorite color?", "requestedSchema": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}}),
+    )
+}
+
 fn ask_sample(text: &str, max_tokens: u32) -> Option<InputRequest> {
     request(
         "sampling/createMessage",
@@ -108,7 +115,10 @@ fn asking(
 fn opened(name: &str, state: Option<&str>) -> Result<Option<State>, McpError> {
     let Some(state) = state else { return Ok(None) };
     let refused = || {
-        McpError::invalid_params("requestState does not verify: it was altered, is from another server or call, or expired", None)
+        McpError::invalid_params(
+            "requestState does not verify: it was altered, is from another server or call",
+            None,
+        )
     };
     let codec = codec().ok_or_else(refused)?;
     let s: State = codec.open_json(state).map_err(|_| refused())?;
@@ -187,22 +197,15 @@ pub fn call(
             }
         }
         "test_input_required_result_multi_round" => match opened {
-            Some(State { round: 1, .. }) if answer("user_name").is_some() => asking(
-                vec![(
-                    "favorite_color",
-                    request(
-                        "elicitation/create",
-                        json!({"mode": "form", "message": "What is your favorite color?", "requestedSchema": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}}),
-                    ),
-                )],
-                state(2, answer("user_name")),
-            ),
+            Some(State { round: 1, .. }) if answer("user_name").is_some() => {
+                asking(vec![("favorite_color", ask_color())], state(2, answer("user_name")))
+            }
             Some(State { round: 2, name: Some(n), .. }) => {
                 match accepted(responses, "favorite_color", "color")
                     .and_then(|c| c.as_str().map(str::to_string))
                 {
                     Some(c) => done(format!("{n} likes {c}")),
-                    None => asking(vec![("favorite_color", ask_name())], state(2, Some(n))),
+                    None => asking(vec![("favorite_color", ask_color())], state(2, Some(n))),
                 }
             }
             _ => asking(vec![("user_name", ask_name())], state(1, None)),

@@ -431,6 +431,7 @@ mod tests {
             signals: false,
             unix_sockets: false,
             processes: None,
+            memory_mib: None,
         };
         let mut cmd = std::process::Command::new("/usr/bin/python3");
         cmd.arg("-c").arg(code).arg(arg).stderr(std::process::Stdio::null());

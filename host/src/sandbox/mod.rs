@@ -33,6 +33,8 @@ pub mod self_protect;
 mod support;
 
 #[cfg(target_os = "linux")]
+pub mod cgroup;
+#[cfg(target_os = "linux")]
 pub mod linux;
 #[cfg(target_os = "macos")]
 pub mod macos;
@@ -72,6 +74,25 @@ fn probe() -> Support {
     }
 }
 
+/// Where program trees' memory cgroups are made (for `verbgate doctor`);
+/// `Err` says why there is nowhere.
+pub fn memory_cgroups() -> Result<String, String> {
+    #[cfg(target_os = "linux")]
+    {
+        cgroup::base().map(|b| {
+            let v = match b.version {
+                cgroup::Version::V1 => "v1",
+                cgroup::Version::V2 => "v2",
+            };
+            format!("cgroup {v}: {}", b.dir.display())
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("verbgate bounds a program tree's memory on Linux only".to_string())
+    }
+}
+
 /// A confinement ready to install into a child: built in the parent, where
 /// allocating and opening files is safe.
 pub struct Confinement {
@@ -88,7 +109,13 @@ enum LinuxConfinement {
     Thread(linux::Confinement),
     /// Started through verbgate's own binary, which makes the program's
     /// namespaces and confines it there ([`namespace`]).
-    Namespaced { profile: Profile, tmp: PathBuf, processes: u64 },
+    Namespaced {
+        profile: Profile,
+        tmp: PathBuf,
+        processes: u64,
+        /// Where the tree's memory cgroup is made, and its bound in bytes.
+        memory: Option<(cgroup::Base, u64)>,
+    },
 }
 
 /// Whether this kernel gives the program namespaces of its own (probed
@@ -113,13 +140,14 @@ fn probe_namespaces() -> Result<(), String> {
         signals: false,
         unix_sockets: false,
         processes: None,
+        memory_mib: None,
     };
     let truth = ["/usr/bin/true", "/bin/true"]
         .into_iter()
         .map(Path::new)
         .find(|p| p.exists())
         .ok_or("no `true` program to probe with")?;
-    let mut cmd = namespace::command(&profile, tmp, 400, truth);
+    let mut cmd = namespace::command(&profile, tmp, 400, None, truth);
     namespace::hand_over(&mut cmd, tmp).map_err(|e| format!("cannot hand the probe over: {e}"))?;
     let out = cmd
         .stdin(std::process::Stdio::null())
@@ -150,10 +178,18 @@ impl Confinement {
                         ));
                     }
                     namespaces().map_err(|why| namespaces_unavailable(&why))?;
+                    let memory = match profile.memory_mib {
+                        Some(mib) => Some((
+                            cgroup::base().map_err(|why| memory_unavailable(&why))?,
+                            mib << 20,
+                        )),
+                        None => None,
+                    };
                     LinuxConfinement::Namespaced {
                         profile: profile.clone(),
                         tmp: tmp.to_path_buf(),
                         processes,
+                        memory,
                     }
                 }
                 None => LinuxConfinement::Thread(
@@ -180,8 +216,9 @@ impl Confinement {
     /// arguments, environment, directory and streams as for the program.
     pub fn command(&self, program: &Path) -> std::process::Command {
         #[cfg(target_os = "linux")]
-        if let LinuxConfinement::Namespaced { profile, tmp, processes } = &self.inner {
-            return namespace::command(profile, tmp, *processes, program);
+        if let LinuxConfinement::Namespaced { profile, tmp, processes, memory } = &self.inner {
+            let memory = memory.as_ref().map(|(base, bytes)| (base, *bytes));
+            return namespace::command(profile, tmp, *processes, memory, program);
         }
         std::process::Command::new(program)
     }
@@ -224,6 +261,18 @@ fn namespaces_unavailable(why: &str) -> OpError {
         ErrorCode::SandboxUnavailable,
         format!(
             "the program would run without namespaces of its own ({why}), so its processes could outlive it and reach other processes; it did not run. Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0; in a container, one that lets /proc be mounted) — `verbgate doctor` says what this kernel gives — or, knowing that, run without them in verbgate.toml:\n[sandbox]\nnamespaces = false"
+        ),
+    )
+}
+
+/// `sandbox_unavailable` for a machine where verbgate cannot give a
+/// program's tree a memory cgroup of its own.
+#[cfg(target_os = "linux")]
+fn memory_unavailable(why: &str) -> OpError {
+    OpError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "the program's processes would run without a memory bound ({why}), so it did not run. Give verbgate a memory cgroup it may manage — cgroup v1: run it as root or delegate its memory cgroup to its user; cgroup v2: start it in a delegated cgroup of its own, e.g. `systemd-run --user --scope -p Delegate=yes verbgate serve` — `verbgate doctor` says what this machine gives; or, knowing that a tree may then use all the machine's memory, turn the bound off in verbgate.toml:\n[limits]\nmax_memory_mib = 0"
         ),
     )
 }

@@ -42,6 +42,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::cgroup::{Base, Tree, Version};
 use super::profile::Profile;
 
 /// The first argument that makes the verbgate binary this wrapper.
@@ -149,10 +150,17 @@ fn take_launch(tmp: &Path) -> Result<(OsString, Vec<(OsString, OsString)>), Stri
 }
 
 /// A command that runs `program` confined by `profile` (with `tmp`
-/// writable) in namespaces of its own, with at most `processes` processes.
+/// writable) in namespaces of its own, with at most `processes` processes
+/// and, given `memory` (where, how many bytes), a memory cgroup of its own.
 /// The caller adds the program's arguments, environment, directory and
 /// standard streams as for the program itself.
-pub fn command(profile: &Profile, tmp: &Path, processes: u64, program: &Path) -> Command {
+pub fn command(
+    profile: &Profile,
+    tmp: &Path,
+    processes: u64,
+    memory: Option<(&Base, u64)>,
+    program: &Path,
+) -> Command {
     // /proc/self/exe: this very binary, even if the file was replaced or
     // removed since (an upgrade while serving).
     let mut cmd = Command::new("/proc/self/exe");
@@ -170,6 +178,13 @@ pub fn command(profile: &Profile, tmp: &Path, processes: u64, program: &Path) ->
         cmd.arg("--unix-sockets");
     }
     cmd.arg("--tmp").arg(tmp).arg("--processes").arg(processes.to_string());
+    if let Some((base, bytes)) = memory {
+        let version = match base.version {
+            Version::V1 => "--cgroup-v1",
+            Version::V2 => "--cgroup-v2",
+        };
+        cmd.arg(version).arg(&base.dir).arg("--memory").arg(bytes.to_string());
+    }
     cmd.arg("--").arg(program);
     cmd
 }
@@ -179,6 +194,8 @@ struct Spec {
     profile: Profile,
     tmp: PathBuf,
     processes: u64,
+    /// Where the tree's memory cgroup goes, and its limit in bytes.
+    memory: Option<(Base, u64)>,
     program: OsString,
     args: Vec<OsString>,
 }
@@ -192,8 +209,9 @@ fn parse(mut args: impl Iterator<Item = OsString>) -> Result<Spec, String> {
         signals: false,
         unix_sockets: false,
         processes: None,
+        memory_mib: None,
     };
-    let (mut tmp, mut processes) = (None, None);
+    let (mut tmp, mut processes, mut cgroup, mut memory) = (None, None, None, None);
     let value = |args: &mut dyn Iterator<Item = OsString>, flag: &str| {
         args.next().ok_or_else(|| format!("{flag} needs a value"))
     };
@@ -205,26 +223,35 @@ fn parse(mut args: impl Iterator<Item = OsString>) -> Result<Spec, String> {
             Some("--network") => profile.network = true,
             Some("--unix-sockets") => profile.unix_sockets = true,
             Some("--tmp") => tmp = Some(PathBuf::from(value(&mut args, "--tmp")?)),
-            Some("--processes") => {
-                let v = value(&mut args, "--processes")?;
-                processes = Some(
-                    v.to_str()
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .ok_or_else(|| format!("--processes {v:?} is not a count"))?,
-                );
+            Some("--processes") => processes = Some(count(value(&mut args, "--processes")?)?),
+            Some("--memory") => memory = Some(count(value(&mut args, "--memory")?)?),
+            Some(flag @ ("--cgroup-v1" | "--cgroup-v2")) => {
+                let version = if flag == "--cgroup-v1" { Version::V1 } else { Version::V2 };
+                cgroup = Some(Base { dir: value(&mut args, flag)?.into(), version });
             }
             Some("--") => break,
             _ => return Err(format!("unknown argument {arg:?}")),
         }
     }
     let program = args.next().ok_or("no program after --")?;
+    let memory = match (cgroup, memory) {
+        (Some(base), Some(bytes)) => Some((base, bytes)),
+        (None, None) => None,
+        _ => return Err("--memory and --cgroup-v1/--cgroup-v2 go together".into()),
+    };
     Ok(Spec {
+        memory,
         profile,
         tmp: tmp.ok_or("--tmp is missing")?,
         processes: processes.ok_or("--processes is missing")?,
         program,
         args: args.collect(),
     })
+}
+
+/// A count argument's value.
+fn count(v: OsString) -> Result<u64, String> {
+    v.to_str().and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| format!("{v:?} is not a count"))
 }
 
 /// The wrapper: called by `main` when the first argument is [`ENTRY`],
@@ -238,10 +265,16 @@ pub fn main() -> ! {
         Ok(launch) => launch,
         Err(e) => fail(&e),
     };
+    // Made before the namespaces, by the user verbgate runs as; joined by
+    // the namespace's first process, so the whole tree is in it.
+    let tree = spec.memory.as_ref().map(|(base, bytes)| match Tree::make(base, *bytes) {
+        Ok(t) => t,
+        Err(e) => fail(&e),
+    });
     if let Err(e) = enter_namespaces() {
         fail(&format!("cannot make the program's namespaces: {e}"));
     }
-    let status = match run_first_process(spec.processes, || {
+    let status = match run_first_process(spec.processes, tree.as_ref(), || {
         // In the program's process, just before its exec. The ruleset is
         // built here, after the fresh `/proc` was mounted: a rule holds the
         // directory it was opened on, and the old `/proc` is not the new.
@@ -265,6 +298,17 @@ pub fn main() -> ! {
         Ok(s) => s,
         Err(e) => fail(&format!("cannot start the program's namespace: {e}")),
     };
+    if let Some(tree) = tree {
+        // The namespace has ended: nothing is left in the cgroup.
+        let killed = tree.oom_kills();
+        if killed > 0 {
+            let mib = spec.memory.as_ref().map_or(0, |(_, b)| b >> 20);
+            eprintln!(
+                "verbgate sandbox: the program's processes reached their memory bound ({mib} MiB, limits.max_memory_mib) and the kernel ended {killed} of them"
+            );
+        }
+        tree.remove();
+    }
     exit_as(status)
 }
 
@@ -342,7 +386,11 @@ fn take_pending() -> Vec<libc::c_int> {
 
 /// Fork the namespace's first process, which forks the program (running
 /// `program` in it) and reaps; the program's wait status.
-fn run_first_process(processes: u64, program: impl FnOnce()) -> std::io::Result<libc::c_int> {
+fn run_first_process(
+    processes: u64,
+    tree: Option<&Tree>,
+    program: impl FnOnce(),
+) -> std::io::Result<libc::c_int> {
     let [status_read, status_write] = pipe()?;
     let [alive_read, alive_write] = pipe()?;
     // From now on a signal to the program's group waits, in this process
@@ -360,7 +408,7 @@ fn run_first_process(processes: u64, program: impl FnOnce()) -> std::io::Result<
             libc::close(status_read);
             libc::close(alive_write);
         }
-        first_process(status_write, alive_read, processes, program);
+        first_process(status_write, alive_read, processes, tree, program);
     }
     // SAFETY: closing the first process's ends here.
     unsafe {
@@ -389,6 +437,7 @@ fn first_process(
     status: libc::c_int,
     alive: libc::c_int,
     processes: u64,
+    tree: Option<&Tree>,
     program: impl FnOnce(),
 ) -> ! {
     // SAFETY: prctl and poll on our own descriptors; mount with constant
@@ -403,6 +452,13 @@ fn first_process(
         }
         // Nothing of the program's may read this process's memory.
         libc::prctl(libc::PR_SET_DUMPABLE, 0);
+    }
+    // Into the tree's memory cgroup before anything else is started.
+    if let Some(e) = tree.and_then(|t| t.join().err()) {
+        fail(&format!("cannot join the program's memory cgroup: {e}"));
+    }
+    // SAFETY: mount with constant C strings.
+    unsafe {
         let none = std::ptr::null::<libc::c_char>();
         if libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null())
             != 0
@@ -550,8 +606,16 @@ mod tests {
             signals: false,
             unix_sockets: true,
             processes: None,
+            memory_mib: None,
         };
-        let cmd = command(&profile, Path::new("/tmp/run"), 512, Path::new("/bin/prog"));
+        let base = Base { dir: "/sys/fs/cgroup/memory/a b".into(), version: Version::V1 };
+        let cmd = command(
+            &profile,
+            Path::new("/tmp/run"),
+            512,
+            Some((&base, 1 << 30)),
+            Path::new("/bin/prog"),
+        );
         let mut args = cmd.get_args().map(OsStr::to_os_string);
         assert_eq!(args.next().as_deref(), Some(OsStr::new(ENTRY)));
         let mut with_program_args = args.collect::<Vec<_>>();
@@ -560,6 +624,7 @@ mod tests {
         assert_eq!(spec.profile, profile);
         assert_eq!(spec.tmp, Path::new("/tmp/run"));
         assert_eq!(spec.processes, 512);
+        assert_eq!(spec.memory, Some((base, 1 << 30)));
         assert_eq!(spec.program, "/bin/prog");
         assert_eq!(spec.args, vec![OsString::from("--read")], "after the program, all are its own");
     }
@@ -571,5 +636,11 @@ mod tests {
         assert!(parse_strs(&["--tmp", "/t", "--processes", "many", "--", "p"]).contains("many"));
         assert!(parse_strs(&["--bogus"]).contains("--bogus"));
         assert!(parse_strs(&["--processes", "9", "--", "p"]).contains("--tmp"));
+        let half = parse_strs(&["--tmp", "/t", "--processes", "9", "--memory", "64", "--", "p"]);
+        assert!(half.contains("go together"), "{half}");
+        let v2 =
+            ["--tmp", "/t", "--processes", "9", "--cgroup-v2", "/c", "--memory", "64", "--", "p"];
+        let spec = parse(v2.iter().map(OsString::from)).unwrap();
+        assert_eq!(spec.memory, Some((Base { dir: "/c".into(), version: Version::V2 }, 64)));
     }
 }

@@ -71,6 +71,12 @@ pub struct Profile {
     /// of another sandbox (a kill plan).
     #[serde(default)]
     pub processes: Option<u64>,
+    /// `Some(n)`: with its own namespaces, the program's whole tree may use
+    /// at most `n` MiB of memory (`limits.max_memory_mib`), in a memory
+    /// cgroup of its own ([`super::cgroup`], Linux). `None`: no bound (the
+    /// operator set it to 0, or there are no namespaces).
+    #[serde(default)]
+    pub memory_mib: Option<u64>,
 }
 
 /// An operator's widening of some verbs' profiles (`[[sandbox.allow]]`).
@@ -157,6 +163,7 @@ impl Profile {
             signals: false,
             unix_sockets,
             processes: None,
+            memory_mib: None,
         }
     }
 
@@ -175,6 +182,7 @@ impl Profile {
             signals: false,
             unix_sockets: false,
             processes: self.processes,
+            memory_mib: self.memory_mib,
         }
     }
 
@@ -188,6 +196,7 @@ impl Profile {
             "unix_sockets": self.unix_sockets || self.network,
             "own_namespaces": self.processes.is_some(),
             "max_processes": self.processes,
+            "max_memory_mib": self.memory_mib,
         })
     }
 }
