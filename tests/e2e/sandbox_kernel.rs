@@ -705,3 +705,55 @@ fn without_a_memory_cgroup_it_may_manage_a_program_is_refused_not_run_unbounded(
     let r = run(&["request", &status]);
     assert_eq!(r["results"][0]["ok"], true, "with the bound off the op runs: {r}");
 }
+
+/// Tries to leave or widen the tree's memory cgroup under `argv[1]` (the
+/// base); `breaches.txt` lists what worked, `trees.txt` how many tree
+/// cgroups it saw.
+const CGROUP_ESCAPE: &str = r#"
+import ctypes, glob, os, sys
+base = sys.argv[1]
+trees = glob.glob(os.path.join(base, "verbgate-tree-*"))
+open("trees.txt", "w").write(str(len(trees)))
+got = []
+def attempt(what, f):
+    try:
+        f()
+        got.append(what)
+    except OSError:
+        pass
+attempt("moved itself out", lambda: open(os.path.join(base, "cgroup.procs"), "w").write("0"))
+attempt("made a cgroup beside", lambda: os.mkdir(os.path.join(base, "verbgate-evil")))
+for t in trees:
+    attempt("raised a limit", lambda: open(os.path.join(t, "memory.limit_in_bytes"), "w").write(str(1 << 40)))
+    attempt("made a child cgroup", lambda: os.mkdir(os.path.join(t, "child")))
+l = ctypes.CDLL(None, use_errno=True)
+l.syscall(435, None, 0)
+if ctypes.get_errno() != 38:
+    got.append("clone3 reached the kernel")
+open("breaches.txt", "w").write("\n".join(got))
+"#;
+
+#[test]
+fn a_program_cannot_leave_or_widen_its_memory_cgroup() {
+    // Review of the memory bound: the cgroup files are in /sys, which every
+    // profile reads; writing them (moving out, raising the limit, making a
+    // child) must fail, and clone3 (whose CLONE_INTO_CGROUP starts a child
+    // in another cgroup on v2, past Landlock) looks absent.
+    let env = Env::new().allowing(&["just.*"]);
+    let doctor = env.run_ok(&["doctor"]);
+    let at = doctor["memory_bound"]["cgroups"].as_str().unwrap_or_else(|| panic!("{doctor}"));
+    let base = at.split_once(": ").unwrap().1.to_string();
+    std::fs::write(env.root.join("escape.py"), CGROUP_ESCAPE).unwrap();
+    std::fs::write(
+        env.root.join("justfile"),
+        format!("escape:\n    /usr/bin/python3 escape.py {base:?}\n"),
+    )
+    .unwrap();
+    let w = run_recipe_job(&env, "escape");
+    let trees = std::fs::read_to_string(env.root.join("trees.txt"))
+        .unwrap_or_else(|e| panic!("the script did not run ({e}): {w}"));
+    assert_ne!(trees.trim(), "0", "the program saw no tree cgroup, so it tried nothing: {w}");
+    let breaches = std::fs::read_to_string(env.root.join("breaches.txt")).unwrap();
+    assert_eq!(breaches.trim(), "", "the program changed its memory cgroup: {breaches}");
+    assert!(!Path::new(&base).join("verbgate-evil").exists());
+}

@@ -17,6 +17,9 @@ pub struct DoctorArgs {}
 
 /// Print the sandbox's support and every verb's profile as JSON.
 pub async fn run(g: &GlobalArgs, _args: DoctorArgs) -> Result<ExitCode> {
+    // The doctor looks; it never moves itself between cgroups.
+    #[cfg(target_os = "linux")]
+    crate::sandbox::cgroup::forbid_setup();
     let ctx = Context::load(g).await?;
     let support = crate::sandbox::support();
     let mode = match ctx.config.sandbox.mode {

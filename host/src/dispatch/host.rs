@@ -134,6 +134,8 @@ impl Dispatcher {
         if let Some(profile) = prepared.sandbox.as_mut() {
             profile.signals = true;
             profile.processes = None;
+            // No namespaces, so no memory cgroup either (the wrapper makes it).
+            profile.memory_mib = None;
         }
         trail.ran(&prepared);
         self.ledger.begin(caller, op_verb, trail).await?;

@@ -42,6 +42,9 @@ const RECORD_ATTEMPTS: u32 = 10;
 
 /// Run the supervisor for job `id`. Returns a process exit code.
 pub fn supervise(state_dir: &Path, id: &str, sandbox: Option<&str>) -> i32 {
+    // Beside its server in the same cgroup: it must not reorganise it.
+    #[cfg(target_os = "linux")]
+    crate::sandbox::cgroup::forbid_setup();
     // Leave the session of whoever started the job, so the supervisor (and
     // the job) outlive it and its terminal. It was started without a
     // process group of its own, so it is no group leader and setsid works.

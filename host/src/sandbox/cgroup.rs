@@ -51,8 +51,29 @@ pub struct Base {
 /// The name prefix of a tree's cgroup.
 const TREE_PREFIX: &str = "verbgate-tree-";
 
+/// The name prefix of the cgroup a process's probe makes and removes.
+const PROBE_PREFIX: &str = "verbgate-probe-";
+
 /// The leaf a v2 verbgate moves itself into.
 const SERVER_LEAF: &str = "verbgate-server";
+
+/// Whether this process may reorganise a v2 cgroup (move itself into the
+/// `verbgate-server` leaf). Only the process the user started does: a job's
+/// supervisor sits beside its server and would find the cgroup busy, and
+/// `verbgate doctor` only looks.
+static SETUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Let this process use a v2 base only if another one set it up.
+pub fn forbid_setup() {
+    SETUP.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Write `value` into the existing cgroup file `path` (cgroupfs answers a
+/// create of a missing file with EACCES, not ENOENT, so never create).
+fn write_existing(path: &Path, value: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new().write(true).open(path)?.write_all(value.as_bytes())
+}
 
 /// The base for this process (found, and on v2 set up, once).
 pub fn base() -> Result<Base, String> {
@@ -71,7 +92,7 @@ fn find_base() -> Result<Base, String> {
         Base { dir, version: Version::V2 } => v2_base(&dir)?,
         v1 => v1,
     };
-    let probe = base.dir.join(format!("verbgate-probe-{}", std::process::id()));
+    let probe = base.dir.join(format!("{PROBE_PREFIX}{}", std::process::id()));
     let made = make(&probe, base.version, 64 << 20);
     let _ = std::fs::remove_dir(&probe);
     made.map_err(|e| format!("cannot make a memory cgroup in {}: {e}", base.dir.display()))?;
@@ -91,31 +112,46 @@ pub fn locate(cgroups: &str, mountinfo: &str) -> Result<Base, String> {
         if id == "0" && controllers.is_empty() {
             v2_path = Some(path);
         } else if controllers.split(',').any(|c| c == "memory") {
-            let (root, mount) = mount_of(mountinfo, |fs, opts| {
+            let dir = mounted(mountinfo, path, |fs, opts| {
                 fs == "cgroup" && opts.split(',').any(|o| o == "memory")
             })
-            .ok_or("the cgroup v1 memory hierarchy is not mounted")?;
-            return Ok(Base { dir: join_under(&mount, &root, path)?, version: Version::V1 });
+            .map_err(|e| {
+                e.unwrap_or_else(|| "the cgroup v1 memory hierarchy is not mounted".into())
+            })?;
+            return Ok(Base { dir, version: Version::V1 });
         }
     }
     let path = v2_path.ok_or(
         "this process is in no memory cgroup (no cgroup v1 memory hierarchy, no cgroup v2)",
     )?;
-    let (root, mount) = mount_of(mountinfo, |fs, _| fs == "cgroup2")
-        .ok_or("the cgroup v2 hierarchy is not mounted")?;
-    Ok(Base { dir: join_under(&mount, &root, path)?, version: Version::V2 })
+    let dir = mounted(mountinfo, path, |fs, _| fs == "cgroup2")
+        .map_err(|e| e.unwrap_or_else(|| "the cgroup v2 hierarchy is not mounted".into()))?;
+    Ok(Base { dir, version: Version::V2 })
 }
 
-/// The (root, mount point) of the first mount whose file system type and
-/// super options `matches`.
-fn mount_of(mountinfo: &str, matches: impl Fn(&str, &str) -> bool) -> Option<(String, String)> {
-    mountinfo.lines().find_map(|line| {
-        let (left, right) = line.split_once(" - ")?;
+/// The directory of cgroup `path` under the first mount whose file system
+/// type and super options `matches` and which holds it; `Err(None)` when
+/// no mount matches, else why none holds it.
+fn mounted(
+    mountinfo: &str,
+    path: &str,
+    matches: impl Fn(&str, &str) -> bool,
+) -> Result<PathBuf, Option<String>> {
+    let mut why = None;
+    for line in mountinfo.lines() {
+        let Some((left, right)) = line.split_once(" - ") else { continue };
         let left: Vec<&str> = left.split(' ').collect();
         let mut right = right.split(' ');
-        let (fs, _source, opts) = (right.next()?, right.next()?, right.next().unwrap_or(""));
-        (left.len() >= 5 && matches(fs, opts)).then(|| (unescape(left[3]), unescape(left[4])))
-    })
+        let (Some(fs), Some(_source)) = (right.next(), right.next()) else { continue };
+        if left.len() < 5 || !matches(fs, right.next().unwrap_or("")) {
+            continue;
+        }
+        match join_under(&unescape(left[4]), &unescape(left[3]), path) {
+            Ok(dir) => return Ok(dir),
+            Err(e) => why = Some(e),
+        }
+    }
+    Err(why)
 }
 
 /// mountinfo's octal escapes (`\040` for a space) undone.
@@ -184,9 +220,27 @@ fn v2_base(own: &Path) -> Result<Base, String> {
         // controllers at once.
         return Ok(Base { dir: own.to_path_buf(), version: Version::V2 });
     }
+    if !SETUP.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(format!(
+            "verbgate's cgroup {} is not set up for trees yet (the server or `verbgate request` sets it up before its first program)",
+            own.display()
+        ));
+    }
+    // Only a cgroup delegated to this user (its `cgroup.procs` is theirs):
+    // never reorganise one a service manager keeps for itself.
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let owner = std::fs::metadata(own.join("cgroup.procs")).map(|m| m.uid());
+    if owner.as_ref().map_or(true, |&o| o != euid) {
+        return Err(format!(
+            "verbgate's cgroup {} is not delegated to its user (start it in one of its own: `systemd-run --user --scope -p Delegate=yes verbgate serve`)",
+            own.display()
+        ));
+    }
     let leaf = own.join(SERVER_LEAF);
     let join =
-        |dir: &Path| std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string());
+        |dir: &Path| write_existing(&dir.join("cgroup.procs"), &std::process::id().to_string());
     match std::fs::create_dir(&leaf) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -198,7 +252,7 @@ fn v2_base(own: &Path) -> Result<Base, String> {
         }
     }
     join(&leaf).map_err(|e| format!("cannot move verbgate into {}: {e}", leaf.display()))?;
-    if let Err(e) = std::fs::write(own.join("cgroup.subtree_control"), "+memory") {
+    if let Err(e) = write_existing(&own.join("cgroup.subtree_control"), "+memory") {
         // Put things back as they were.
         let _ = join(own);
         let _ = std::fs::remove_dir(&leaf);
@@ -214,7 +268,7 @@ fn v2_base(own: &Path) -> Result<Base, String> {
 /// the kernel accounts it separately: none beyond the limit).
 fn make(dir: &Path, version: Version, bytes: u64) -> std::io::Result<()> {
     std::fs::create_dir(dir)?;
-    let set = |file: &str, value: &str| std::fs::write(dir.join(file), value);
+    let set = |file: &str, value: &str| write_existing(&dir.join(file), value);
     let optional = |file: &str, value: &str| match set(file, value) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         r => r,
@@ -257,7 +311,7 @@ impl Tree {
     /// starts from now on is in it too).
     pub fn join(&self) -> std::io::Result<()> {
         // "0": the writing process, whatever pid namespace it is in.
-        std::fs::write(self.dir.join("cgroup.procs"), "0")
+        write_existing(&self.dir.join("cgroup.procs"), "0")
     }
 
     /// How many processes of the tree the kernel killed at the bound.
@@ -273,6 +327,11 @@ impl Tree {
                     .find_map(|l| l.strip_prefix("oom_kill ").and_then(|n| n.trim().parse().ok()))
             })
             .unwrap_or(0)
+    }
+
+    /// Remove the cgroup at once (the tree was never started).
+    pub fn discard(&self) {
+        let _ = std::fs::remove_dir(&self.dir);
     }
 
     /// Remove the cgroup once the tree has ended (its last exits may still
@@ -297,7 +356,12 @@ fn sweep(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(TREE_PREFIX)) else { continue };
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TREE_PREFIX).or_else(|| n.strip_prefix(PROBE_PREFIX)))
+        else {
+            continue;
+        };
         let Ok(pid) = pid.parse::<libc::pid_t>() else { continue };
         // SAFETY: signal 0 only checks that the pid exists.
         let dead = unsafe { libc::kill(pid, 0) } != 0
@@ -338,6 +402,13 @@ mod tests {
         // A path with a space in its mount point is unescaped.
         let spaced = "1 1 0:1 / /mnt/c\\040g rw - cgroup2 c rw\n";
         assert_eq!(locate("0::/a\n", spaced).unwrap().dir, PathBuf::from("/mnt/c g/a"));
+    }
+
+    #[test]
+    fn a_bind_mount_of_another_subtree_does_not_hide_the_mount_that_holds_the_cgroup() {
+        let mounts = "1 1 0:1 /system.slice /mnt/sys rw - cgroup2 c rw\n2 1 0:1 / /sys/fs/cgroup rw - cgroup2 c rw\n";
+        let b = locate("0::/user.slice/vg\n", mounts).unwrap();
+        assert_eq!(b.dir, PathBuf::from("/sys/fs/cgroup/user.slice/vg"));
     }
 
     #[test]

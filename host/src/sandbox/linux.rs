@@ -206,6 +206,7 @@ fn compile(sockets: Sockets) -> Result<Arc<BpfProgram>, String> {
     let mut program: BpfProgram =
         filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
     refuse_x32(&mut program)?;
+    refuse_clone3(&mut program)?;
     Ok(Arc::new(program))
 }
 
@@ -240,6 +241,32 @@ fn refuse_x32(program: &mut BpfProgram) -> Result<(), String> {
         at(LD_W_ABS, 0, 0, 0),
         at(JGE_K, 0, 1, X32_SYSCALL_BIT),
         at(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+    ];
+    program.splice(3..3, refuse);
+    Ok(())
+}
+
+/// Make `clone3` fail with `ENOSYS`, as on a kernel without it (libc and
+/// language runtimes then fall back to `clone`): its `CLONE_INTO_CGROUP`
+/// starts a child in any cgroup whose `cgroup.procs` the user may write,
+/// checked by file ownership alone — Landlock sees no open — so on cgroup
+/// v2 a child could leave its tree's memory cgroup. Its arguments sit in
+/// memory seccomp cannot read, so the call goes as a whole (as Docker's
+/// profile does). `ENOSYS`, not `EPERM`: callers fall back only on the
+/// former.
+fn refuse_clone3(program: &mut BpfProgram) -> Result<(), String> {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    let arch_checked = program.len() > 3 && program[0].code == LD_W_ABS && program[0].k == 4;
+    if !arch_checked {
+        return Err("the seccomp program does not start with its architecture check".into());
+    }
+    let at = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
+    let refuse = [
+        at(LD_W_ABS, 0, 0, 0),
+        at(JEQ_K, 0, 1, libc::SYS_clone3 as u32),
+        at(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
     ];
     program.splice(3..3, refuse);
     Ok(())
@@ -479,6 +506,24 @@ mod tests {
     /// succeeding unconfined (so the attack is real on this machine) and
     /// refused confined; and the same calls on the program itself still
     /// work (a program may set its own limits and priority).
+    #[test]
+    fn clone3_looks_absent_and_programs_still_start_children() {
+        // clone3 with no arguments: EINVAL where it exists; ENOSYS confined.
+        let probe = format!(
+            "import ctypes, sys\nl = ctypes.CDLL(None, use_errno=True)\nl.syscall({}, None, 0)\nsys.exit(ctypes.get_errno())",
+            libc::SYS_clone3
+        );
+        assert_eq!(python(&probe, "", false), Some(libc::EINVAL), "this kernel has clone3");
+        assert_eq!(
+            python(&probe, "", true),
+            Some(libc::ENOSYS),
+            "clone3 reached the kernel confined"
+        );
+        // The C library falls back to clone: a child and a thread still start.
+        let spawn = "import subprocess, sys, threading\nt = threading.Thread(target=lambda: None); t.start(); t.join()\nsys.exit(subprocess.run(['/bin/true']).returncode)";
+        assert_eq!(python(spawn, "", true), Some(0));
+    }
+
     #[test]
     fn sockets_keyrings_watches_and_other_processes_are_refused() {
         if kernel_abi().is_none_or(|v| v < 6) {

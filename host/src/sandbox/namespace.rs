@@ -272,6 +272,9 @@ pub fn main() -> ! {
         Err(e) => fail(&e),
     });
     if let Err(e) = enter_namespaces() {
+        if let Some(t) = &tree {
+            t.discard();
+        }
         fail(&format!("cannot make the program's namespaces: {e}"));
     }
     let status = match run_first_process(spec.processes, tree.as_ref(), || {
@@ -296,7 +299,12 @@ pub fn main() -> ! {
         unsafe { libc::_exit(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 }) }
     }) {
         Ok(s) => s,
-        Err(e) => fail(&format!("cannot start the program's namespace: {e}")),
+        Err(e) => {
+            if let Some(t) = tree {
+                t.remove();
+            }
+            fail(&format!("cannot start the program's namespace: {e}"))
+        }
     };
     if let Some(tree) = tree {
         // The namespace has ended: nothing is left in the cgroup.
@@ -456,6 +464,16 @@ fn first_process(
     // Into the tree's memory cgroup before anything else is started.
     if let Some(e) = tree.and_then(|t| t.join().err()) {
         fail(&format!("cannot join the program's memory cgroup: {e}"));
+    }
+    // A cgroup namespace rooted at the tree's cgroup: where cgroup v2 is
+    // mounted with `nsdelegate`, nothing in it may move a process outside
+    // (clone3, which could, is refused by the seccomp filter besides).
+    // SAFETY: unshare takes flags only.
+    if tree.is_some() && unsafe { libc::unshare(libc::CLONE_NEWCGROUP) } != 0 {
+        fail(&format!(
+            "cannot give the program a cgroup namespace: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     // SAFETY: mount with constant C strings.
     unsafe {
