@@ -470,59 +470,71 @@ async fn interleaved(a: &Home, b: &Home) -> Result<(f64, f64)> {
     Ok((median(with), median(without)))
 }
 
-/// What Landlock and seccomp cost a started program: git.status confined
-/// without namespaces of its own vs the same verb with `[sandbox] mode =
-/// "off"`, interleaved.
-async fn sandbox_cost() -> Result<Row> {
-    let confined = Home::new(&[], "[sandbox]\nnamespaces = false\n")?;
-    let open = Home::new(&[], "[sandbox]\nmode = \"off\"\n")?;
-    let (w, b) = interleaved(&confined, &open).await?;
+/// One layer of the sandbox: git.status with verbgate.toml `with` vs
+/// `without` (the layer off), interleaved; `goal` as a factor of the
+/// baseline, or none (the layer's cost, reported).
+async fn layer_cost(
+    figure: &str,
+    with: &str,
+    baseline_name: &str,
+    without: &str,
+    goal: Option<f64>,
+) -> Result<Row> {
+    let (w, b) = interleaved(&Home::new(&[], with)?, &Home::new(&[], without)?).await?;
     Ok(Row {
-        figure: "git.status in Landlock + seccomp".into(),
+        figure: figure.into(),
         value: w,
         unit: "ms",
-        baseline_name: "same verb, sandbox off".into(),
+        baseline_name: baseline_name.into(),
         baseline: b,
-        goal: Some(("<=", 1.05 * b)),
+        goal: goal.map(|g| ("<=", g * b)),
     })
 }
 
+/// What Landlock and seccomp cost a started program: git.status confined
+/// without namespaces of its own vs the same verb with `[sandbox] mode =
+/// "off"`.
+async fn sandbox_cost() -> Result<Row> {
+    let (confined, open) = ("[sandbox]\nnamespaces = false\n", "[sandbox]\nmode = \"off\"\n");
+    layer_cost(
+        "git.status in Landlock + seccomp",
+        confined,
+        "same verb, sandbox off",
+        open,
+        Some(1.05),
+    )
+    .await
+}
+
 /// What the program's own namespaces add (the wrapper's exec, the
-/// unshare, the fresh `/proc`, two forks): git.status as by default vs
-/// with `[sandbox] namespaces = false`. Reported, no goal: the layer's
-/// cost.
+/// unshare, the fresh `/proc`, two forks): git.status as by default (the
+/// memory bound, a layer of its own, off) vs with `[sandbox] namespaces =
+/// false`.
 #[cfg(target_os = "linux")]
 async fn namespace_cost() -> Result<Row> {
-    // The memory bound's cgroup is a layer of its own (below).
-    let default = Home::new(&[], "[limits]\nmax_memory_mib = 0\n")?;
-    let without = Home::new(&[], "[sandbox]\nnamespaces = false\n")?;
-    let (w, b) = interleaved(&default, &without).await?;
-    Ok(Row {
-        figure: "git.status in its own namespaces (memory bound off)".into(),
-        value: w,
-        unit: "ms",
-        baseline_name: "same verb, namespaces = false".into(),
-        baseline: b,
-        goal: None,
-    })
+    layer_cost(
+        "git.status in its own namespaces (memory bound off)",
+        "[limits]\nmax_memory_mib = 0\n",
+        "same verb, namespaces = false",
+        "[sandbox]\nnamespaces = false\n",
+        None,
+    )
+    .await
 }
 
 /// What the memory bound adds (the tree's cgroup made, limited, joined,
 /// read and removed): git.status as by default vs with `[limits]
-/// max_memory_mib = 0`. Reported, no goal: the layer's cost.
+/// max_memory_mib = 0`.
 #[cfg(target_os = "linux")]
 async fn memory_bound_cost() -> Result<Row> {
-    let default = Home::new(&[], "")?;
-    let without = Home::new(&[], "[limits]\nmax_memory_mib = 0\n")?;
-    let (w, b) = interleaved(&default, &without).await?;
-    Ok(Row {
-        figure: "git.status with its tree's memory cgroup (the default)".into(),
-        value: w,
-        unit: "ms",
-        baseline_name: "same verb, max_memory_mib = 0".into(),
-        baseline: b,
-        goal: None,
-    })
+    layer_cost(
+        "git.status with its tree's memory cgroup (the default)",
+        "",
+        "same verb, max_memory_mib = 0",
+        "[limits]\nmax_memory_mib = 0\n",
+        None,
+    )
+    .await
 }
 
 /// The whole sandbox's cost per started program as verbgate pays it vs

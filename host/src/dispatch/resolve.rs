@@ -47,15 +47,16 @@ impl Dispatcher {
         let registry = self.registry_for(name, caller).await;
         match registry.resolve(name) {
             Some(verb) if caller.permits(&verb.name) => Ok(Arc::clone(verb)),
+            // A verb whose component loaded but whose program is missing
+            // is known: say why it cannot run (`unknown_verb` does), not
+            // "retry".
+            _ if caller.permits(name) && registry.missing_program(name).is_some() => {
+                Err(unknown_verb(&registry, name, |n| caller.permits(n)))
+            }
             // The wait ended with components still compiling: the verb may
             // be one of theirs, so "no such verb" would be a guess. Said the
             // same way for every name the caller does not reach, whether it
             // exists or not, so the answer tells a narrowed caller nothing.
-            // A verb whose component loaded but whose program is missing
-            // is known: say why it cannot run, not "retry".
-            _ if caller.permits(name) && registry.unavailable_error(name).is_some() => {
-                Err(unknown_verb(&registry, name, |n| caller.permits(n)))
-            }
             _ if !registry.deferred().is_empty() => Err(still_loading(&registry, name)),
             _ => Err(unknown_verb(&registry, name, |n| caller.permits(n))),
         }
