@@ -722,6 +722,7 @@ def attempt(what, f):
     except OSError:
         pass
 attempt("moved itself out", lambda: open(os.path.join(base, "cgroup.procs"), "w").write("0"))
+attempt("moved a thread out", lambda: open(os.path.join(base, "tasks"), "w").write("0"))
 attempt("made a cgroup beside", lambda: os.mkdir(os.path.join(base, "verbgate-evil")))
 for t in trees:
     attempt("raised a limit", lambda: open(os.path.join(t, "memory.limit_in_bytes"), "w").write(str(1 << 40)))

@@ -461,7 +461,10 @@ fn first_process(
         // Nothing of the program's may read this process's memory.
         libc::prctl(libc::PR_SET_DUMPABLE, 0);
     }
-    // Into the tree's memory cgroup before anything else is started.
+    // Into the tree's memory cgroup before anything else is started. This
+    // process is single-threaded, as `join` needs: it was forked from the
+    // wrapper after that unshared a user namespace, which the kernel allows
+    // a single-threaded caller only.
     if let Some(e) = tree.and_then(|t| t.join().err()) {
         fail(&format!("cannot join the program's memory cgroup: {e}"));
     }

@@ -139,9 +139,9 @@ impl Profile {
         let mut unix_sockets = false;
         let never = Never::new(i.env, i.verbgate_home);
         read.extend(toolchain(i.program, i.env, &never));
-        write.extend(toolchain_state(i.program, i.env));
+        write.extend(toolchain_state(i.program, i.env, &never));
         if network {
-            read.extend(credentials(i.program, i.env));
+            read.extend(credentials(i.program, i.env, &never));
         }
         read.extend(i.also_read.iter().cloned());
         for w in i.widen.iter().filter(|w| crate::registry::fence::allowed(i.verb, Some(&w.verbs)))
@@ -204,8 +204,8 @@ impl Profile {
 /// Where a program was installed, as named and after links: the prefix
 /// above its `bin/` (`sbin/`, `libexec/`) — its libraries and data live
 /// there — or, for a program elsewhere, only its own directory; never `/`.
-fn prefixes(program: &Path) -> Vec<PathBuf> {
-    let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
+fn prefixes(program: &Path, links: &Links) -> Vec<PathBuf> {
+    let real = links.real(program);
     [program, real.as_path()]
         .into_iter()
         .filter_map(|p| {
@@ -256,7 +256,7 @@ fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf
 /// rustup their homes; git's and the user's own git configuration (the
 /// user's global settings keep working). Only what exists.
 fn toolchain(program: &Path, env: &BTreeMap<String, String>, never: &Never) -> Vec<PathBuf> {
-    let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
+    let real = never.links.real(program);
     let mut out = installed(program, never);
     if let Some(interp) = interpreter(&real, env) {
         out.extend(installed(&interp, never));
@@ -307,17 +307,22 @@ fn toolchain(program: &Path, env: &BTreeMap<String, String>, never: &Never) -> V
 /// environment by dispatch), never the user's — a cache a confined
 /// program writes holds code the user's next unconfined build would run
 /// (a test binary in `~/.cache/go-build`).
-fn toolchain_state(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
-    private_caches(program).filter_map(|(var, _)| env.get(var).map(PathBuf::from)).collect()
+fn toolchain_state(program: &Path, env: &BTreeMap<String, String>, never: &Never) -> Vec<PathBuf> {
+    PRIVATE_CACHES
+        .iter()
+        .filter(|(programs, _, _)| never.links.is_program(program, programs))
+        .filter_map(|(_, var, _)| env.get(*var).map(PathBuf::from))
+        .collect()
 }
 
 /// The private caches `program` gets ([`PRIVATE_CACHES`]): each one's
 /// variable and directory name. Dispatch sets the variables, and the
 /// profile grants what they name, by this one test of the program.
 pub fn private_caches(program: &Path) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+    let links = Links::default();
     PRIVATE_CACHES
         .iter()
-        .filter(move |(programs, _, _)| is_program(program, programs))
+        .filter(move |(programs, _, _)| links.is_program(program, programs))
         .map(|(_, var, dir)| (*var, *dir))
 }
 
@@ -371,10 +376,14 @@ struct Never {
     /// Each credential file as named and after links (`~/.ssh` may be a
     /// link into `~/dotfiles`, whose `bin/` would otherwise grant it).
     secrets: Vec<PathBuf>,
+    /// The links resolved for this profile.
+    links: Links,
 }
 
 impl Never {
     fn new(env: &BTreeMap<String, String>, verbgate_home: &Path) -> Never {
+        let links = Links::default();
+        let real = |p: &Path| links.real(p);
         let mut users: Vec<PathBuf> = env.get("HOME").map(PathBuf::from).into_iter().collect();
         users.extend(std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from));
         let mut users: Vec<PathBuf> = users.iter().map(|h| real(h)).collect();
@@ -392,12 +401,12 @@ impl Never {
                 std::iter::once(s).chain(resolved)
             })
             .collect();
-        Never { users, homes, secrets }
+        Never { users, homes, secrets, links }
     }
 
     /// Whether `path` (as named, and after links) may be granted.
     fn allows(&self, path: &Path) -> bool {
-        [path.to_path_buf(), real(path)].iter().all(|p| {
+        [path.to_path_buf(), self.links.real(path)].iter().all(|p| {
             !self.users.iter().any(|h| h.starts_with(p))
                 && !self.homes.iter().any(|v| v.starts_with(p) || p.starts_with(v))
                 && !self.secrets.iter().any(|s| s.starts_with(p))
@@ -405,9 +414,30 @@ impl Never {
     }
 }
 
-/// `path` with its links resolved, as far as it exists.
-fn real(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+/// Paths with their links resolved, each once per profile: the program,
+/// its prefixes and the homes are asked about several times, and each
+/// resolution is a `readlink` per component (about 100 system calls a
+/// profile before, for git). Never kept past one profile: links change.
+#[derive(Default)]
+struct Links(std::cell::RefCell<std::collections::HashMap<PathBuf, PathBuf>>);
+
+impl Links {
+    /// `path` with its links resolved, as far as it exists.
+    fn real(&self, path: &Path) -> PathBuf {
+        if let Some(r) = self.0.borrow().get(path) {
+            return r.clone();
+        }
+        let r = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        self.0.borrow_mut().insert(path.to_path_buf(), r.clone());
+        r
+    }
+
+    /// Whether `program` (as named, or after links) is one of `names`.
+    fn is_program(&self, program: &Path, names: &[&str]) -> bool {
+        [program.to_path_buf(), self.real(program)]
+            .iter()
+            .any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| names.contains(&n)))
+    }
 }
 
 /// Where `program` was installed ([`prefixes`]) — or, when a prefix may
@@ -415,11 +445,14 @@ fn real(path: &Path) -> PathBuf {
 /// user's secrets), only the program file itself, as named and after
 /// links: it still runs, and reads nothing of its neighbours.
 fn installed(program: &Path, never: &Never) -> Vec<PathBuf> {
-    let prefixes = prefixes(program);
+    let prefixes = prefixes(program, &never.links);
     if prefixes.iter().all(|p| never.allows(p)) {
         return prefixes;
     }
-    [program.to_path_buf(), real(program)].into_iter().filter(|p| never.allows(p)).collect()
+    [program.to_path_buf(), never.links.real(program)]
+        .into_iter()
+        .filter(|p| never.allows(p))
+        .collect()
 }
 
 /// The entries of directory `dir` except those named in `but` (each entry
@@ -436,9 +469,9 @@ fn entries_but(dir: &Path, but: &[&str]) -> Vec<PathBuf> {
 /// What a program that talks to the network reads to authenticate: git's
 /// credential store and the user's ssh configuration and keys (a
 /// `git.fetch` over ssh needs them); nothing for other programs.
-fn credentials(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+fn credentials(program: &Path, env: &BTreeMap<String, String>, never: &Never) -> Vec<PathBuf> {
     let Some(home) = env.get("HOME").map(PathBuf::from) else { return Vec::new() };
-    if is_program(program, &["git"]) {
+    if never.links.is_program(program, &["git"]) {
         return vec![
             home.join(".ssh"),
             home.join(".git-credentials"),
@@ -446,14 +479,6 @@ fn credentials(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
         ];
     }
     Vec::new()
-}
-
-/// Whether `program` (as named, or after links) is one of `names`.
-fn is_program(program: &Path, names: &[&str]) -> bool {
-    let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
-    [program, real.as_path()]
-        .iter()
-        .any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| names.contains(&n)))
 }
 
 /// Absolute, existing paths, each once, none beneath another of the list.
