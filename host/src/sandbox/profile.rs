@@ -308,18 +308,23 @@ fn toolchain(program: &Path, env: &BTreeMap<String, String>, never: &Never) -> V
 /// program writes holds code the user's next unconfined build would run
 /// (a test binary in `~/.cache/go-build`).
 fn toolchain_state(program: &Path, env: &BTreeMap<String, String>, never: &Never) -> Vec<PathBuf> {
-    PRIVATE_CACHES
-        .iter()
-        .filter(|(programs, _, _)| never.links.is_program(program, programs))
-        .filter_map(|(_, var, _)| env.get(*var).map(PathBuf::from))
+    caches_of(program, &never.links)
+        .filter_map(|(var, _)| env.get(var).map(PathBuf::from))
         .collect()
 }
 
 /// The private caches `program` gets ([`PRIVATE_CACHES`]): each one's
 /// variable and directory name. Dispatch sets the variables, and the
 /// profile grants what they name, by this one test of the program.
-pub fn private_caches(program: &Path) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
-    let links = Links::default();
+pub fn private_caches(program: &Path) -> impl Iterator<Item = (&'static str, &'static str)> {
+    caches_of(program, &Links::default()).collect::<Vec<_>>().into_iter()
+}
+
+/// [`private_caches`] with links resolved through `links`.
+fn caches_of<'a>(
+    program: &'a Path,
+    links: &'a Links,
+) -> impl Iterator<Item = (&'static str, &'static str)> + 'a {
     PRIVATE_CACHES
         .iter()
         .filter(move |(programs, _, _)| links.is_program(program, programs))
