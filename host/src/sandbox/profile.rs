@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::runtime::model::{Effect, Effects};
@@ -391,18 +392,18 @@ impl Never {
         let real = |p: &Path| links.real(p);
         let mut users: Vec<PathBuf> = env.get("HOME").map(PathBuf::from).into_iter().collect();
         users.extend(std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from));
-        let mut users: Vec<PathBuf> = users.iter().map(|h| real(h)).collect();
+        let mut users: Vec<PathBuf> = users.iter().map(|h| clean(&real(h))).collect();
         users.dedup();
-        let mut homes = vec![real(verbgate_home)];
+        let mut homes = vec![clean(&real(verbgate_home))];
         homes.extend(users.iter().map(|h| h.join(".local/share/verbgate")));
-        homes.extend(env.get("XDG_DATA_HOME").map(|x| real(Path::new(x)).join("verbgate")));
+        homes.extend(env.get("XDG_DATA_HOME").map(|x| clean(&real(Path::new(x))).join("verbgate")));
         let secrets = users
             .iter()
             .flat_map(|h| CREDENTIAL_FILES.iter().map(move |f| h.join(f)))
             .flat_map(|s| {
                 // Resolved only when it exists (one `lstat`; most do not):
                 // this runs for every program started.
-                let resolved = std::fs::symlink_metadata(&s).is_ok().then(|| real(&s));
+                let resolved = std::fs::symlink_metadata(&s).is_ok().then(|| clean(&real(&s)));
                 std::iter::once(s).chain(resolved)
             })
             .collect();
@@ -411,12 +412,28 @@ impl Never {
 
     /// Whether `path` (as named, and after links) may be granted.
     fn allows(&self, path: &Path) -> bool {
-        [path.to_path_buf(), self.links.real(path)].iter().all(|p| {
-            !self.users.iter().any(|h| h.starts_with(p))
-                && !self.homes.iter().any(|v| v.starts_with(p) || p.starts_with(v))
-                && !self.secrets.iter().any(|s| s.starts_with(p))
+        [clean(path), clean(&self.links.real(path))].iter().all(|p| {
+            let p = p.as_os_str().as_bytes();
+            let holds = |inner: &PathBuf| under(inner.as_os_str().as_bytes(), p);
+            !self.users.iter().any(holds)
+                && !self.homes.iter().any(|v| holds(v) || under(p, v.as_os_str().as_bytes()))
+                && !self.secrets.iter().any(holds)
         })
     }
+}
+
+/// `path` as its components: no doubled or trailing `/`, no `.`, so that
+/// [`under`] can compare bytes.
+fn clean(path: &Path) -> PathBuf {
+    path.components().collect()
+}
+
+/// Whether `path` is `dir` or beneath it, both [`clean`]: what
+/// `Path::starts_with` answers, without parsing both into components on
+/// every call (a profile asks some two thousand times).
+fn under(path: &[u8], dir: &[u8]) -> bool {
+    path.starts_with(dir)
+        && (path.len() == dir.len() || dir.ends_with(b"/") || path[dir.len()] == b'/')
 }
 
 /// Paths with their links resolved, each once per profile: the program,
@@ -488,15 +505,40 @@ fn credentials(program: &Path, env: &BTreeMap<String, String>, never: &Never) ->
 
 /// Absolute, existing paths, each once, none beneath another of the list.
 fn tidy(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    let mut kept: Vec<PathBuf> = paths
-        .into_iter()
-        .filter(|p| p.is_absolute() && std::fs::symlink_metadata(p).is_ok())
-        .collect();
+    let mut kept: Vec<PathBuf> =
+        paths.into_iter().filter(|p| p.is_absolute() && exists(p)).collect();
+    // Sorted by components, everything beneath a path follows it at once
+    // (`/usr`, `/usr/lib`, `/usr/local`, then `/usr2`): one pass against the
+    // last path kept drops duplicates and descendants alike.
     kept.sort();
-    kept.dedup();
-    let all = kept.clone();
-    kept.retain(|p| !all.iter().any(|q| q != p && p.starts_with(q)));
-    kept
+    let mut out: Vec<PathBuf> = Vec::with_capacity(kept.len());
+    for p in kept {
+        if !out.last().is_some_and(|q| p.starts_with(q)) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Whether `path` exists (as itself: a dangling link does). The system's
+/// own directories ([`SYSTEM_READ`], [`SYSTEM_WRITE`]) are looked at once
+/// per process, not once per started program (two dozen `lstat`s each
+/// time): one that appears later is not granted until a restart (it only
+/// ever denies more), and one that goes away is skipped when the ruleset
+/// is made, as every path that cannot be opened is.
+fn exists(path: &Path) -> bool {
+    static SYSTEM: std::sync::OnceLock<Vec<(&'static str, bool)>> = std::sync::OnceLock::new();
+    let system = SYSTEM.get_or_init(|| {
+        SYSTEM_READ
+            .iter()
+            .chain(SYSTEM_WRITE)
+            .map(|p| (*p, std::fs::symlink_metadata(p).is_ok()))
+            .collect()
+    });
+    match system.iter().find(|(p, _)| Path::new(p).as_os_str() == path.as_os_str()) {
+        Some((_, there)) => *there,
+        None => std::fs::symlink_metadata(path).is_ok(),
+    }
 }
 
 #[cfg(test)]
@@ -719,5 +761,48 @@ mod tests {
                 && p.write == vec![PathBuf::from("/dev/null")]
                 && !p.network
         );
+    }
+
+    #[test]
+    fn tidy_keeps_each_top_path_once_and_only_what_exists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        for d in ["a/b/c", "a/d", "a.b", "b"] {
+            std::fs::create_dir_all(t.join(d)).unwrap();
+        }
+        let paths = ["a/b/c", "a.b", "a", "a/d", "a/b", "b", "a", "missing"];
+        let got = tidy(paths.iter().map(|p| t.join(p)).chain([PathBuf::from("rel")]).collect());
+        // By bytes `a.b` sorts between `a` and `a/b`; by components, as
+        // tidy sorts, after all of `a`'s descendants.
+        assert_eq!(got, vec![t.join("a"), t.join("a.b"), t.join("b")]);
+    }
+
+    #[test]
+    fn under_answers_as_path_starts_with_does() {
+        let cases = [
+            "/",
+            "/usr",
+            "/usr/",
+            "/usr/lib",
+            "/usr2",
+            "/usr/lib/x",
+            "//usr",
+            "/usr/./lib",
+            "/u",
+            "/usr/lib2",
+            "/root/.ssh",
+            "/root/.ssh2",
+            "/root",
+        ];
+        for p in cases {
+            for q in cases {
+                let (p, q) = (clean(Path::new(p)), clean(Path::new(q)));
+                assert_eq!(
+                    under(p.as_os_str().as_bytes(), q.as_os_str().as_bytes()),
+                    p.starts_with(&q),
+                    "{p:?} under {q:?}"
+                );
+            }
+        }
     }
 }

@@ -56,7 +56,14 @@ impl Stamp {
         let id = |m: std::fs::Metadata| {
             (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
         };
-        Stamp([std::fs::symlink_metadata(path).ok().map(id), std::fs::metadata(path).ok().map(id)])
+        let link = std::fs::symlink_metadata(path).ok();
+        // Only a link has a target of its own to stat: for anything else
+        // the second answer is the first (one `stat` a file, not two).
+        let target = match &link {
+            Some(m) if !m.file_type().is_symlink() => Some(m.clone()),
+            _ => std::fs::metadata(path).ok(),
+        };
+        Stamp([link.map(id), target.map(id)])
     }
 }
 
@@ -186,6 +193,10 @@ impl GitGuard {
             cacheable
         };
         if cacheable {
+            // A file named twice (the config as the git dir's and the
+            // common dir's) is stamped, and checked, once.
+            stamps.sort_by(|a, b| a.0.cmp(&b.0));
+            stamps.dedup_by(|a, b| a.0 == b.0);
             let mut cache = self.cache.lock().unwrap();
             if cache.len() >= CACHE_ENTRIES {
                 cache.clear();
