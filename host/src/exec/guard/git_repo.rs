@@ -71,6 +71,18 @@ impl Stamp {
 /// their identity then.
 type Verdict = Vec<(PathBuf, Stamp)>;
 
+/// Each file of a verdict once, and whether its stamps agreed: a file is
+/// named twice (the config as the git dir's and the common dir's) or
+/// stamped before the check and again after it. A file that changed
+/// while git read it (swapped back and forth by a repository's own
+/// program) leaves nothing to cache (`false`).
+fn settle(stamps: &mut Verdict) -> bool {
+    stamps.sort_by(|a, b| a.0.cmp(&b.0));
+    let changed = stamps.windows(2).any(|w| w[0].0 == w[1].0 && w[0].1 != w[1].1);
+    stamps.dedup_by(|a, b| a.0 == b.0);
+    !changed
+}
+
 /// Where git found the repository (canonical paths).
 struct Layout {
     git_dir: PathBuf,
@@ -192,11 +204,8 @@ impl GitGuard {
             stamps.extend(origins.into_iter().chain(dirs).map(|f| (f.clone(), Stamp::of(&f))));
             cacheable
         };
-        if cacheable {
-            // A file named twice (the config as the git dir's and the
-            // common dir's) is stamped, and checked, once.
-            stamps.sort_by(|a, b| a.0.cmp(&b.0));
-            stamps.dedup_by(|a, b| a.0 == b.0);
+        let settled = settle(&mut stamps);
+        if cacheable && settled {
             let mut cache = self.cache.lock().unwrap();
             if cache.len() >= CACHE_ENTRIES {
                 cache.clear();
@@ -448,6 +457,24 @@ fn lexical(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_that_changed_during_the_check_leaves_no_verdict() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("config"), tmp.path().join("gitdir"));
+        std::fs::write(&a, "one").unwrap();
+        let before = Stamp::of(&a);
+        let mut same = vec![
+            (a.clone(), before.clone()),
+            (b.clone(), Stamp::of(&b)),
+            (a.clone(), before.clone()),
+        ];
+        assert!(settle(&mut same), "agreeing stamps settle");
+        assert_eq!(same.len(), 2, "each file once");
+        std::fs::write(&a, "other content").unwrap();
+        let mut moved = vec![(a.clone(), before), (a.clone(), Stamp::of(&a))];
+        assert!(!settle(&mut moved), "a file stamped differently before and after is not cached");
+    }
     use crate::exec::guard::git::harden;
 
     fn git_path() -> PathBuf {
